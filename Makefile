@@ -1,0 +1,159 @@
+# distributor.core: set-up, build and test entry points.
+#
+#   make demo   create .venv, build and install the collection, publish the example bundle
+#   make test   unit tests, playbook integration tests, ansible-test sanity, molecule
+#
+# Everything runs from .venv (created from requirements-test.txt) and uses the collection as a
+# user gets it: built with ansible-galaxy and installed under .build/collections.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+.DELETE_ON_ERROR:
+
+PYTHON ?= python3
+PYTEST_WORKERS ?= 2
+PYTEST_ARGS ?=
+
+VENV := $(CURDIR)/.venv
+VENV_BIN := $(VENV)/bin
+VENV_STAMP := $(VENV)/.distributor-installed
+BUILD := $(CURDIR)/.build
+DIST := $(BUILD)/dist
+COLLECTIONS := $(BUILD)/collections
+INSTALLED := $(COLLECTIONS)/ansible_collections/distributor/core
+SANITY_ROOT := $(BUILD)/sanity/ansible_collections/distributor/core
+DEMO_DIR ?= $(BUILD)/demo
+
+VERSION := $(shell sed -n 's/^version:[[:space:]]*//p' galaxy.yml)
+TARBALL := $(DIST)/distributor-core-$(VERSION).tar.gz
+
+# Tools from .venv come first; tests start ansible-playbook, ansible-runner and moto from PATH.
+export PATH := $(VENV_BIN):$(PATH)
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+# $(call pytest,DIR): pytest on DIR; a missing or still empty DIR is reported, not an error.
+define pytest
+	@if [ ! -d $(1) ]; then echo "==> $(1): no such directory, nothing to run"; exit 0; fi; \
+	t0=$$(date +%s); rc=0; \
+	$(VENV_BIN)/python -m pytest $(1) -n $(PYTEST_WORKERS) -q $(PYTEST_ARGS) || rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "==> $(1): no tests collected yet"; rc=0; fi; \
+	echo "==> $(1) finished in $$(( $$(date +%s) - t0 ))s (exit $$rc)"; \
+	exit $$rc
+endef
+
+.PHONY: help venv collection unit integration sanity molecule test demo changelog clean
+
+help:
+	@echo "make demo         set up .venv, build and install the collection, run playbooks/demo.yml"
+	@echo "make test         unit tests, sanity, integration (playbook) tests, molecule"
+	@echo "make venv         create .venv from requirements-test.txt"
+	@echo "make collection   build the collection and install it under .build/collections"
+	@echo "make unit | integration | sanity | molecule | changelog | clean"
+
+# ---------------------------------------------------------------------------------------------
+# Environment
+
+venv: $(VENV_STAMP)
+
+$(VENV_STAMP): requirements-test.txt requirements.txt
+	@if [ ! -x $(VENV_BIN)/python ]; then $(PYTHON) -m venv $(VENV); fi
+	$(VENV_BIN)/python -m pip install --quiet -r requirements-test.txt
+	@touch $@
+
+# ---------------------------------------------------------------------------------------------
+# Build: the tarball ansible-galaxy makes, installed as a user would install it.
+
+collection: venv
+	@rm -rf $(DIST) $(INSTALLED)
+	$(VENV_BIN)/ansible-galaxy collection build --force --output-path $(DIST) .
+	$(VENV_BIN)/ansible-galaxy collection install --force --offline -p $(COLLECTIONS) $(TARBALL)
+collection: export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
+
+# ---------------------------------------------------------------------------------------------
+# Tests
+
+# Unit tests import the source tree (no build needed) as ansible_collections.distributor.core;
+# tests/conftest.py links it into that layout under .build/src.
+unit: venv
+	$(call pytest,tests/unit)
+
+# Integration tests run the real ansible-playbook against the installed collection.
+integration: collection
+	$(call pytest,tests/integration)
+integration: export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
+integration: export DISTRIBUTOR_COLLECTIONS_PATH := $(COLLECTIONS)
+
+# ansible-test needs the collection at .../ansible_collections/distributor/core: copy the files
+# git knows about (tracked, plus new files that are not ignored) there. It creates a virtual
+# environment per test and bootstraps pip with a get-pip script it would download from a host we
+# cannot reach; tests/sanity/get_pip.py, placed in its cache, does the same from ensurepip + PyPI.
+sanity: venv
+	@# Start from an empty copy, but keep ansible-test's output directory: it holds the virtual
+	@# environment ansible-test delegates to, which is slow to create.
+	@rm -rf $(BUILD)/sanity-output
+	@if [ -d $(SANITY_ROOT)/tests/output ]; then mv $(SANITY_ROOT)/tests/output $(BUILD)/sanity-output; fi
+	@rm -rf $(SANITY_ROOT) && mkdir -p $(SANITY_ROOT)/tests
+	@if [ -d $(BUILD)/sanity-output ]; then mv $(BUILD)/sanity-output $(SANITY_ROOT)/tests/output; fi
+	@if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then \
+		git ls-files -z --cached --others --exclude-standard \
+			| rsync -a --from0 --files-from=- ./ $(SANITY_ROOT)/; \
+	else \
+		rsync -a --exclude-from=.gitignore --exclude=.git ./ $(SANITY_ROOT)/; \
+	fi
+	@# ansible-test lists content with git from the nearest .git upwards; this repository ignores
+	@# .build, so the copy gets a repository of its own (files untracked: listed, never committed).
+	@git -C $(SANITY_ROOT) init --quiet
+	@pip_version=$$($(VENV_BIN)/python -c "$$GET_PIP_VERSION"); \
+		cache="$$HOME/.ansible/test/cache/get_pip_$${pip_version//./_}.py"; \
+		mkdir -p "$$(dirname "$$cache")" && cp tests/sanity/get_pip.py "$$cache"; \
+		echo "==> ansible-test bootstraps pip $$pip_version with $$cache"
+	@t0=$$(date +%s); \
+	python_version=$$($(VENV_BIN)/python -c 'import sys; print("%d.%d" % sys.version_info[:2])'); \
+	cd $(SANITY_ROOT) && $(VENV_BIN)/ansible-test sanity --venv --python $$python_version --color no; \
+	echo "==> sanity finished in $$(( $$(date +%s) - t0 ))s"
+
+# Prints the pip version ansible-test installs in its virtual environments (e.g. 24.2).
+define GET_PIP_VERSION
+import os, re, ansible_test
+source = os.path.join(os.path.dirname(ansible_test.__file__), '_internal', 'python_requirements.py')
+with open(source) as f:
+    print(re.search(r"\bpip='([0-9.]+)'", f.read()).group(1))
+endef
+export GET_PIP_VERSION
+
+# The molecule scenarios live in extensions/molecule (collection layout); molecule finds them
+# when it runs from the collection root.
+molecule: collection
+	@if [ ! -d extensions/molecule ]; then echo "==> extensions/molecule: no scenario yet, nothing to run"; exit 0; fi; \
+	t0=$$(date +%s); \
+	$(VENV_BIN)/molecule test --all; \
+	echo "==> molecule finished in $$(( $$(date +%s) - t0 ))s"
+molecule: export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
+
+changelog: venv
+	$(VENV_BIN)/antsibull-changelog lint
+
+# Fast failures first: unit tests and sanity take seconds (sanity about a minute the first time,
+# while ansible-test creates its virtual environments); playbook tests and molecule take minutes.
+test: venv
+	$(MAKE) --no-print-directory unit
+	$(MAKE) --no-print-directory sanity
+	$(MAKE) --no-print-directory integration
+	$(MAKE) --no-print-directory molecule
+
+# ---------------------------------------------------------------------------------------------
+# Demo: publish the example bundle to a local directory through ansible-playbook.
+
+demo: collection
+	$(VENV_BIN)/ansible-playbook playbooks/demo.yml -e distributor_demo_dir=$(DEMO_DIR)
+	@echo
+	@echo "The demo published the example bundle under $(DEMO_DIR)/www:"
+	@find $(DEMO_DIR)/www -type f | sort | sed 's/^/  /'
+demo: export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
+demo: export ANSIBLE_LOCALHOST_WARNING := False
+demo: export ANSIBLE_INVENTORY_UNPARSED_WARNING := False
+
+clean:
+	rm -rf $(BUILD) tests/output .pytest_cache
+	find . -path ./.venv -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +

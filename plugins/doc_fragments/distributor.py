@@ -1,0 +1,210 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, distributor contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Option documentation shared by the distributor modules (private to this collection)."""
+
+from __future__ import annotations
+
+
+class ModuleDocFragment:
+    """`destination` is the same dict for every module; its text lives here once."""
+
+    DESTINATION = r"""
+options:
+  destination:
+    description:
+      - Where and under which policy to publish. See C(docs/config.md) for every key.
+    type: dict
+    required: true
+    suboptions:
+      id:
+        description: Destination id; recorded as the owner's C(destination_id) in state.
+        type: str
+        required: true
+      storage:
+        description: The storage root.
+        type: dict
+        required: true
+        suboptions:
+          type:
+            description: Backend. C(memory) is for tests only.
+            type: str
+            required: true
+            choices: [local, sftp, s3, memory]
+          root:
+            description:
+              - Absolute directory (C(local), C(sftp)). A local root of C(/) is refused.
+            type: str
+          host:
+            description: SFTP server host name.
+            type: str
+          port:
+            description: SFTP server port; 22 when unset.
+            type: int
+          username:
+            description: SFTP user name.
+            type: str
+          password:
+            description: SFTP password. Never logged.
+            type: str
+          private_key_file:
+            description: SFTP private key file.
+            type: path
+          known_hosts_file:
+            description: known_hosts file holding the SFTP server's host key.
+            type: path
+          host_key_policy:
+            description:
+              - C(reject) refuses an SFTP server whose key is not in I(known_hosts_file); C(accept_new) records it.
+              - C(reject) when unset.
+            type: str
+            choices: [reject, accept_new]
+          bucket:
+            description: S3 bucket.
+            type: str
+          prefix:
+            description: S3 key prefix of the root.
+            type: str
+          region:
+            description: S3 region.
+            type: str
+          endpoint_url:
+            description: URL of an S3-compatible service.
+            type: str
+          profile:
+            description: AWS profile; the standard AWS credential chain is used when no keys are given.
+            type: str
+          access_key:
+            description: AWS access key id.
+            type: str
+          secret_key:
+            description: AWS secret access key. Never logged.
+            type: str
+          session_token:
+            description: AWS session token. Never logged.
+            type: str
+      path:
+        description:
+          - Bundle path under the root. Placeholders C({pipeline_id}), C({destination_id}), C({source_id}),
+            C({created:<strftime>}). Empty means the root itself.
+        type: str
+      state:
+        description: C(mode) is C(single_owner) (default, schema 2 state) or C(shared_root) (schema 3).
+        type: dict
+        suboptions:
+          mode:
+            description: State mode.
+            type: str
+            choices: [single_owner, shared_root]
+      reconciliation:
+        description: C(mode) is C(replace) (default) or C(merge).
+        type: dict
+        suboptions:
+          mode:
+            description: Reconciliation mode.
+            type: str
+            choices: [replace, merge]
+      transfer:
+        description: What to do with a newer or conflicting recorded source.
+        type: dict
+        suboptions:
+          on_destination_newer:
+            description: C(skip) (default) or C(replace).
+            type: str
+            choices: [skip, replace]
+          on_conflict:
+            description: C(fail) (default) or C(replace).
+            type: str
+            choices: [fail, replace]
+      takeover:
+        description: C(mode) C(managed) may take over outputs and state another owner manages; never unmanaged content.
+        type: dict
+        suboptions:
+          mode:
+            description: Takeover mode; C(none) when unset.
+            type: str
+            choices: [none, managed]
+      links:
+        description: URLs recorded for outputs.
+        type: dict
+        suboptions:
+          base_url:
+            description: URL of the bundle path; takes the same placeholders as I(path).
+            type: str
+          primary:
+            description: Patterns choosing the primary output, tried in order; C([index.html, "*.html"]) when unset.
+            type: list
+            elements: str
+      retention:
+        description: What C(distributor.core.distributor_prune) deletes.
+        type: dict
+        suboptions:
+          max_age:
+            description: Outputs whose C(updated_at) is older, like C(30d), C(12h), C(90m), C(45s), C(2w).
+            type: str
+          max_outputs:
+            description: Keep the newest N outputs per owner.
+            type: int
+"""
+
+    MANAGED_ROOT = r"""
+options:
+  pipeline_id:
+    description:
+      - The pipeline whose managed outputs are checked; with I(destination.id) it selects the owner.
+      - Single-owner state must record this pipeline and destination, else the module fails with C(conflict).
+    type: str
+    required: true
+  created:
+    description:
+      - RFC3339 time (like C(2026-06-04T11:55:00Z)) that fills C({created:<strftime>}) in I(destination.path),
+        selecting the bundle path one publication used.
+      - Without it I(destination.path) must not use C({created}); C({source_id}) is never available here.
+    type: str
+  lock_timeout:
+    description:
+      - Seconds to wait for a publisher of the same root before failing with C(locked).
+      - Check mode takes no lock.
+    type: float
+    default: 60
+"""
+
+    PIPELINE = r"""
+options:
+  pipeline:
+    description: What to produce from a source bundle. See C(docs/config.md).
+    type: dict
+    required: true
+    suboptions:
+      id:
+        description: Pipeline id; recorded as the owner's C(pipeline_id) in state.
+        type: str
+        required: true
+      outputs:
+        description:
+          - Output rules; every matching rule produces one output. Copy every file when unset.
+        type: list
+        elements: dict
+        suboptions:
+          match:
+            description: Glob over manifest paths; C(**) crosses directories.
+            type: str
+            required: true
+          transform:
+            description: C(copy) keeps the path; C(markdown_to_html) replaces the extension with C(.html).
+            type: str
+            default: copy
+            choices: [copy, markdown_to_html]
+      markdown:
+        description: Options of the C(markdown_to_html) transform.
+        type: dict
+        suboptions:
+          allow_raw_html:
+            description: Pass raw HTML in Markdown through instead of escaping it.
+            type: bool
+            default: false
+      destinations:
+        description: Destination ids, used by the C(distributor) role; ignored by the modules.
+        type: list
+        elements: str
+"""

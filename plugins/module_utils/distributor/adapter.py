@@ -1,0 +1,24 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one place the core meets Ansible: run an operation and report it the Ansible way."""
+
+from __future__ import annotations
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from .errors import DistributorError, MissingLibrary
+
+
+def run_module(argument_spec: dict, operation) -> None:
+    """`operation(params, check_mode)` returns the result dict (with `changed` and `diff`)."""
+    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    try:
+        result = operation(module.params, module.check_mode)
+    except MissingLibrary as error:
+        module.fail_json(msg=missing_required_lib(error.library, reason=error.message), exception=error.traceback, reason=error.reason)
+    except DistributorError as error:
+        module.fail_json(msg=error.message, reason=error.reason)
+    for warning in result.pop("warnings", ()):
+        module.warn(warning)
+    if not module._diff:
+        result.pop("diff", None)
+    module.exit_json(**result)

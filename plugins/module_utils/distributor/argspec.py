@@ -1,0 +1,80 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Argument specs shared by the modules: plain data, so the core stays free of Ansible imports.
+
+Secrets are `no_log` here once, like amazon.aws does for its shared AWS options.
+"""
+
+from __future__ import annotations
+
+STORAGE = dict(
+    type=dict(type="str", required=True, choices=["local", "sftp", "s3", "memory"]),
+    root=dict(type="str"),
+    host=dict(type="str"),
+    port=dict(type="int"),
+    username=dict(type="str"),
+    password=dict(type="str", no_log=True),
+    private_key_file=dict(type="path"),
+    known_hosts_file=dict(type="path"),
+    host_key_policy=dict(type="str", choices=["reject", "accept_new"]),
+    bucket=dict(type="str"),
+    prefix=dict(type="str"),
+    region=dict(type="str"),
+    endpoint_url=dict(type="str"),
+    profile=dict(type="str"),
+    access_key=dict(type="str", no_log=False),
+    secret_key=dict(type="str", no_log=True),
+    session_token=dict(type="str", no_log=True),
+)
+
+
+def _mode(*choices: str) -> dict:
+    return dict(type="dict", options=dict(mode=dict(type="str", choices=list(choices))))
+
+
+DESTINATION = dict(
+    type="dict",
+    required=True,
+    options=dict(
+        id=dict(type="str", required=True),
+        storage=dict(type="dict", required=True, options=STORAGE),
+        path=dict(type="str"),
+        state=_mode("single_owner", "shared_root"),
+        reconciliation=_mode("replace", "merge"),
+        transfer=dict(
+            type="dict",
+            options=dict(
+                on_destination_newer=dict(type="str", choices=["skip", "replace"]),
+                on_conflict=dict(type="str", choices=["fail", "replace"]),
+            ),
+        ),
+        takeover=_mode("none", "managed"),
+        links=dict(type="dict", options=dict(base_url=dict(type="str"), primary=dict(type="list", elements="str"))),
+        retention=dict(type="dict", options=dict(max_age=dict(type="str"), max_outputs=dict(type="int"))),
+    ),
+)
+
+PIPELINE = dict(
+    type="dict",
+    required=True,
+    options=dict(
+        id=dict(type="str", required=True),
+        outputs=dict(
+            type="list",
+            elements="dict",
+            options=dict(
+                match=dict(type="str", required=True),
+                transform=dict(type="str", default="copy", choices=["copy", "markdown_to_html"]),
+            ),
+        ),
+        markdown=dict(type="dict", options=dict(allow_raw_html=dict(type="bool", default=False))),
+        destinations=dict(type="list", elements="str"),
+    ),
+)
+
+# The options that select one existing managed root without a bundle at hand (reconcile, prune).
+MANAGED_ROOT = dict(
+    pipeline_id=dict(type="str", required=True),
+    destination=DESTINATION,
+    created=dict(type="str"),
+    lock_timeout=dict(type="float", default=60.0),
+)

@@ -1,0 +1,167 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Pipeline and destination settings: validated by JSON Schema, defaults filled in one place."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from urllib.parse import quote
+
+from .errors import DistributorError
+from .paths import is_reserved, path_problem
+from .schemas import validate
+
+DEFAULT_RULES = ({"match": "**", "transform": "copy"},)
+_PLACEHOLDER = re.compile(r"\{([a-z_]+)(?::([^{}]*))?\}")
+_AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+@dataclass(frozen=True)
+class Rule:
+    match: str
+    transform: str
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    id: str
+    rules: tuple[Rule, ...]
+    allow_raw_html: bool
+
+
+@dataclass(frozen=True)
+class Retention:
+    max_age_seconds: int | None
+    max_outputs: int | None
+
+
+@dataclass(frozen=True)
+class Destination:
+    id: str
+    storage: dict
+    path: str
+    state_mode: str
+    reconciliation: str
+    on_destination_newer: str
+    on_conflict: str
+    takeover: str
+    base_url: str | None
+    primary: tuple[str, ...]
+    retention: Retention
+
+    @property
+    def shared_root(self) -> bool:
+        return self.state_mode == "shared_root"
+
+
+def _without_none(data: dict) -> dict:
+    """Ansible passes every unset suboption as None; the schemas describe what a user wrote."""
+    return {k: (_without_none(v) if isinstance(v, dict) else v) for k, v in data.items() if v is not None}
+
+
+def parse_pipeline(data: object) -> Pipeline:
+    data = _without_none(data) if isinstance(data, dict) else data
+    validate("pipeline", data, "pipeline", "invalid_config")
+    rules = tuple(
+        Rule(match=r["match"], transform=r.get("transform", "copy")) for r in data.get("outputs", DEFAULT_RULES)
+    )
+    return Pipeline(
+        id=data["id"],
+        rules=rules,
+        allow_raw_html=data.get("markdown", {}).get("allow_raw_html", False),
+    )
+
+
+def parse_destination(data: object) -> Destination:
+    data = _without_none(data) if isinstance(data, dict) else data
+    validate("destination", data, "destination", "invalid_config")
+    where = "destination %s" % data["id"]
+    links = data.get("links", {})
+    retention = data.get("retention", {})
+    destination = Destination(
+        id=data["id"],
+        storage=data["storage"],
+        path=data.get("path", ""),
+        state_mode=data.get("state", {}).get("mode", "single_owner"),
+        reconciliation=data.get("reconciliation", {}).get("mode", "replace"),
+        on_destination_newer=data.get("transfer", {}).get("on_destination_newer", "skip"),
+        on_conflict=data.get("transfer", {}).get("on_conflict", "fail"),
+        takeover=data.get("takeover", {}).get("mode", "none"),
+        base_url=links.get("base_url"),
+        primary=tuple(links.get("primary", ("index.html", "*.html"))),
+        retention=Retention(
+            max_age_seconds=parse_age(retention["max_age"], where) if "max_age" in retention else None,
+            max_outputs=retention.get("max_outputs"),
+        ),
+    )
+    _check_templates(destination, where)
+    if destination.base_url and not re.match(r"(?i)https?://[^\s/]", destination.base_url):
+        raise DistributorError("invalid_config", "%s: links.base_url %r must be an absolute http:// or https:// URL" % (where, destination.base_url))
+    return destination
+
+
+def parse_age(text: str, where: str) -> int:
+    """`30d`, `12h`, `90m`, `45s`, `2w` in seconds."""
+    match = re.fullmatch(r"([0-9]+)([smhdw])", text or "")
+    if not match:
+        raise DistributorError("invalid_config", "%s: retention.max_age %r must look like 30d, 12h, 90m, 45s or 2w" % (where, text))
+    return int(match.group(1)) * _AGE_UNITS[match.group(2)]
+
+
+def _check_templates(destination: Destination, where: str) -> None:
+    for field, template in (("path", destination.path), ("links.base_url", destination.base_url or "")):
+        for name, _fmt in _PLACEHOLDER.findall(template):
+            if name not in ("pipeline_id", "destination_id", "source_id", "created"):
+                raise DistributorError(
+                    "invalid_config",
+                    "%s: %s uses unknown placeholder {%s}; use {pipeline_id}, {destination_id}, "
+                    "{source_id} or {created:<strftime>}" % (where, field, name),
+                )
+
+
+def render_template(template: str, pipeline_id: str, destination_id: str, source_id: str | None, created: datetime | None) -> str:
+    """Fill {pipeline_id}, {destination_id}, {source_id} and {created:<strftime>}.
+
+    `source_id` and `created` are None when no bundle is at hand (reconcile-state, prune): then a
+    template that needs them is an error naming the missing value.
+    """
+
+    def fill(match: re.Match) -> str:
+        name, fmt = match.group(1), match.group(2)
+        if name == "pipeline_id":
+            return pipeline_id
+        if name == "destination_id":
+            return destination_id
+        value = source_id if name == "source_id" else created
+        if value is None:
+            raise DistributorError(
+                "invalid_config",
+                "destination %s: path %r needs {%s}; give the bundle's created time or use a path without it"
+                % (destination_id, template, name),
+            )
+        return value if name == "source_id" else value.strftime(fmt or "%Y-%m-%dT%H:%M:%SZ")
+
+    return _PLACEHOLDER.sub(fill, template)
+
+
+def render_bundle_path(destination: Destination, pipeline_id: str, source_id: str | None, created: datetime | None) -> str:
+    """The bundle path under the root: clean, relative, never reserved ("" is the root itself)."""
+    rendered = render_template(destination.path, pipeline_id, destination.id, source_id, created).strip("/")
+    if rendered == "":
+        return ""
+    problem = path_problem(rendered)
+    if problem or is_reserved(rendered):
+        raise DistributorError(
+            "invalid_config",
+            "destination %s: bundle path %r (from %r) %s; it must stay under the root"
+            % (destination.id, rendered, destination.path, problem or "uses a reserved .distributor name"),
+        )
+    return rendered
+
+
+def output_url(base_url: str | None, path: str) -> str | None:
+    """The public URL of an output: the rendered base URL joined with the quoted output path."""
+    if not base_url:
+        return None
+    return base_url.rstrip("/") + "/" + quote(path)

@@ -1,0 +1,195 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The contract's comparison table: what a publish does, decided from data alone.
+
+`decide` reads no storage. The shell hands it the parsed state (or the error that parsing
+raised), the non-reserved files present under the bundle path, and the planned output paths.
+Each row of "Comparison Semantics" is one branch below, with the contract's words in its reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .config import Destination
+from .errors import DistributorError
+from .manifest import Manifest
+from .state import SHARED_ROOT, SINGLE_OWNER, Owner, OwnerKey, State, to_shared
+
+ACTIONS = ("publish", "skip", "replace", "merge", "takeover", "force_replace", "migrate")
+SHOWN = 5
+
+
+@dataclass(frozen=True)
+class Decision:
+    """`reconciliation` is what the plan applies: takeover and forced replacement always replace,
+    and `none` writes state only (a migration whose source is unchanged). `state` is the state the
+    plan builds on (already migrated to schema 3 when `action` is migrate)."""
+
+    action: str
+    reason: str
+    reconciliation: str = "replace"
+    state: State | None = None
+    taken_over: frozenset = frozenset()
+    forced: frozenset = frozenset()
+
+
+def _some(paths) -> str:
+    ordered = sorted(paths)
+    more = " and %d more" % (len(ordered) - SHOWN) if len(ordered) > SHOWN else ""
+    return ", ".join(ordered[:SHOWN]) + more
+
+
+def _unmanaged(paths, where: str) -> DistributorError:
+    return DistributorError(
+        "unmanaged",
+        "%s holds content distributor does not manage (%s); distributor never overwrites or deletes "
+        "it. Move it away, or publish with force: true to replace the bundle path." % (where, _some(paths)),
+    )
+
+
+def _may_take_over(destination: Destination) -> bool:
+    return destination.takeover == "managed" or destination.on_conflict == "replace"
+
+
+def compare_sources(recorded: Manifest, new: Manifest, destination: Destination) -> tuple[bool, str]:
+    """(update?, why) for one owner whose recorded source has the same id as the new one."""
+    if recorded.to_dict() == new.to_dict():
+        return False, "the destination already holds source %s (%s)" % (new.id, new.digest)
+    if recorded.created_at < new.created_at:
+        return True, "source %s created %s is newer than the recorded %s" % (new.id, new.created, recorded.created)
+    if recorded.created_at > new.created_at:
+        if destination.on_destination_newer == "replace":
+            return True, "the destination holds a newer %s (%s) and transfer.on_destination_newer is replace" % (new.id, recorded.created)
+        return False, "the destination holds a newer %s (created %s, this one %s); transfer.on_destination_newer is skip" % (
+            new.id, recorded.created, new.created)
+    if destination.on_conflict == "replace":
+        return True, "source %s has the recorded created time but another digest and transfer.on_conflict is replace" % new.id
+    raise DistributorError(
+        "conflict",
+        "source %s created %s has digest %s but the destination recorded %s for the same id and time; "
+        "a bundle must not change without a new created time. Set transfer.on_conflict: replace to "
+        "overwrite." % (new.id, new.created, new.digest, recorded.digest),
+    )
+
+
+def _identity_mismatch(owner: Owner, key: OwnerKey, manifest: Manifest) -> str | None:
+    if owner.key != key:
+        return "the state belongs to pipeline %s and destination %s, not %s and %s" % (
+            owner.key.pipeline_id, owner.key.destination_id, key.pipeline_id, key.destination_id)
+    if owner.manifest.id != manifest.id:
+        return "the state records source %s, not %s" % (owner.manifest.id, manifest.id)
+    return None
+
+
+def decide(
+    manifest: Manifest,
+    key: OwnerKey,
+    destination: Destination,
+    state: State | None,
+    state_error: DistributorError | None,
+    present: frozenset,
+    planned: frozenset,
+    force: bool,
+    where: str,
+) -> Decision:
+    """The decision for publishing `manifest` as owner `key`; raises the contract's failures."""
+    if destination.shared_root:
+        if state_error is not None:
+            raise DistributorError(
+                state_error.reason,
+                state_error.message + "; a shared root's state cannot be forced over because other "
+                "owners' outputs would be lost: repair the file or restore it from backup",
+            )
+        return decide_shared_root(manifest, key, destination, state, present, planned, force, where)
+    try:
+        if state_error is not None:
+            raise state_error
+        return decide_single_owner(manifest, key, destination, state, present, planned, where)
+    except DistributorError as error:
+        if force and error.reason in ("conflict", "unmanaged", "invalid_state"):
+            return Decision("force_replace", "forced replacement of the bundle path: " + error.message, "replace", state)
+        raise
+
+
+def decide_single_owner(manifest, key, destination, state, present, planned, where) -> Decision:
+    if state is None:
+        if present:
+            raise _unmanaged(present, where)
+        return Decision("publish", "no state and no content at the bundle path: publish new outputs", destination.reconciliation)
+    if state.mode == SHARED_ROOT:
+        raise DistributorError(
+            "conflict",
+            "%s holds shared_root state but destination %s is configured single_owner; set "
+            "state.mode: shared_root or publish elsewhere" % (where, destination.id),
+        )
+    owner = state.owners[0]
+    unmanaged = present - set(state.by_path())
+    mismatch = _identity_mismatch(owner, key, manifest)
+    if mismatch:
+        if not _may_take_over(destination):
+            raise DistributorError(
+                "conflict",
+                "%s: %s. Set takeover.mode: managed (or transfer.on_conflict: replace) to take "
+                "ownership of its managed outputs." % (where, mismatch),
+            )
+        if unmanaged:
+            raise _unmanaged(unmanaged, where)
+        return Decision("takeover", mismatch + "; takeover replaces its managed outputs", "replace", state)
+    update, why = compare_sources(owner.manifest, manifest, destination)
+    if not update:
+        return Decision("skip", why, destination.reconciliation, state)
+    blocking = unmanaged if destination.reconciliation == "replace" else unmanaged & planned
+    if blocking:
+        raise _unmanaged(blocking, where)
+    return Decision(destination.reconciliation, why, destination.reconciliation, state)
+
+
+def decide_shared_root(manifest, key, destination, state, present, planned, force, where) -> Decision:
+    migrated = state is not None and state.mode == SINGLE_OWNER
+    if migrated:
+        if state.owners[0].key != key:
+            raise DistributorError(
+                "conflict",
+                "%s holds single-owner state of pipeline %s and destination %s; distributor converts "
+                "only its own single-owner state to a shared root" % (where, *state.owners[0].key),
+            )
+        state = to_shared(state)
+    owner = state.owner(key) if state else None
+    managed = state.by_path() if state else {}
+    action, reconciliation, why = "publish", destination.reconciliation, "owner %s is new in this shared root" % (key,)
+    if owner is not None:
+        if owner.manifest.id != manifest.id:
+            if not _may_take_over(destination):
+                raise DistributorError(
+                    "conflict",
+                    "%s: owner %s records source %s, not %s. Set takeover.mode: managed to replace it."
+                    % (where, key, owner.manifest.id, manifest.id),
+                )
+            action, reconciliation, why = "takeover", "replace", "owner %s moves from source %s to %s" % (key, owner.manifest.id, manifest.id)
+        else:
+            update, why = compare_sources(owner.manifest, manifest, destination)
+            if not update:
+                if migrated:
+                    return Decision("migrate", "single-owner state becomes shared_root state; " + why, "none", state)
+                return Decision("skip", why, reconciliation, state)
+            action = reconciliation
+    taken = frozenset(p for p in planned if p in managed and managed[p].owner != key)
+    if taken:
+        if not _may_take_over(destination):
+            first = sorted(taken)[0]
+            raise DistributorError(
+                "ownership_conflict",
+                "%s: %s is owned by %s (and %d more planned paths by other owners); one path has one "
+                "owner. Set takeover.mode: managed to take it over." % (where, first, managed[first].owner, len(taken) - 1),
+            )
+        action, reconciliation = "takeover", "replace"
+        why += "; takes over %s" % _some(taken)
+    unmanaged = frozenset(p for p in planned & present if p not in managed)
+    if unmanaged:
+        if not force:
+            raise _unmanaged(unmanaged, where)
+        action = "force_replace"
+        why += "; force overwrites unmanaged %s" % _some(unmanaged)
+    if migrated:
+        action, why = "migrate", "single-owner state becomes shared_root state; " + why
+    return Decision(action, why, reconciliation, state, taken, unmanaged)

@@ -1,0 +1,37 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one error type the core raises; modules turn it into fail_json(reason=...)."""
+
+from __future__ import annotations
+
+REASONS = (
+    "conflict",
+    "unmanaged",
+    "invalid_state",
+    "ownership_conflict",
+    "invalid_manifest",
+    "invalid_config",
+    "verification_failed",
+    "storage_error",
+    "locked",
+    "missing_library",
+)
+
+
+class DistributorError(Exception):
+    """A failure a user can act on: `reason` is stable for automation, `message` is for people."""
+
+    def __init__(self, reason: str, message: str):
+        if reason not in REASONS:
+            raise ValueError("unknown reason %r" % reason)
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+class MissingLibrary(DistributorError):
+    """A backend or transform needs a Python library that is not installed on the target host."""
+
+    def __init__(self, library: str, purpose: str, traceback_text: str):
+        super().__init__("missing_library", "%s is required for %s" % (library, purpose))
+        self.library = library
+        self.traceback = traceback_text

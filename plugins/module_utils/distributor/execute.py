@@ -1,0 +1,91 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The only part of a publish that changes storage: it walks a Plan and nothing else.
+
+Crash safety: before touching anything it records its intent in `.distributor.journal.json`
+(the attempt token and the paths it will write). State is written last and atomically, then the
+journal is removed. A run that finds a journal left by a dead attempt first deletes that
+attempt's staged files and every output it wrote that no state records, so nothing distributor
+wrote stays unaccounted for and the next decision sees the root as the last good state left it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from .errors import DistributorError
+from .paths import JOURNAL_NAME, STATE_NAME
+from .plan import Plan
+from .state import serialize_state
+from .storage.base import Storage, temp_name
+
+
+@dataclass(frozen=True)
+class Journal:
+    token: str
+    writes: tuple[str, ...]
+
+
+def parse_journal(raw: bytes, where: str) -> Journal:
+    try:
+        data = json.loads(raw.decode("utf-8"))
+        return Journal(str(data["token"]), tuple(str(p) for p in data["writes"]))
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
+        raise DistributorError(
+            "invalid_state",
+            "%s is unreadable (%s); it records an interrupted publish. Remove it after checking the "
+            "bundle path by hand." % (where, exc),
+        ) from exc
+
+
+def recovery_deletes(journal: Journal, managed: set) -> tuple[list[str], list[str]]:
+    """(outputs, staged files) a dead attempt left: what it wrote that no state records."""
+    outputs = [p for p in journal.writes if p not in managed]
+    staged = [temp_name(p, journal.token) for p in journal.writes + (STATE_NAME, JOURNAL_NAME)]
+    return outputs, staged
+
+
+def recover(storage: Storage, journal: Journal, managed: set) -> list[str]:
+    """Undo what a dead attempt left behind; returns the output paths removed."""
+    outputs, staged = recovery_deletes(journal, managed)
+    removed = storage.delete_many(outputs)
+    storage.delete_many(staged)
+    storage.delete(JOURNAL_NAME)
+    return removed
+
+
+def _chunks(write, bundle):
+    if write.content.data is not None:
+        return [write.content.data]
+    return bundle.chunks(write.source_path)
+
+
+def execute(plan: Plan, storage: Storage, bundle) -> list[str]:
+    """Deletes, then writes, then state; on failure removes only what this attempt created."""
+    managed_before = set(plan.before.by_path()) if plan.before else set()
+    if not (plan.writes or plan.deletes):
+        storage.write_bytes(STATE_NAME, serialize_state(plan.after))
+        return []
+    journal = {"token": storage.token, "writes": [w.path for w in plan.writes]}
+    storage.write_bytes(JOURNAL_NAME, json.dumps(journal).encode("utf-8"))
+    written: list[str] = []
+    try:
+        storage.delete_many(plan.deletes)
+        for write in plan.writes:
+            storage.write(write.path, _chunks(write, bundle))
+            written.append(write.path)
+        storage.write_bytes(STATE_NAME, serialize_state(plan.after))
+    except BaseException:
+        _clean_up(storage, [p for p in written if p not in managed_before])
+        raise
+    storage.delete(JOURNAL_NAME)
+    return written
+
+
+def _clean_up(storage: Storage, created: list[str]) -> None:
+    """Best effort: if storage is gone too, the journal stays and the next run finishes this."""
+    try:
+        storage.delete_many(created)
+        storage.delete(JOURNAL_NAME)
+    except DistributorError:
+        pass

@@ -1,0 +1,375 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Source bundles: the manifest contract, its digest, and reads that verify what they return.
+
+A bundle comes from a producer, who is trusted less than the operator: every value in its
+manifest is checked before anything is planned, and every byte is checked against the manifest
+while it is read for publishing, so a bundle that changes mid-publish cannot reach a destination.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime
+from functools import cached_property
+from typing import Iterable, Iterator
+
+from .errors import DistributorError
+from .paths import RESERVED_PREFIX, is_reserved, path_problem
+from .schemas import show, validate
+from .timestamps import parse_rfc3339
+
+MANIFEST_NAME = "manifest.json"
+SCHEMA_VERSION = 1
+READ_CHUNK_SIZE = 1024 * 1024  # one chunk in memory at a time, whatever the file size
+
+@dataclass(frozen=True)
+class ManifestFile:
+    path: str
+    sha256: str
+    size: int
+
+
+@dataclass(frozen=True)
+class Manifest:
+    schema_version: int
+    id: str
+    digest: str
+    created: str
+    files: tuple[ManifestFile, ...]
+
+    def to_dict(self) -> dict:
+        """The form embedded in state records and written to manifest.json."""
+        return {
+            "schema_version": self.schema_version,
+            "id": self.id,
+            "digest": self.digest,
+            "created": self.created,
+            "files": [{"path": f.path, "sha256": f.sha256, "size": f.size} for f in self.files],
+        }
+
+    @property
+    def created_at(self) -> datetime:
+        """`created` as an aware datetime, for `{created:...}` placeholders and comparisons."""
+        return parse_rfc3339(self.created)
+
+    @cached_property
+    def _by_path(self) -> dict[str, ManifestFile]:
+        return {f.path: f for f in self.files}
+
+    def file(self, path: str) -> ManifestFile:
+        """The entry for `path`; KeyError when the manifest does not list it (a caller bug:
+        every path the core handles comes from this manifest)."""
+        return self._by_path[path]
+
+
+def compute_digest(files: Iterable[ManifestFile]) -> str:
+    """The bundle's identity: equal digests mean equal content, whatever the file order."""
+    hasher = hashlib.sha256()
+    for entry in sorted(files, key=lambda f: f.path.encode("utf-8")):
+        hasher.update(("%s\0%s\0%d\n" % (entry.path, entry.sha256, entry.size)).encode("utf-8"))
+    return "sha256:" + hasher.hexdigest()
+
+
+def parse_manifest(data: object, where: str, reason: str = "invalid_manifest") -> Manifest:
+    """A Manifest from decoded JSON, or DistributorError(reason) naming `where` and the field.
+
+    The state parser passes reason="invalid_state" for the manifest embedded in a record.
+    """
+    validate("manifest", data, where, reason)
+    manifest = Manifest(
+        schema_version=data["schema_version"],
+        id=data["id"],
+        digest=data["digest"],
+        created=data["created"],
+        files=tuple(ManifestFile(f["path"], f["sha256"], f["size"]) for f in data["files"]),
+    )
+    _check_created(manifest, where, reason)
+    _check_paths(manifest.files, where, reason)
+    _check_digest(manifest, where, reason)
+    return manifest
+
+
+def _short(digest: str) -> str:
+    """`sha256:ab12cd34ef56…`: enough of a hash for a person to compare two of them."""
+    return digest[:19] + "…" if len(digest) > 19 else digest
+
+
+def _check_created(manifest: Manifest, where: str, reason: str) -> None:
+    try:
+        parse_rfc3339(manifest.created)
+    except ValueError:
+        raise DistributorError(
+            reason, "%s: created %s is not an RFC3339 timestamp (like 2026-06-04T12:00:00Z)"
+            % (where, show(manifest.created))) from None
+
+
+def _publishable_path_problem(path: str) -> str | None:
+    """Why `path` may not be listed in a manifest, or None: the shared path rules, plus the
+    reserved names and UTF-8, which the digest and every destination need."""
+    problem = path_problem(path)
+    if problem:
+        return problem
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return "is not valid UTF-8"
+    if is_reserved(path):
+        return ("uses the reserved prefix %s (names starting %s belong to distributor at every destination); "
+                "rename it" % (show(RESERVED_PREFIX), RESERVED_PREFIX))
+    return None
+
+
+def _check_paths(files: tuple[ManifestFile, ...], where: str, reason: str) -> None:
+    """Clean, unique paths, none of them also a directory of another: a destination can hold
+    only one thing under each name."""
+    seen: dict[str, int] = {}
+    for index, entry in enumerate(files):
+        field = "%s: files[%d].path %s" % (where, index, show(entry.path))
+        problem = _publishable_path_problem(entry.path)
+        if problem:
+            raise DistributorError(reason, "%s %s" % (field, problem))
+        if entry.path in seen:
+            raise DistributorError(reason, "%s is listed twice (also files[%d])" % (field, seen[entry.path]))
+        seen[entry.path] = index
+    for path, index in seen.items():
+        parent = path.rpartition("/")[0]
+        while parent:
+            if parent in seen:
+                raise DistributorError(reason, "%s: files[%d].path %s is inside files[%d].path %s, which is a file"
+                                       % (where, index, show(path), seen[parent], show(parent)))
+            parent = parent.rpartition("/")[0]
+
+
+def _check_digest(manifest: Manifest, where: str, reason: str) -> None:
+    computed = compute_digest(manifest.files)
+    if computed != manifest.digest:
+        raise DistributorError(reason, "%s: digest %s does not match its files (computed %s); regenerate the manifest"
+                               % (where, _short(manifest.digest), _short(computed)))
+
+
+class Bundle:
+    """A bundle directory whose manifest has been checked; reads of its files verify as they go."""
+
+    def __init__(self, root: str, manifest: Manifest):
+        self.root = root
+        self.manifest = manifest
+
+    @classmethod
+    def load(cls, source_dir: str) -> Bundle:
+        """Parse `<source_dir>/manifest.json` and check each listed file is there, as listed,
+        before anything is planned: a broken bundle fails before a destination is touched."""
+        root = os.path.abspath(source_dir)
+        where = os.path.join(root, MANIFEST_NAME)
+        bundle = cls(root, parse_manifest(_read_json(where), where))
+        for entry in bundle.manifest.files:
+            size = _listed_file(root, entry.path, where)[1]
+            if size != entry.size:
+                raise _size_mismatch(entry.path, entry.size, "%d bytes" % size)
+        return bundle
+
+    def chunks(self, path: str) -> Iterator[bytes]:
+        """The file's bytes in chunks, hashed while they stream. A file that outgrows its manifest
+        size fails at once; size and sha256 are checked after the last chunk, when the consumer
+        asks for more, so a writer that drains the iterator before committing never commits a
+        file that differs from the manifest."""
+        entry = self.manifest.file(path)
+        hasher = hashlib.sha256()
+        size = 0
+        for chunk in _read_chunks(_resolve_inside(self.root, path, self.root), "verification_failed"):
+            size += len(chunk)
+            if size > entry.size:
+                raise _size_mismatch(path, entry.size, "more than %d bytes" % entry.size)
+            hasher.update(chunk)
+            yield chunk
+        if size != entry.size:
+            raise _size_mismatch(path, entry.size, "%d bytes" % size)
+        actual = "sha256:" + hasher.hexdigest()
+        if actual != entry.sha256:
+            raise DistributorError("verification_failed", "%s: sha256 mismatch (manifest %s, file %s); %s" % (
+                path, _short(entry.sha256), _short(actual), _CHANGED))
+
+    def read(self, path: str) -> bytes:
+        """The whole verified file, for transforms that need it all at once."""
+        return b"".join(self.chunks(path))
+
+
+_CHANGED = "the bundle changed after its manifest was written"
+
+
+def _size_mismatch(path: str, expected: int, actual: str) -> DistributorError:
+    return DistributorError("verification_failed", "%s: size mismatch (manifest %d bytes, file %s); %s" % (
+        path, expected, actual, _CHANGED))
+
+
+def _read_json(where: str) -> object:
+    try:
+        with open(where, "rb") as handle:
+            raw = handle.read()
+    except FileNotFoundError:
+        raise DistributorError("invalid_manifest", "%s does not exist; a bundle is a directory holding "
+                               "manifest.json and the files it lists" % where) from None
+    except OSError as exc:
+        raise DistributorError("invalid_manifest", "cannot read %s: %s" % (where, exc.strerror or exc)) from None
+    try:
+        return json.loads(raw.decode("utf-8-sig"), object_pairs_hook=_refuse_duplicate_keys)
+    except UnicodeDecodeError as exc:
+        raise DistributorError("invalid_manifest", "%s is not UTF-8 (byte %d); write it as UTF-8 JSON" % (
+            where, exc.start)) from None
+    except json.JSONDecodeError as exc:
+        raise DistributorError("invalid_manifest", "%s is not valid JSON: %s at line %d, column %d" % (
+            where, exc.msg, exc.lineno, exc.colno)) from None
+    except (ValueError, RecursionError) as exc:
+        raise DistributorError("invalid_manifest", "%s is not a manifest: %s" % (where, exc)) from None
+
+
+def _refuse_duplicate_keys(pairs: list[tuple[str, object]]) -> dict:
+    """Python keeps the last of two equal keys silently; another reader may keep the first, so
+    a manifest that says two things at once is refused."""
+    result: dict = {}
+    for key, value in pairs:
+        if key in result:
+            raise ValueError("key %s appears twice in one object" % show(key))
+        result[key] = value
+    return result
+
+
+def _resolve_inside(root: str, path: str, where: str) -> str:
+    """The real location of a bundle file; a symlink may point anywhere inside the bundle but
+    never out of it, so a producer cannot make distributor publish the host's files."""
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(os.path.join(root, *path.split("/")))
+    if os.path.commonpath([real_root, real]) != real_root:
+        raise DistributorError("invalid_manifest", "%s: %s resolves to %s, outside the bundle; replace the "
+                               "symbolic link with the file itself" % (where, show(path), real))
+    return real
+
+
+def _listed_file(root: str, path: str, where: str) -> tuple[str, int]:
+    """The real location and size of a listed file that exists, inside the bundle, as a
+    regular file."""
+    real = _resolve_inside(root, path, where)
+    try:
+        info = os.stat(real)
+    except FileNotFoundError:
+        raise DistributorError("invalid_manifest", "%s: %s is listed but does not exist" % (
+            where, show(path))) from None
+    except OSError as exc:
+        raise DistributorError("invalid_manifest", "%s: cannot read %s: %s" % (
+            where, show(path), exc.strerror or exc)) from None
+    if not stat.S_ISREG(info.st_mode):
+        raise DistributorError("invalid_manifest", "%s: %s is listed but is not a regular file" % (where, show(path)))
+    return real, info.st_size
+
+
+def _read_chunks(real: str, reason: str) -> Iterator[bytes]:
+    try:
+        with open(real, "rb") as handle:
+            while True:
+                chunk = handle.read(READ_CHUNK_SIZE)
+                if not chunk:
+                    return
+                yield chunk
+    except OSError as exc:
+        raise DistributorError(reason, "cannot read %s: %s" % (real, exc.strerror or exc)) from None
+
+
+def build_manifest(source_dir: str, manifest_id: str, created: str, paths: Iterable[str] | None = None) -> Manifest:
+    """Hash the bundle's files into a Manifest without writing anything (check mode needs that).
+
+    With `paths` None every regular file below `source_dir` is listed except manifest.json;
+    symbolic links to directories are not descended into, so list such files in `paths`.
+    The result goes through parse_manifest: what this builds, load reads.
+    """
+    root = os.path.abspath(source_dir)
+    listed = sorted(_walk(root) if paths is None else paths, key=lambda p: p.encode("utf-8", "surrogateescape"))
+    files = tuple(_hash_file(root, path) for path in listed)
+    manifest = Manifest(SCHEMA_VERSION, manifest_id, compute_digest(files), created, files)
+    return parse_manifest(manifest.to_dict(), os.path.join(root, MANIFEST_NAME))
+
+
+def write_manifest(source_dir: str, manifest: Manifest) -> None:
+    where = os.path.join(os.path.abspath(source_dir), MANIFEST_NAME)
+    _write_atomically(where, (json.dumps(manifest.to_dict(), indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+
+
+def create_manifest(source_dir: str, manifest_id: str, created: str, paths: Iterable[str] | None = None) -> dict:
+    """Hash the bundle's files and write its manifest.json; returns the manifest as written."""
+    manifest = build_manifest(source_dir, manifest_id, created, paths)
+    write_manifest(source_dir, manifest)
+    return manifest.to_dict()
+
+
+def _walk(root: str) -> Iterator[str]:
+    for directory, _dirs, names in os.walk(root, onerror=_unlistable):
+        for name in names:
+            full = os.path.join(directory, name)
+            relative = os.path.relpath(full, root).replace(os.sep, "/")
+            if relative != MANIFEST_NAME and os.path.isfile(full):
+                yield relative
+
+
+def _unlistable(exc: OSError) -> None:
+    """os.walk skips what it cannot read; a manifest silently missing files is worse than none."""
+    raise DistributorError("invalid_manifest", "cannot list %s: %s" % (exc.filename, exc.strerror or exc))
+
+
+def _hash_file(root: str, path: str) -> ManifestFile:
+    if path == MANIFEST_NAME:
+        problem = "is the manifest itself, which cannot list its own hash"
+    else:
+        problem = _publishable_path_problem(path)
+    if problem:
+        raise DistributorError("invalid_manifest", "%s: cannot list %s in a manifest: it %s" % (
+            root, show(path), problem))
+    real = _listed_file(root, path, root)[0]
+    hasher = hashlib.sha256()
+    size = 0
+    for chunk in _read_chunks(real, "invalid_manifest"):
+        hasher.update(chunk)
+        size += len(chunk)
+    return ManifestFile(path, "sha256:" + hasher.hexdigest(), size)
+
+
+def _write_atomically(where: str, content: bytes) -> None:
+    """A publisher reading the bundle meanwhile sees the old manifest or the new, never half.
+    The staging name is reserved, so one left by a crash is refused loudly, never listed."""
+    staged = None
+    try:
+        with tempfile.NamedTemporaryFile(dir=os.path.dirname(where), prefix=RESERVED_PREFIX + ".manifest.",
+                                         delete=False) as handle:
+            staged = handle.name
+            handle.write(content)
+        os.chmod(staged, 0o644)
+        os.replace(staged, where)
+    except OSError as exc:
+        if staged and os.path.exists(staged):
+            os.unlink(staged)
+        raise DistributorError("invalid_manifest", "cannot write %s: %s" % (where, exc.strerror or exc)) from None
+
+
+def ensure_manifest(source_dir: str, manifest_id: str, created: str | None, paths: Iterable[str] | None,
+                    check_mode: bool, now: str) -> dict:
+    """The distributor_manifest operation: write manifest.json only when its content changes.
+
+    Without `created`, an existing manifest whose id and files are unchanged keeps its created
+    time, so a playbook that re-runs is idempotent; a changed bundle gets `now`.
+    """
+    where = os.path.join(os.path.abspath(source_dir), MANIFEST_NAME)
+    current = None
+    if os.path.exists(where):
+        try:
+            current = parse_manifest(_read_json(where), where)
+        except DistributorError:
+            current = None
+    wanted = build_manifest(source_dir, manifest_id, created or now, paths)
+    if created is None and current is not None and (current.id, current.files) == (wanted.id, wanted.files):
+        wanted = current
+    changed = wanted != current
+    if changed and not check_mode:
+        write_manifest(source_dir, wanted)
+    return {"changed": changed, "manifest": wanted.to_dict(), "path": where}

@@ -1,0 +1,37 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Path rules shared by manifests, state records, outputs and bundle paths."""
+
+from __future__ import annotations
+
+RESERVED_PREFIX = ".distributor"
+STATE_NAME = ".distributor.json"
+JOURNAL_NAME = ".distributor.journal.json"
+LOCK_NAME = ".distributor.lock"
+
+
+def path_problem(path: object) -> str | None:
+    """Why `path` is not a clean relative slash-separated path, or None when it is."""
+    if not isinstance(path, str):
+        return "is not a string"
+    if path == "":
+        return "is empty"
+    if path.startswith("/"):
+        return "is absolute"
+    if "\\" in path:
+        return "contains a backslash"
+    if any(ord(c) < 32 or ord(c) == 127 for c in path):
+        return "contains a control character"
+    for segment in path.split("/"):
+        if segment in ("", ".", ".."):
+            return "has an empty, '.' or '..' segment"
+    return None
+
+
+def is_reserved(path: str) -> bool:
+    """Names starting `.distributor` belong to distributor itself at every level of a destination."""
+    return any(segment.startswith(RESERVED_PREFIX) for segment in path.split("/"))
+
+
+def join(*parts: str) -> str:
+    """Join relative POSIX paths, ignoring empty parts (an empty bundle path is the root)."""
+    return "/".join(p.strip("/") for p in parts if p and p.strip("/"))

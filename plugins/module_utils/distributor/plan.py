@@ -1,0 +1,204 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""From a decision to the exact writes, deletes and state record: pure data, reviewable in check
+mode, executed as is. Output rules, links, reconciliation and timestamps live here."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass, replace
+from datetime import datetime
+from functools import lru_cache
+
+from .config import Destination, Pipeline, output_url
+from .decide import Decision
+from .errors import DistributorError
+from .manifest import Manifest
+from .paths import is_reserved, path_problem
+from .state import SHARED_ROOT, SINGLE_OWNER, Output, Owner, OwnerKey, State
+from .transforms import output_kind, output_path
+
+DISTRIBUTOR_VERSION = "0.1.0"
+
+
+@dataclass(frozen=True)
+class PlannedOutput:
+    """An output the pipeline rules produce from one manifest file, before its bytes exist."""
+
+    path: str
+    kind: str
+    source_path: str
+    transform: str
+
+
+@dataclass(frozen=True)
+class Content:
+    """The bytes of an output: generated outputs carry `data`; copies stream from the bundle."""
+
+    sha256: str
+    size: int
+    data: bytes | None = None
+
+
+@dataclass(frozen=True)
+class Write:
+    path: str
+    source_path: str
+    content: Content
+
+
+@dataclass(frozen=True)
+class Plan:
+    decision: Decision
+    owner: OwnerKey
+    bundle_path: str
+    writes: tuple[Write, ...]
+    deletes: tuple[str, ...]
+    before: State | None
+    after: State | None
+    retained: tuple[str, ...]
+
+    @property
+    def changed(self) -> bool:
+        """True exactly when executing the plan writes or deletes something (state included)."""
+        return bool(self.writes or self.deletes) or self.after != self.before
+
+    def outputs(self) -> tuple[Output, ...]:
+        """The records this owner manages once the plan is executed."""
+        return self.after.outputs_of(self.owner) if self.after else ()
+
+
+@lru_cache(maxsize=256)
+def _glob(pattern: str) -> re.Pattern:
+    """`**` crosses directories, `*` and `?` stay within one segment, `**/` may match nothing."""
+    regex, i = "", 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            regex, i = regex + "(?:.*/)?", i + 3
+        elif pattern.startswith("**", i):
+            regex, i = regex + ".*", i + 2
+        elif pattern[i] == "*":
+            regex, i = regex + "[^/]*", i + 1
+        elif pattern[i] == "?":
+            regex, i = regex + "[^/]", i + 1
+        elif pattern[i] == "[":
+            end = pattern.find("]", i + 1)
+            if end < 0:
+                regex, i = regex + re.escape("["), i + 1
+            else:
+                regex, i = regex + fnmatch.translate(pattern[i:end + 1])[4:-3], end + 1
+        else:
+            regex, i = regex + re.escape(pattern[i]), i + 1
+    return re.compile(regex + r"\Z")
+
+
+def glob_match(pattern: str, path: str) -> bool:
+    return _glob(pattern).match(path) is not None
+
+
+def plan_outputs(manifest: Manifest, pipeline: Pipeline) -> tuple[PlannedOutput, ...]:
+    """Every rule that matches a file produces one output; two producing one path is an error."""
+    produced: dict[str, PlannedOutput] = {}
+    for entry in manifest.files:
+        for rule in pipeline.rules:
+            if not glob_match(rule.match, entry.path):
+                continue
+            path = output_path(rule.transform, entry.path)
+            if path_problem(path) or is_reserved(path):
+                raise DistributorError("invalid_config", "pipeline %s: output path %r from %s is not allowed" % (pipeline.id, path, entry.path))
+            if path in produced:
+                raise DistributorError(
+                    "invalid_config",
+                    "pipeline %s: %s (%s) and %s (%s) both produce %s; make the output rules disjoint"
+                    % (pipeline.id, produced[path].source_path, produced[path].transform, entry.path, rule.transform, path),
+                )
+            produced[path] = PlannedOutput(path, output_kind(rule.transform), entry.path, rule.transform)
+    return tuple(sorted(produced.values(), key=lambda o: o.path))
+
+
+def primary_url(paths, patterns, base_url: str | None) -> str | None:
+    """The first output (by path) matching a `links.primary` pattern, patterns tried in order."""
+    ordered = sorted(paths)
+    for pattern in patterns:
+        for path in ordered:
+            if glob_match(pattern, path):
+                return output_url(base_url, path)
+    return None
+
+
+def _record(planned: PlannedOutput, content: Content, key: OwnerKey, manifest: Manifest, base_url, created_at: str, now: str) -> Output:
+    return Output(
+        path=planned.path,
+        kind=planned.kind,
+        source_path=planned.source_path,
+        transform=planned.transform if planned.kind == "generated" else None,
+        url=output_url(base_url, planned.path),
+        sha256=content.sha256,
+        size=content.size,
+        created_at=created_at,
+        updated_at=now,
+        owner=key,
+        source_id=manifest.id,
+        source_digest=manifest.digest,
+        source_created=manifest.created,
+    )
+
+
+def _upsert_owner(owners: tuple[Owner, ...], owner: Owner) -> tuple[Owner, ...]:
+    """The publishing owner's record changes in place; unrelated owners keep theirs, in order."""
+    if any(o.key == owner.key for o in owners):
+        return tuple(owner if o.key == owner.key else o for o in owners)
+    return owners + (owner,)
+
+
+def plan(
+    decision: Decision,
+    key: OwnerKey,
+    destination: Destination,
+    manifest: Manifest,
+    planned: tuple[PlannedOutput, ...],
+    contents: dict,
+    before: State | None,
+    present: frozenset,
+    bundle_path: str,
+    base_url: str | None,
+    now: datetime,
+) -> Plan:
+    """The complete plan for `decision`; `contents` maps each planned path to its Content and may
+    be empty when nothing is written (skip, or a migration of an unchanged source)."""
+    stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    if decision.action == "skip":
+        return Plan(decision, key, bundle_path, (), (), before, before, ())
+    base = decision.state
+    if decision.reconciliation == "none":
+        after = replace(base, updated_at=stamp, distributor_version=DISTRIBUTOR_VERSION)
+        return Plan(decision, key, bundle_path, (), (), before, after, ())
+    shared = destination.shared_root
+    previous = base.by_path() if base else {}
+    mine = {o.path: o for o in base.outputs if o.owner == key or not shared} if base else {}
+    planned_paths = {p.path for p in planned}
+    keep_created = shared or decision.reconciliation == "merge"
+
+    records = []
+    for item in planned:
+        old = previous.get(item.path)
+        created = old.created_at if keep_created and old is not None else stamp
+        records.append(_record(item, contents[item.path], key, manifest, base_url, created, stamp))
+    omitted = sorted(set(mine) - planned_paths)
+    retained = tuple(omitted) if decision.reconciliation == "merge" else ()
+    records.extend(mine[p] for p in retained)
+    if decision.action == "force_replace" and not shared:
+        deletes = tuple(sorted(present - planned_paths))
+    else:
+        deletes = () if decision.reconciliation == "merge" else tuple(omitted)
+    others = tuple(o for o in (base.outputs if base and shared else ()) if o.owner != key and o.path not in planned_paths)
+
+    owner = Owner(key, destination.reconciliation, manifest, primary_url(planned_paths, destination.primary, base_url))
+    if shared:
+        owners = _upsert_owner(base.owners if base else (), owner)
+        after = State(SHARED_ROOT, 3, base.created_at if base else stamp, stamp, None, DISTRIBUTOR_VERSION, owners, others + tuple(records))
+    else:
+        created_at = before.created_at if before is not None and before.mode == SINGLE_OWNER else stamp
+        after = State(SINGLE_OWNER, 2, created_at, stamp, stamp, DISTRIBUTOR_VERSION, (owner,), tuple(records))
+    writes = tuple(Write(p.path, p.source_path, contents[p.path]) for p in planned)
+    return Plan(decision, key, bundle_path, writes, deletes, before, after, retained)

@@ -1,0 +1,80 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Prune: delete the selected owner's managed outputs that the destination's retention expires.
+
+Only paths recorded for that owner are ever candidates, so unmanaged files, other owners' outputs
+and `.distributor.json` cannot be selected. Files are deleted before the record is rewritten: if a
+run dies in between, the record names files that are gone, and the next prune (or
+reconcile-state) forgets them, so every order of failures converges.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime, timedelta
+
+from . import report
+from .config import Retention, parse_destination
+from .errors import DistributorError
+from .paths import STATE_NAME
+from .reconcile import forget, open_managed_root
+from .state import Output, serialize_state, state_to_dict
+from .storage.select import open_storage
+from .timestamps import parse_rfc3339, utc_now
+
+
+def select_expired(outputs, retention: Retention, now: datetime) -> list[Output]:
+    """The outputs retention removes, by path: the union of those older than `max_age` (age over
+    `updated_at`, strictly greater) and, per owner, those beyond the newest `max_outputs`.
+
+    Equal `updated_at` values are common (one publication stamps all its outputs alike), so the
+    newest-first order breaks ties by path: which outputs survive never depends on record order.
+    """
+    expired = set()
+    if retention.max_age_seconds is not None:
+        cutoff = now - timedelta(seconds=retention.max_age_seconds)
+        expired.update(o for o in outputs if parse_rfc3339(o.updated_at) < cutoff)
+    if retention.max_outputs is not None:
+        by_owner = defaultdict(list)
+        for output in outputs:
+            by_owner[output.owner].append(output)
+        for group in by_owner.values():
+            newest_first = sorted(group, key=lambda o: (-parse_rfc3339(o.updated_at).timestamp(), o.path))
+            expired.update(newest_first[retention.max_outputs:])
+    return sorted(expired, key=lambda o: o.path)
+
+
+def prune(pipeline_id: str, destination: dict, created: str | None = None, check_mode: bool = False,
+          lock_timeout: float = 60.0, now: datetime | None = None, opener=open_storage) -> dict:
+    """Apply retention to the selected owner; check mode reports the plan and touches nothing.
+
+    A planned output whose file is already gone loses its record too (it is not in `deleted`):
+    otherwise it would be planned again by every later run and prune would never settle.
+    """
+    now = now or utc_now()
+    destination_cfg = parse_destination(destination)
+    retention = destination_cfg.retention
+    if retention.max_age_seconds is None and retention.max_outputs is None:
+        raise DistributorError(
+            "invalid_config",
+            "destination %s: retention is not configured; set retention.max_age and/or "
+            "retention.max_outputs to say what prune deletes" % destination_cfg.id,
+        )
+    with open_managed_root(pipeline_id, destination_cfg, created, lock_timeout, check_mode, opener) as root:
+        mine = root.state.outputs_of(root.key)
+        planned = select_expired(mine, retention, now)
+        after = forget(root.state, planned, now) if planned else root.state
+        deleted = []
+        if planned and not check_mode:
+            deleted = root.storage.delete_many(o.path for o in planned)
+            root.storage.write_bytes(STATE_NAME, serialize_state(after))
+    gone = {o.path for o in planned}
+    return {
+        "changed": bool(planned),
+        "bundle_path": root.bundle_path,
+        "planned": sorted(gone),
+        "deleted": sorted(deleted),
+        "kept": sorted(o.path for o in mine if o.path not in gone),
+        "state": state_to_dict(after),
+        "diff": report.diff(root.state, after, root.bundle_path),
+        "warnings": root.warnings,
+    }

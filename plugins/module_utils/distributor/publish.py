@@ -1,0 +1,123 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The publish operation: the imperative shell around parse → decide → plan → execute.
+
+It alone reads the clock, the bundle and the destination; check mode stops after planning, so
+what check mode reports is, by construction, what a real run does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from contextlib import nullcontext
+from datetime import datetime
+
+from . import report
+from .config import parse_destination, parse_pipeline, render_bundle_path, render_template
+from .decide import decide
+from .errors import DistributorError
+from .execute import Journal, execute, parse_journal, recover, recovery_deletes
+from .manifest import Bundle
+from .paths import JOURNAL_NAME, STATE_NAME, is_reserved
+from .plan import Content, plan, plan_outputs
+from .state import OwnerKey, output_to_dict, parse_state, state_to_dict
+from .storage.select import new_token, open_storage
+from .timestamps import utc_now
+from .transforms import render_markdown
+
+
+def render_contents(bundle: Bundle, planned, allow_raw_html: bool) -> dict:
+    """Content for each planned output: copies are described by the manifest and streamed later;
+    generated outputs are rendered now (reading verifies their source) so the plan knows them."""
+    contents = {}
+    for item in planned:
+        if item.transform == "copy":
+            entry = bundle.manifest.file(item.source_path)
+            contents[item.path] = Content(entry.sha256, entry.size)
+        else:
+            data = render_markdown(bundle.read(item.source_path), item.source_path, allow_raw_html)
+            contents[item.path] = Content("sha256:" + hashlib.sha256(data).hexdigest(), len(data), data)
+    return contents
+
+
+def inspect(storage, where: str):
+    """(state, state_error, journal, present): everything `decide` needs to know of the root."""
+    raw = storage.read_bytes(STATE_NAME)
+    state, state_error = None, None
+    if raw is not None:
+        try:
+            state = parse_state(raw, where)
+        except DistributorError as error:
+            if error.reason != "invalid_state":
+                raise
+            state_error = error
+    raw_journal = storage.read_bytes(JOURNAL_NAME)
+    journal = parse_journal(raw_journal, storage.describe(JOURNAL_NAME)) if raw_journal is not None else None
+    present = frozenset(p for p in storage.list_files() if not is_reserved(p))
+    return state, state_error, journal, present
+
+
+def publish(source: str, pipeline: dict, destination: dict, force: bool = False, lock_timeout: float = 60.0,
+            check_mode: bool = False, now: datetime | None = None, opener=open_storage) -> dict:
+    """Publish one bundle to one destination; `opener` lets tests hand in a fault-injecting backend."""
+    now = now or utc_now()
+    pipeline_cfg = parse_pipeline(pipeline)
+    destination_cfg = parse_destination(destination)
+    bundle = Bundle.load(source)
+    manifest = bundle.manifest
+    planned = plan_outputs(manifest, pipeline_cfg)
+    bundle_path = render_bundle_path(destination_cfg, pipeline_cfg.id, manifest.id, manifest.created_at)
+    base_url = render_template(destination_cfg.base_url or "", pipeline_cfg.id, destination_cfg.id, manifest.id, manifest.created_at) or None
+    key = OwnerKey(pipeline_cfg.id, destination_cfg.id)
+    storage = opener(destination_cfg.storage, bundle_path, new_token())
+    warnings = []
+    try:
+        with nullcontext() if check_mode else storage.lock(lock_timeout):
+            state, state_error, journal, present = inspect(storage, storage.describe(STATE_NAME))
+            if journal is not None and state_error is None:
+                present = _recover(storage, journal, state, present, check_mode, warnings)
+            decision = decide(manifest, key, destination_cfg, state, state_error, present,
+                              frozenset(p.path for p in planned), force, storage.describe())
+            needs_content = decision.action != "skip" and decision.reconciliation != "none"
+            contents = render_contents(bundle, planned, pipeline_cfg.allow_raw_html) if needs_content else {}
+            the_plan = plan(decision, key, destination_cfg, manifest, planned, contents, state, present,
+                            bundle_path, base_url, now)
+            if not check_mode and the_plan.changed:
+                execute(the_plan, storage, bundle)
+    finally:
+        storage.close()
+    return result(the_plan, warnings)
+
+
+def _recover(storage, journal: Journal, state, present, check_mode: bool, warnings: list) -> frozenset:
+    """Resolve a dead attempt's journal before deciding; check mode only says what it would do."""
+    managed = set(state.by_path()) if state else set()
+    leftovers, _staged = recovery_deletes(journal, managed)
+    leftovers = [p for p in leftovers if p in present]
+    if check_mode:
+        warnings.append("an interrupted publish left %d unrecorded output(s); a real run removes them first" % len(leftovers))
+    else:
+        recover(storage, journal, managed)
+        warnings.append("removed %d output(s) left by an interrupted publish (attempt %s)" % (len(leftovers), journal.token))
+    return present - set(leftovers)
+
+
+def result(the_plan, warnings: list) -> dict:
+    """The module's return values, named as DESIGN.md fixes them."""
+    decision = the_plan.decision
+    after = the_plan.after
+    shared = after is not None and after.mode == "shared_root"
+    owner = after.owner(the_plan.owner) if after else None
+    return {
+        "changed": the_plan.changed,
+        "action": decision.action,
+        "reason": decision.reason,
+        "bundle_path": the_plan.bundle_path,
+        "primary_url": owner.primary_url if owner else None,
+        "written": [w.path for w in the_plan.writes],
+        "deleted": list(the_plan.deletes),
+        "retained": list(the_plan.retained),
+        "outputs": [output_to_dict(o, shared) for o in the_plan.outputs()],
+        "state": state_to_dict(after) if after else None,
+        "diff": report.diff(the_plan.before, after, the_plan.bundle_path),
+        "warnings": warnings,
+    }

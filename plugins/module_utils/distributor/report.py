@@ -1,0 +1,32 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What a reviewer reads: the `diff` listings of managed outputs and the state record."""
+
+from __future__ import annotations
+
+from .state import State
+
+
+def listing(state: State | None, bundle_path: str) -> str:
+    """`path  sha256  size  owner` per managed output, after a header naming the state record, so
+    `--diff` shows added, rewritten and removed paths as changed lines."""
+    where = (bundle_path + "/" if bundle_path else "") + ".distributor.json"
+    if state is None:
+        return "# %s: absent\n" % where
+    lines = ["# %s: schema %d, %s, updated %s" % (where, 3 if state.mode == "shared_root" else 2, state.mode, state.updated_at)]
+    for owner in state.owners:
+        lines.append("# owner %s: source %s created %s (%s), %s" % (
+            owner.key, owner.manifest.id, owner.manifest.created, owner.manifest.digest, owner.reconciliation))
+    lines.extend(
+        "%s  %s  %d  %s" % (o.path, o.sha256, o.size, o.owner) for o in sorted(state.outputs, key=lambda o: o.path)
+    )
+    return "\n".join(lines) + "\n"
+
+
+def diff(before: State | None, after: State | None, bundle_path: str) -> dict:
+    where = (bundle_path + "/" if bundle_path else "") + ".distributor.json"
+    return {
+        "before": listing(before, bundle_path),
+        "after": listing(after, bundle_path),
+        "before_header": where,
+        "after_header": where,
+    }

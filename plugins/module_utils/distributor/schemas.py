@@ -1,0 +1,415 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The JSON Schemas distributor validates with, and the one place that runs jsonschema.
+
+They live here as Python data because Ansible ships only Python to the host that runs a module;
+`make schemas` exports them to `schemas/*.schema.json` for people and other tools, and a test keeps
+the two in step.
+"""
+
+from __future__ import annotations
+
+import json
+import traceback
+from functools import lru_cache
+
+from .errors import DistributorError, MissingLibrary
+
+try:
+    import jsonschema
+except ImportError:
+    HAS_JSONSCHEMA = False
+    JSONSCHEMA_IMPORT_ERROR = traceback.format_exc()
+else:
+    HAS_JSONSCHEMA = True
+    JSONSCHEMA_IMPORT_ERROR = None
+
+DRAFT = "https://json-schema.org/draft/2020-12/schema"
+SHA256 = {
+    "type": "string",
+    "pattern": "^sha256:[0-9a-f]{64}$",
+    # JSON Schema's `$` also matches before a trailing newline; the length closes that gap.
+    "maxLength": 71,
+    "description": "sha256: followed by 64 lowercase hex digits",
+}
+TIMESTAMP = {"type": "string", "minLength": 1}
+ID = {"type": "string", "minLength": 1}
+HTTP_URL = {"type": "string", "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://[^\\s]+$"}
+
+MANIFEST = {
+    "$schema": DRAFT,
+    "$id": "manifest.schema.json",
+    "title": "distributor source bundle manifest (manifest.json)",
+    "type": "object",
+    "required": ["schema_version", "id", "digest", "created", "files"],
+    "properties": {
+        "schema_version": {"type": "integer", "const": 1},
+        "id": ID,
+        "digest": SHA256,
+        "created": TIMESTAMP,
+        "files": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["path", "sha256", "size"],
+                "properties": {
+                    "path": {"type": "string", "minLength": 1},
+                    "sha256": SHA256,
+                    "size": {"type": "integer", "minimum": 0},
+                },
+                "additionalProperties": False,
+            },
+        },
+    },
+    "additionalProperties": False,
+}
+
+_OUTPUT_COMMON = {
+    "path": {"type": "string"},
+    "kind": {"enum": ["source", "generated"]},
+    "source_path": {"type": "string"},
+    "transform": {"type": "string", "minLength": 1},
+    "url": HTTP_URL,
+    "sha256": SHA256,
+    "size": {"type": "integer", "minimum": 0},
+}
+_GENERATED_NEEDS_TRANSFORM = {
+    "if": {"properties": {"kind": {"const": "generated"}}},
+    "then": {"required": ["transform"]},
+}
+
+
+def _output(extra_props: dict, extra_required: list) -> dict:
+    return {
+        "type": "object",
+        "required": ["path", "kind", "source_path", "sha256", "size"] + extra_required,
+        "properties": dict(_OUTPUT_COMMON, **extra_props),
+        **_GENERATED_NEEDS_TRANSFORM,
+    }
+
+
+_LINKS = {"type": "object", "properties": {"primary_url": HTTP_URL}}
+_RECONCILIATION = {
+    "type": "object",
+    "required": ["mode"],
+    "properties": {"mode": {"enum": ["replace", "merge"]}},
+}
+_SOURCE = {"type": "object", "required": ["manifest"], "properties": {"manifest": {"type": "object"}}}
+_TIMESTAMPS = {"created_at": TIMESTAMP, "updated_at": TIMESTAMP}
+
+STATE_V1 = {
+    "$schema": DRAFT,
+    "$id": "state-v1.schema.json",
+    "title": "distributor destination state, schema 1 (read only)",
+    "type": "object",
+    "required": ["schema_version", "pipeline_id", "destination_id", "published_at", "source", "outputs"],
+    "properties": {
+        "schema_version": {"const": 1},
+        "distributor_version": {"type": "string"},
+        "pipeline_id": ID,
+        "destination_id": ID,
+        "published_at": TIMESTAMP,
+        "source": _SOURCE,
+        "links": _LINKS,
+        "outputs": {"type": "array", "items": _output({}, [])},
+    },
+}
+
+STATE_V2 = {
+    "$schema": DRAFT,
+    "$id": "state-v2.schema.json",
+    "title": "distributor destination state, schema 2 (single owner)",
+    "type": "object",
+    "required": [
+        "schema_version", "pipeline_id", "destination_id", "published_at", "created_at",
+        "updated_at", "state", "reconciliation", "source", "outputs",
+    ],
+    "properties": {
+        "schema_version": {"const": 2},
+        "distributor_version": {"type": "string"},
+        "pipeline_id": ID,
+        "destination_id": ID,
+        "published_at": TIMESTAMP,
+        **_TIMESTAMPS,
+        "state": {"type": "object", "required": ["mode"], "properties": {"mode": {"const": "single_owner"}}},
+        "reconciliation": _RECONCILIATION,
+        "source": _SOURCE,
+        "links": _LINKS,
+        "outputs": {"type": "array", "items": _output(_TIMESTAMPS, ["created_at", "updated_at"])},
+    },
+}
+
+_OWNER_FIELDS = {
+    "pipeline_id": ID,
+    "destination_id": ID,
+    "source_id": ID,
+    "source_digest": SHA256,
+    "source_created": TIMESTAMP,
+}
+
+STATE_V3 = {
+    "$schema": DRAFT,
+    "$id": "state-v3.schema.json",
+    "title": "distributor destination state, schema 3 (shared root)",
+    "type": "object",
+    "required": ["schema_version", "created_at", "updated_at", "state", "owners", "outputs"],
+    "properties": {
+        "schema_version": {"const": 3},
+        "distributor_version": {"type": "string"},
+        **_TIMESTAMPS,
+        "state": {"type": "object", "required": ["mode"], "properties": {"mode": {"const": "shared_root"}}},
+        "owners": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["pipeline_id", "destination_id", "reconciliation", "source"],
+                "properties": {
+                    "pipeline_id": ID,
+                    "destination_id": ID,
+                    "reconciliation": _RECONCILIATION,
+                    "source": _SOURCE,
+                    "links": _LINKS,
+                },
+            },
+        },
+        "outputs": {
+            "type": "array",
+            "items": _output(
+                dict(_TIMESTAMPS, **_OWNER_FIELDS),
+                ["created_at", "updated_at"] + sorted(_OWNER_FIELDS),
+            ),
+        },
+    },
+}
+
+PIPELINE = {
+    "$schema": DRAFT,
+    "$id": "pipeline.schema.json",
+    "title": "distributor pipeline: what to produce from a source bundle",
+    "type": "object",
+    "required": ["id"],
+    "properties": {
+        "id": ID,
+        "outputs": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "object",
+                "required": ["match"],
+                "properties": {
+                    "match": {"type": "string", "minLength": 1},
+                    "transform": {"enum": ["copy", "markdown_to_html"]},
+                },
+                "additionalProperties": False,
+            },
+        },
+        "markdown": {
+            "type": "object",
+            "properties": {"allow_raw_html": {"type": "boolean"}},
+            "additionalProperties": False,
+        },
+        "destinations": {"type": "array", "items": ID},
+    },
+    "additionalProperties": False,
+}
+
+_STORAGE_COMMON = {"type": {"enum": ["local", "sftp", "s3", "memory"]}}
+_STR = {"type": "string"}
+_OPT_STR = {"type": ["string", "null"]}
+
+DESTINATION = {
+    "$schema": DRAFT,
+    "$id": "destination.schema.json",
+    "title": "distributor destination: where and under which policy to publish",
+    "type": "object",
+    "required": ["id", "storage"],
+    "properties": {
+        "id": ID,
+        "storage": {
+            "type": "object",
+            "required": ["type"],
+            "properties": _STORAGE_COMMON,
+            "allOf": [
+                {
+                    "if": {"properties": {"type": {"const": "local"}}},
+                    "then": {
+                        "required": ["root"],
+                        "properties": {"type": True, "root": _STR},
+                        "additionalProperties": False,
+                    },
+                },
+                {
+                    "if": {"properties": {"type": {"const": "memory"}}},
+                    "then": {"properties": {"type": True, "root": _STR}, "additionalProperties": False},
+                },
+                {
+                    "if": {"properties": {"type": {"const": "sftp"}}},
+                    "then": {
+                        "required": ["host", "root"],
+                        "properties": {
+                            "type": True,
+                            "host": _STR,
+                            "port": {"type": "integer", "minimum": 1, "maximum": 65535},
+                            "username": _OPT_STR,
+                            "password": _OPT_STR,
+                            "private_key_file": _OPT_STR,
+                            "known_hosts_file": _OPT_STR,
+                            "host_key_policy": {"enum": ["reject", "accept_new"]},
+                            "root": _STR,
+                        },
+                        "additionalProperties": False,
+                    },
+                },
+                {
+                    "if": {"properties": {"type": {"const": "s3"}}},
+                    "then": {
+                        "required": ["bucket"],
+                        "properties": {
+                            "type": True,
+                            "bucket": {"type": "string", "minLength": 1},
+                            "prefix": _OPT_STR,
+                            "region": _OPT_STR,
+                            "endpoint_url": _OPT_STR,
+                            "profile": _OPT_STR,
+                            "access_key": _OPT_STR,
+                            "secret_key": _OPT_STR,
+                            "session_token": _OPT_STR,
+                        },
+                        "additionalProperties": False,
+                    },
+                },
+            ],
+        },
+        "path": {"type": "string"},
+        "state": {
+            "type": "object",
+            "properties": {"mode": {"enum": ["single_owner", "shared_root"]}},
+            "additionalProperties": False,
+        },
+        "reconciliation": {
+            "type": "object",
+            "properties": {"mode": {"enum": ["replace", "merge"]}},
+            "additionalProperties": False,
+        },
+        "transfer": {
+            "type": "object",
+            "properties": {
+                "on_destination_newer": {"enum": ["skip", "replace"]},
+                "on_conflict": {"enum": ["fail", "replace"]},
+            },
+            "additionalProperties": False,
+        },
+        "takeover": {
+            "type": "object",
+            "properties": {"mode": {"enum": ["none", "managed"]}},
+            "additionalProperties": False,
+        },
+        "links": {
+            "type": "object",
+            "properties": {
+                "base_url": _STR,
+                "primary": {"type": "array", "items": _STR},
+            },
+            "additionalProperties": False,
+        },
+        "retention": {
+            "type": "object",
+            "properties": {
+                "max_age": {"type": ["string", "null"], "pattern": "^[0-9]+[smhdw]$"},
+                "max_outputs": {"type": ["integer", "null"], "minimum": 0},
+            },
+            "additionalProperties": False,
+        },
+    },
+    "additionalProperties": False,
+}
+
+SCHEMAS = {
+    "manifest": MANIFEST,
+    "state-v1": STATE_V1,
+    "state-v2": STATE_V2,
+    "state-v3": STATE_V3,
+    "pipeline": PIPELINE,
+    "destination": DESTINATION,
+}
+
+
+_JSON_TYPES = (
+    (bool, "a boolean"),
+    (int, "an integer"),
+    (float, "a number"),
+    (str, "a string"),
+    (list, "an array"),
+    (dict, "an object"),
+    (type(None), "null"),
+)
+_ARTICLES = {"integer": "an integer", "string": "a string", "array": "an array", "object": "an object",
+             "boolean": "a boolean", "number": "a number"}
+SECRET_FIELDS = ("password", "secret_key", "session_token")
+
+
+def show(value: object, limit: int = 80) -> str:
+    """A value quoted as JSON (control characters visible), cut short for long garbage."""
+    text = json.dumps(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _json_path(parts) -> str:
+    text = ""
+    for part in parts:
+        text += "[%d]" % part if isinstance(part, int) else (".%s" % part if text else str(part))
+    return text
+
+
+def _json_type(value: object) -> str:
+    return next((name for kind, name in _JSON_TYPES if isinstance(value, kind)), type(value).__name__)
+
+
+def _describe(error, name: str) -> str:
+    """jsonschema's error as a sentence naming the field the way a reader finds it: files[2].size."""
+    location = _json_path(error.absolute_path) or "the " + name.split("-")[0]
+    value, kind, expected = error.instance, error.validator, error.validator_value
+    secret = bool(error.absolute_path) and error.absolute_path[-1] in SECRET_FIELDS
+    if kind == "type":
+        if isinstance(expected, list):
+            expected = " or ".join(_ARTICLES.get(e, e) for e in expected)
+        return "%s must be %s, not %s" % (location, _ARTICLES.get(expected, expected), _json_type(value))
+    if kind == "required":
+        missing = [key for key in expected if key not in value]
+        return '%s is missing "%s"' % (location, missing[0])
+    if kind == "additionalProperties":
+        unknown = sorted(set(value) - set(error.schema.get("properties", {})))
+        return "%s has unknown key %s (allowed: %s)" % (
+            location, ", ".join(show(k) for k in unknown), ", ".join(error.schema.get("properties", {})))
+    if secret:
+        return "%s is not valid (value hidden)" % location
+    if kind in ("const", "enum"):
+        allowed = show(expected) if kind == "const" else " or ".join(show(e) for e in expected)
+        return "%s must be %s, not %s" % (location, allowed, show(value))
+    if kind == "minimum":
+        return "%s must be %s or more, not %s" % (location, expected, show(value))
+    if kind == "minLength":
+        return "%s must not be empty" % location
+    if "description" in error.schema:
+        return "%s %s is not %s" % (location, show(value), error.schema["description"])
+    return "%s: %s" % (location, error.message)
+
+
+@lru_cache(maxsize=None)
+def _validator(name: str):
+    """A Draft 2020-12 validator whose `integer` refuses booleans and floats like 1.0: a size or
+    port written as either is a bug worth reporting."""
+    if not HAS_JSONSCHEMA:
+        raise MissingLibrary("jsonschema", "validating %s" % name, JSONSCHEMA_IMPORT_ERROR)
+    base = jsonschema.Draft202012Validator
+    checker = base.TYPE_CHECKER.redefine(
+        "integer", lambda _checker, value: isinstance(value, int) and not isinstance(value, bool)
+    )
+    return jsonschema.validators.extend(base, type_checker=checker)(SCHEMAS[name])
+
+
+def validate(name: str, data: object, where: str, reason: str) -> None:
+    """Raise DistributorError(reason) naming `where` and the field when `data` breaks schema `name`."""
+    validator = _validator(name)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(data))
+    if error is not None:
+        raise DistributorError(reason, "%s: %s" % (where, _describe(error, name)))

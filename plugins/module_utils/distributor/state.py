@@ -1,0 +1,257 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Destination state: schemas 1, 2 and 3 read into one model, written back as 2 or 3.
+
+Single-owner state is modelled as a state with one owner, so comparison and planning have one
+shape to reason about; only parsing and serialising know the schemas apart.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from typing import NamedTuple
+
+from .errors import DistributorError
+from .manifest import Manifest, parse_manifest
+from .paths import path_problem
+from .schemas import validate
+from .timestamps import parse_rfc3339
+
+SINGLE_OWNER = "single_owner"
+SHARED_ROOT = "shared_root"
+
+
+class OwnerKey(NamedTuple):
+    """Shared-root ownership is keyed by pipeline and destination: one pipeline may publish
+    different output sets to different destinations."""
+
+    pipeline_id: str
+    destination_id: str
+
+    def __str__(self) -> str:
+        return "%s/%s" % self
+
+
+@dataclass(frozen=True)
+class Output:
+    path: str
+    kind: str
+    source_path: str
+    transform: str | None
+    url: str | None
+    sha256: str
+    size: int
+    created_at: str
+    updated_at: str
+    owner: OwnerKey
+    source_id: str
+    source_digest: str
+    source_created: str
+
+
+@dataclass(frozen=True)
+class Owner:
+    key: OwnerKey
+    reconciliation: str
+    manifest: Manifest
+    primary_url: str | None
+
+
+@dataclass(frozen=True)
+class State:
+    mode: str
+    schema_version: int
+    created_at: str
+    updated_at: str
+    published_at: str | None
+    distributor_version: str | None
+    owners: tuple[Owner, ...]
+    outputs: tuple[Output, ...]
+
+    def owner(self, key: OwnerKey) -> Owner | None:
+        return next((o for o in self.owners if o.key == key), None)
+
+    def outputs_of(self, key: OwnerKey) -> tuple[Output, ...]:
+        return tuple(o for o in self.outputs if o.owner == key)
+
+    def by_path(self) -> dict[str, Output]:
+        return {o.path: o for o in self.outputs}
+
+
+def parse_state(raw: bytes, where: str) -> State:
+    """Read any schema; every problem is `invalid_state` naming `where` and the field."""
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise DistributorError("invalid_state", "%s is not valid JSON: %s" % (where, exc)) from exc
+    if not isinstance(data, dict) or data.get("schema_version") not in (1, 2, 3):
+        found = data.get("schema_version") if isinstance(data, dict) else type(data).__name__
+        raise DistributorError("invalid_state", "%s: schema_version %r is not 1, 2 or 3" % (where, found))
+    version = data["schema_version"]
+    validate("state-v%d" % version, data, where, "invalid_state")
+    state = _parse_shared(data, where) if version == 3 else _parse_single(data, where)
+    _check_outputs(state, where)
+    return state
+
+
+def _timestamp(value: str, where: str, field: str) -> str:
+    try:
+        parse_rfc3339(value)
+    except ValueError as exc:
+        raise DistributorError("invalid_state", "%s: %s: %s" % (where, field, exc)) from exc
+    return value
+
+
+def _output(record: dict, owner: OwnerKey, manifest: Manifest | None, fallback_time: str | None, where: str, index: int) -> Output:
+    field = "outputs[%d]" % index
+    created = record.get("created_at", fallback_time)
+    updated = record.get("updated_at", fallback_time)
+    return Output(
+        path=record["path"],
+        kind=record["kind"],
+        source_path=record["source_path"],
+        transform=record.get("transform"),
+        url=record.get("url"),
+        sha256=record["sha256"],
+        size=record["size"],
+        created_at=_timestamp(created, where, field + ".created_at"),
+        updated_at=_timestamp(updated, where, field + ".updated_at"),
+        owner=owner,
+        source_id=record["source_id"] if manifest is None else manifest.id,
+        source_digest=record["source_digest"] if manifest is None else manifest.digest,
+        source_created=_timestamp(record["source_created"], where, field + ".source_created") if manifest is None else manifest.created,
+    )
+
+
+def _parse_single(data: dict, where: str) -> State:
+    """Schemas 1 and 2. Schema 1 has no reconciliation (it was always replace) and no timestamps
+    but `published_at`, from which every missing timestamp is inferred."""
+    published = _timestamp(data["published_at"], where, "published_at")
+    key = OwnerKey(data["pipeline_id"], data["destination_id"])
+    manifest = parse_manifest(data["source"]["manifest"], "%s: source.manifest" % where, "invalid_state")
+    owner = Owner(
+        key=key,
+        reconciliation=data.get("reconciliation", {}).get("mode", "replace"),
+        manifest=manifest,
+        primary_url=data.get("links", {}).get("primary_url"),
+    )
+    return State(
+        mode=SINGLE_OWNER,
+        schema_version=data["schema_version"],
+        created_at=_timestamp(data.get("created_at", published), where, "created_at"),
+        updated_at=_timestamp(data.get("updated_at", published), where, "updated_at"),
+        published_at=published,
+        distributor_version=data.get("distributor_version"),
+        owners=(owner,),
+        outputs=tuple(_output(r, key, manifest, published, where, i) for i, r in enumerate(data["outputs"])),
+    )
+
+
+def _parse_shared(data: dict, where: str) -> State:
+    owners = []
+    for i, record in enumerate(data["owners"]):
+        key = OwnerKey(record["pipeline_id"], record["destination_id"])
+        if any(o.key == key for o in owners):
+            raise DistributorError("invalid_state", "%s: owners[%d]: owner %s is recorded twice" % (where, i, key))
+        manifest = parse_manifest(record["source"]["manifest"], "%s: owners[%d].source.manifest" % (where, i), "invalid_state")
+        owners.append(Owner(key, record["reconciliation"]["mode"], manifest, record.get("links", {}).get("primary_url")))
+    known = {o.key for o in owners}
+    outputs = []
+    for i, record in enumerate(data["outputs"]):
+        key = OwnerKey(record["pipeline_id"], record["destination_id"])
+        if key not in known:
+            raise DistributorError("invalid_state", "%s: outputs[%d]: owner %s has no owners[] record" % (where, i, key))
+        outputs.append(_output(record, key, None, None, where, i))
+    return State(
+        mode=SHARED_ROOT,
+        schema_version=3,
+        created_at=_timestamp(data["created_at"], where, "created_at"),
+        updated_at=_timestamp(data["updated_at"], where, "updated_at"),
+        published_at=None,
+        distributor_version=data.get("distributor_version"),
+        owners=tuple(owners),
+        outputs=tuple(outputs),
+    )
+
+
+def _check_outputs(state: State, where: str) -> None:
+    """One path, one record: the invariant every decision relies on."""
+    seen = set()
+    for i, output in enumerate(state.outputs):
+        problem = path_problem(output.path)
+        if problem:
+            raise DistributorError("invalid_state", "%s: outputs[%d].path %r %s" % (where, i, output.path, problem))
+        if output.path in seen:
+            raise DistributorError("invalid_state", "%s: outputs[%d].path %r is recorded twice" % (where, i, output.path))
+        seen.add(output.path)
+
+
+def to_shared(state: State) -> State:
+    """Single-owner state as schema 3: the migration the contract allows for the same owner."""
+    return replace(state, mode=SHARED_ROOT, schema_version=3, published_at=None)
+
+
+def output_to_dict(output: Output, shared: bool) -> dict:
+    record = {"path": output.path, "kind": output.kind, "source_path": output.source_path}
+    if output.transform:
+        record["transform"] = output.transform
+    if output.url:
+        record["url"] = output.url
+    record.update(sha256=output.sha256, size=output.size)
+    if shared:
+        record.update(
+            pipeline_id=output.owner.pipeline_id,
+            destination_id=output.owner.destination_id,
+            source_id=output.source_id,
+            source_digest=output.source_digest,
+            source_created=output.source_created,
+        )
+    record.update(created_at=output.created_at, updated_at=output.updated_at)
+    return record
+
+
+def _links(primary_url: str | None) -> dict:
+    return {"links": {"primary_url": primary_url}} if primary_url else {}
+
+
+def state_to_dict(state: State) -> dict:
+    """The record as written: schema 2 for single_owner, schema 3 for shared_root."""
+    head = {"schema_version": 3 if state.mode == SHARED_ROOT else 2}
+    if state.distributor_version:
+        head["distributor_version"] = state.distributor_version
+    if state.mode == SHARED_ROOT:
+        return dict(
+            head,
+            created_at=state.created_at,
+            updated_at=state.updated_at,
+            state={"mode": SHARED_ROOT},
+            owners=[
+                dict(
+                    pipeline_id=o.key.pipeline_id,
+                    destination_id=o.key.destination_id,
+                    reconciliation={"mode": o.reconciliation},
+                    source={"manifest": o.manifest.to_dict()},
+                    **_links(o.primary_url),
+                )
+                for o in state.owners
+            ],
+            outputs=[output_to_dict(o, True) for o in sorted(state.outputs, key=lambda o: o.path)],
+        )
+    (owner,) = state.owners
+    return dict(
+        head,
+        pipeline_id=owner.key.pipeline_id,
+        destination_id=owner.key.destination_id,
+        published_at=state.published_at,
+        created_at=state.created_at,
+        updated_at=state.updated_at,
+        state={"mode": SINGLE_OWNER},
+        reconciliation={"mode": owner.reconciliation},
+        source={"manifest": owner.manifest.to_dict()},
+        **_links(owner.primary_url),
+        outputs=[output_to_dict(o, False) for o in sorted(state.outputs, key=lambda o: o.path)],
+    )
+
+
+def serialize_state(state: State) -> bytes:
+    return (json.dumps(state_to_dict(state), indent=2) + "\n").encode("utf-8")

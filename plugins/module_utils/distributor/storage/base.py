@@ -1,0 +1,179 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The small interface every backend implements, and the helpers they share.
+
+Every path a caller passes is a clean relative POSIX path under the storage's *base*: the
+destination root joined with the rendered bundle path. Backends alone join paths to real
+locations, and they alone see their SDK's exceptions: everything leaves as DistributorError
+with reason `storage_error` (or `locked`) and a message naming the location.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from contextlib import contextmanager
+from typing import Callable, Iterable, Iterator
+
+from ..errors import DistributorError
+from ..paths import LOCK_NAME, RESERVED_PREFIX
+
+CHUNK_SIZE = 1024 * 1024
+LOCK_EXPIRY_SECONDS = 600.0
+LOCK_POLL_SECONDS = 0.2
+
+CONTENT_TYPES = {
+    "html": "text/html; charset=utf-8",
+    "htm": "text/html; charset=utf-8",
+    "md": "text/markdown; charset=utf-8",
+    "txt": "text/plain; charset=utf-8",
+    "css": "text/css; charset=utf-8",
+    "js": "text/javascript; charset=utf-8",
+    "json": "application/json",
+    "xml": "application/xml",
+    "svg": "image/svg+xml",
+    "png": "image/png",
+    "jpg": "image/jpeg",
+    "jpeg": "image/jpeg",
+    "gif": "image/gif",
+    "webp": "image/webp",
+    "pdf": "application/pdf",
+    "csv": "text/csv; charset=utf-8",
+}
+
+
+def content_type(path: str) -> str:
+    """The Content-Type a web server should send for an output, chosen from its extension."""
+    ext = path.rsplit(".", 1)[-1].lower() if "." in path.rsplit("/", 1)[-1] else ""
+    return CONTENT_TYPES.get(ext, "application/octet-stream")
+
+
+def temp_name(path: str, token: str) -> str:
+    """Where a write of `path` is staged before its rename: reserved, so never an output, and
+    derived from the attempt token so recovery can find leftovers without listing."""
+    head, _, name = path.rpartition("/")
+    staged = "%s.tmp.%s.%s" % (RESERVED_PREFIX, token, name)
+    return "%s/%s" % (head, staged) if head else staged
+
+
+def holder_record(now: float, expiry: float) -> dict:
+    """Who holds a lock and until when, so a waiting publisher can say whom it waits for."""
+    return {
+        "holder": "%s:%d" % (socket.gethostname(), os.getpid()),
+        "acquired_at": now,
+        "expires_at": now + expiry,
+    }
+
+
+def describe_holder(raw: bytes | None) -> str:
+    """A human description of a lock's holder record, tolerant of garbage."""
+    try:
+        record = json.loads(raw or b"")
+        return "%s (since %s, expires %s)" % (
+            record["holder"],
+            time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(record["acquired_at"])),
+            time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(record["expires_at"])),
+        )
+    except (ValueError, KeyError, TypeError):
+        return "an unknown holder"
+
+
+class Storage:
+    """One destination bundle path on one backend.
+
+    `token` names this attempt's staged files (see temp_name); the journal records it.
+    """
+
+    kind = "abstract"
+
+    def __init__(self, token: str):
+        self.token = token
+
+    def describe(self, path: str = "") -> str:
+        """A location for messages, for example `s3://bucket/prefix/path`."""
+        raise NotImplementedError
+
+    def read_bytes(self, path: str) -> bytes | None:
+        """The whole file, or None when it does not exist (used for state, journal, lock)."""
+        raise NotImplementedError
+
+    def write(self, path: str, chunks: Iterable[bytes]) -> None:
+        """Stream `chunks` to `path` atomically: staged under temp_name(path, token) and renamed.
+
+        If the iterable raises (a verification failure, say), the staged file is removed and the
+        exception propagates; `path` is untouched.
+        """
+        raise NotImplementedError
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        self.write(path, [data])
+
+    def delete(self, path: str) -> bool:
+        """Remove a file; a missing file is not an error. True when something was removed.
+
+        Local and SFTP also remove directories left empty below the base.
+        """
+        raise NotImplementedError
+
+    def delete_many(self, paths: Iterable[str]) -> list[str]:
+        """Remove files, returning those that existed; backends may batch or parallelise."""
+        return [p for p in paths if self.delete(p)]
+
+    def exists(self, path: str) -> bool:
+        raise NotImplementedError
+
+    def list_files(self) -> list[str]:
+        """Every file under the base, sorted, as base-relative paths (reserved names included)."""
+        raise NotImplementedError
+
+    @contextmanager
+    def lock(self, timeout: float, expiry: float = LOCK_EXPIRY_SECONDS) -> Iterator[None]:
+        """Serialise publishers of this base; DistributorError('locked') naming the holder after
+        `timeout` seconds. A holder that died releases it at most `expiry` seconds later."""
+        raise NotImplementedError
+        yield  # pragma: no cover
+
+    def close(self) -> None:
+        """Release connections; safe to call twice."""
+
+
+def wait_for_lock(
+    try_acquire: Callable[[], bool],
+    read_holder: Callable[[], bytes | None],
+    timeout: float,
+    where: str,
+) -> None:
+    """Poll `try_acquire` until it succeeds or `timeout` passes; the shared waiting loop of the
+    exclusive-create locks (SFTP, S3)."""
+    deadline = time.monotonic() + timeout
+    while not try_acquire():
+        if time.monotonic() >= deadline:
+            raise DistributorError(
+                "locked",
+                "%s is locked by %s; waited %gs (lock_timeout). Retry later, or remove the lock "
+                "file if that holder is gone." % (where, describe_holder(read_holder()), timeout),
+            )
+        time.sleep(LOCK_POLL_SECONDS)
+
+
+def lock_is_expired(raw: bytes | None, now: float) -> bool:
+    """A lock whose holder record is past its expiry (or unreadable) may be broken."""
+    try:
+        return float(json.loads(raw or b"")["expires_at"]) < now
+    except (ValueError, KeyError, TypeError):
+        return True
+
+
+__all__ = [
+    "CHUNK_SIZE",
+    "LOCK_EXPIRY_SECONDS",
+    "LOCK_NAME",
+    "Storage",
+    "content_type",
+    "describe_holder",
+    "holder_record",
+    "lock_is_expired",
+    "temp_name",
+    "wait_for_lock",
+]

@@ -1,0 +1,170 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A directory on the machine that runs the module."""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import stat
+import time
+from contextlib import contextmanager
+from typing import Iterable, Iterator
+
+from ..errors import DistributorError
+from ..paths import LOCK_NAME, join
+from .base import LOCK_POLL_SECONDS, Storage, describe_holder, holder_record, temp_name
+
+
+class LocalStorage(Storage):
+    kind = "local"
+
+    def __init__(self, root: str, base: str, token: str):
+        super().__init__(token)
+        if not os.path.isabs(root):
+            raise DistributorError("invalid_config", "storage.root %r must be an absolute path" % root)
+        if os.path.realpath(root) == "/":
+            raise DistributorError("invalid_config", "storage.root '/' is refused: publish into a directory of its own")
+        self.root = root
+        self.base = base
+
+    def describe(self, path: str = "") -> str:
+        return os.path.join(self.root, join(self.base, path))
+
+    def _real(self, path: str, create_parents: bool = False) -> str:
+        """The filesystem path of `path`, refusing any symlink between the root and it."""
+        current = self.root
+        if create_parents and not os.path.isdir(current):
+            self._call(os.makedirs, current, "create the root directory")
+        parts = join(self.base, path).split("/") if join(self.base, path) else []
+        for i, part in enumerate(parts):
+            current = os.path.join(current, part)
+            try:
+                mode = os.lstat(current).st_mode
+            except FileNotFoundError:
+                if create_parents and i < len(parts) - 1:
+                    self._call(os.mkdir, current, "create directory")
+                    continue
+                return os.path.join(current, *parts[i + 1:])
+            if stat.S_ISLNK(mode):
+                raise DistributorError(
+                    "storage_error",
+                    "%s is a symbolic link; distributor never follows links inside a destination root" % current,
+                )
+        return current
+
+    @staticmethod
+    def _call(func, target, action, *args):
+        try:
+            return func(target, *args)
+        except FileExistsError:
+            return None
+        except OSError as exc:
+            raise DistributorError("storage_error", "cannot %s %s: %s" % (action, target, exc.strerror or exc)) from exc
+
+    def read_bytes(self, path: str) -> bytes | None:
+        real = self._real(path)
+        try:
+            with open(real, "rb") as handle:
+                return handle.read()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise DistributorError("storage_error", "cannot read %s: %s" % (real, exc.strerror)) from exc
+
+    def write(self, path: str, chunks: Iterable[bytes]) -> None:
+        real = self._real(path, create_parents=True)
+        staged = self._real(temp_name(path, self.token))
+        try:
+            with open(staged, "wb") as handle:
+                for chunk in chunks:
+                    handle.write(chunk)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.chmod(staged, 0o644)
+            os.replace(staged, real)
+        except BaseException as exc:
+            try:
+                os.unlink(staged)
+            except OSError:
+                pass
+            if isinstance(exc, OSError):
+                raise DistributorError("storage_error", "cannot write %s: %s" % (real, exc.strerror or exc)) from exc
+            raise
+
+    def delete(self, path: str) -> bool:
+        real = self._real(path)
+        try:
+            os.unlink(real)
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise DistributorError("storage_error", "cannot delete %s: %s" % (real, exc.strerror)) from exc
+        self._remove_empty_parents(path)
+        return True
+
+    def _remove_empty_parents(self, path: str) -> None:
+        """Deleting the last file of a directory deletes the directory, up to (not including) the base."""
+        head = path.rpartition("/")[0]
+        while head:
+            try:
+                os.rmdir(self._real(head))
+            except OSError as exc:
+                if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT):
+                    return
+                raise DistributorError("storage_error", "cannot remove directory %s: %s" % (self.describe(head), exc.strerror)) from exc
+            head = head.rpartition("/")[0]
+
+    def exists(self, path: str) -> bool:
+        return os.path.lexists(self._real(path))
+
+    def list_files(self) -> list[str]:
+        top = self._real("")
+        found = []
+        for directory, dirs, files in os.walk(top, followlinks=False):
+            rel = os.path.relpath(directory, top)
+            prefix = "" if rel == "." else rel.replace(os.sep, "/") + "/"
+            found.extend(prefix + name for name in files)
+            found.extend(prefix + name for name in dirs if os.path.islink(os.path.join(directory, name)))
+        return sorted(found)
+
+    @contextmanager
+    def lock(self, timeout: float, expiry: float = 600.0) -> Iterator[None]:
+        """flock on `.distributor.lock`: the kernel releases it when a holder dies, so expiry is moot."""
+        lock_path = self._real(LOCK_NAME, create_parents=True)
+        deadline = time.monotonic() + timeout
+        while True:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                if time.monotonic() >= deadline:
+                    raise DistributorError(
+                        "locked",
+                        "%s is locked by %s; waited %gs (lock_timeout)"
+                        % (self.describe(), describe_holder(self.read_bytes(LOCK_NAME)), timeout),
+                    ) from None
+                time.sleep(LOCK_POLL_SECONDS)
+                continue
+            if _same_file(fd, lock_path):
+                break
+            os.close(fd)
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, json.dumps(holder_record(time.time(), expiry)).encode())
+            yield
+        finally:
+            try:
+                os.unlink(lock_path)
+            finally:
+                os.close(fd)
+
+
+def _same_file(fd: int, path: str) -> bool:
+    """After flock, the file may have been unlinked by its previous holder: then retry."""
+    try:
+        return os.fstat(fd).st_ino == os.stat(path).st_ino
+    except FileNotFoundError:
+        return False

@@ -1,0 +1,261 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A prefix in an S3 bucket (AWS or any S3-compatible endpoint), through boto3.
+
+An object appears only when its PUT (or its multipart upload) completes, so there is no staged
+name: a failed upload leaves nothing behind. Publishes are dominated by many small files whose
+requests are latency bound, so write_many and delete_many work concurrently and in batches.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import contextmanager, suppress
+from typing import Callable, Iterable, Iterator
+
+from ..errors import DistributorError, MissingLibrary
+from ..paths import LOCK_NAME, join
+from .base import LOCK_EXPIRY_SECONDS, Storage, content_type, holder_record, lock_is_expired, wait_for_lock
+
+PART_SIZE = 8 * 1024 * 1024
+DELETE_BATCH = 1000
+WORKERS = 8
+NOT_FOUND = ("404", "NoSuchKey", "NotFound")
+CONDITION_FAILED = ("412", "PreconditionFailed", "ConditionalRequestConflict")
+REDACTED = "********"
+
+
+class S3Storage(Storage):
+    kind = "s3"
+
+    def __init__(self, storage: dict, base: str, token: str):
+        super().__init__(token)
+        self.bucket = storage.get("bucket") or ""
+        if not self.bucket:
+            raise DistributorError("invalid_config", "storage.bucket is required for s3 storage")
+        self.prefix = join(storage.get("prefix") or "", base)
+        self._secrets = [value for value in (storage.get("secret_key"), storage.get("session_token")) if value]
+        self._held: str | None = None
+        try:
+            import boto3
+            from botocore.config import Config
+            from botocore.exceptions import BotoCoreError, ClientError
+        except ImportError:
+            raise MissingLibrary("boto3", "s3 storage", traceback.format_exc()) from None
+        self._client_error = ClientError
+        self._sdk_errors = (ClientError, BotoCoreError)
+        with self._errors("connect to", self.prefix):
+            self.client = _session(boto3, storage).client(
+                "s3",
+                endpoint_url=storage.get("endpoint_url") or None,
+                config=Config(max_pool_connections=WORKERS),
+            )
+
+    # -- locations and errors -------------------------------------------------------------
+
+    def _key(self, path: str) -> str:
+        return join(self.prefix, path)
+
+    def describe(self, path: str = "") -> str:
+        return "s3://%s/%s" % (self.bucket, self._key(path))
+
+    @contextmanager
+    def _errors(self, action: str, key: str) -> Iterator[None]:
+        """botocore errors leave as storage_error naming s3://bucket/key and the error code."""
+        try:
+            yield
+        except self._sdk_errors as exc:
+            message = "cannot %s s3://%s/%s: %s" % (action, self.bucket, key, exc)
+            raise DistributorError("storage_error", self._redact(message)) from exc
+
+    def _redact(self, text: str) -> str:
+        """No botocore message is known to echo a secret, but a message must never be the first."""
+        for secret in self._secrets:
+            text = text.replace(secret, REDACTED)
+        return text
+
+    def _call(self, action: str, key: str, operation: str, tolerate: tuple = (), **params):
+        """One request on this bucket; None when it failed with an error code in `tolerate`."""
+        with self._errors(action, key):
+            try:
+                return getattr(self.client, operation)(Bucket=self.bucket, **params)
+            except self._client_error as exc:
+                if exc.response.get("Error", {}).get("Code") in tolerate:
+                    return None
+                raise
+
+    # -- files ----------------------------------------------------------------------------
+
+    def _read(self, key: str) -> bytes | None:
+        reply = self._call("read", key, "get_object", NOT_FOUND, Key=key)
+        if reply is None:
+            return None
+        with self._errors("read", key):
+            return reply["Body"].read()
+
+    def read_bytes(self, path: str) -> bytes | None:
+        return self._read(self._key(path))
+
+    def write(self, path: str, chunks: Iterable[bytes]) -> None:
+        """A file of one part is one PUT; larger files go multipart, holding one part at a time."""
+        key = self._key(path)
+        parts = _parts(chunks, PART_SIZE)
+        body, last = next(parts)
+        if last:
+            self._call("write", key, "put_object", Key=key, Body=body, ContentType=content_type(path))
+        else:
+            self._multipart(key, content_type(path), itertools.chain([(body, last)], parts))
+
+    def _multipart(self, key: str, kind: str, parts: Iterator[tuple[bytes, bool]]) -> None:
+        """The object appears only when the upload completes; an abandoned upload is aborted so
+        it neither appears nor keeps costing storage."""
+        upload = self._call("start upload of", key, "create_multipart_upload", Key=key, ContentType=kind)["UploadId"]
+        try:
+            done = []
+            for number, (body, _last) in enumerate(parts, 1):
+                reply = self._call("write", key, "upload_part", Key=key, UploadId=upload, PartNumber=number, Body=body)
+                done.append({"ETag": reply["ETag"], "PartNumber": number})
+            self._call(
+                "write", key, "complete_multipart_upload", Key=key, UploadId=upload, MultipartUpload={"Parts": done}
+            )
+        except BaseException:
+            with suppress(Exception):
+                self.client.abort_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload)
+            raise
+
+    def write_many(self, items: Iterable[tuple[str, Callable[[], Iterable[bytes]]]]) -> None:
+        """write() for many files at once, WORKERS at a time: small files are latency bound.
+
+        Each item is (path, chunks_factory); the factory is called in the worker, so sources are
+        opened only when their upload starts. The first failure cancels uploads not yet started
+        and is raised once the running ones end; files already uploaded stay.
+        """
+        with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+            futures = [pool.submit(_write_one, self, path, factory) for path, factory in items]
+            try:
+                for future in as_completed(futures):
+                    future.result()
+            except BaseException:
+                for future in futures:
+                    future.cancel()
+                raise
+
+    def delete(self, path: str) -> bool:
+        if not self.exists(path):
+            return False
+        self._call("delete", self._key(path), "delete_object", Key=self._key(path))
+        return True
+
+    def delete_many(self, paths: Iterable[str]) -> list[str]:
+        """One listing tells which paths exist (only those are reported), then each request
+        deletes up to DELETE_BATCH keys."""
+        wanted = list(dict.fromkeys(paths))
+        present = set(self.list_files()) if wanted else set()
+        existing = [path for path in wanted if path in present]
+        for start in range(0, len(existing), DELETE_BATCH):
+            self._delete_batch(existing[start:start + DELETE_BATCH])
+        return existing
+
+    def _delete_batch(self, paths: list[str]) -> None:
+        objects = [{"Key": self._key(path)} for path in paths]
+        reply = self._call("delete", self._key(paths[0]), "delete_objects", Delete={"Objects": objects, "Quiet": True})
+        failures = reply.get("Errors") or []
+        if failures:
+            first = failures[0]
+            raise DistributorError(
+                "storage_error",
+                "cannot delete s3://%s/%s: %s (%s); %d deletions failed in all"
+                % (self.bucket, first.get("Key"), first.get("Code"), first.get("Message"), len(failures)),
+            )
+
+    def exists(self, path: str) -> bool:
+        return self._call("inspect", self._key(path), "head_object", NOT_FOUND, Key=self._key(path)) is not None
+
+    def list_files(self) -> list[str]:
+        """Keys ending in '/' are folder markers some tools create, not files."""
+        prefix = self.prefix + "/" if self.prefix else ""
+        found: list[str] = []
+        with self._errors("list", prefix):
+            for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix):
+                found.extend(item["Key"][len(prefix):] for item in page.get("Contents", ()))
+        return sorted(key for key in found if key and not key.endswith("/"))
+
+    # -- lock -----------------------------------------------------------------------------
+
+    @contextmanager
+    def lock(self, timeout: float, expiry: float = LOCK_EXPIRY_SECONDS) -> Iterator[None]:
+        """A conditional PUT creates `.distributor.lock` only when absent; nothing releases it
+        when a holder dies, so a record past its expiry is broken by the next publisher."""
+        key = self._key(LOCK_NAME)
+        wait_for_lock(lambda: self._try_lock(key, expiry), lambda: self._read(key), timeout, self.describe())
+        try:
+            yield
+        except BaseException:
+            with suppress(DistributorError):
+                self._release(key)
+            raise
+        self._release(key)
+
+    def _try_lock(self, key: str, expiry: float) -> bool:
+        if self._create_lock(key, expiry):
+            return True
+        current = self._call("inspect lock", key, "get_object", NOT_FOUND, Key=key)
+        if current is not None:
+            with self._errors("inspect lock", key):
+                raw = current["Body"].read()
+            if not lock_is_expired(raw, time.time()):
+                return False
+            # If-Match: when two publishers break the same expired lock, the slower one must not
+            # delete the lock the faster one has just created.
+            self._call("break expired lock", key, "delete_object", NOT_FOUND + CONDITION_FAILED, Key=key, IfMatch=current["ETag"])
+        return self._create_lock(key, expiry)
+
+    def _create_lock(self, key: str, expiry: float) -> bool:
+        record = json.dumps(holder_record(time.time(), expiry)).encode()
+        reply = self._call(
+            "create lock", key, "put_object", CONDITION_FAILED, Key=key, Body=record, IfNoneMatch="*", ContentType="application/json"
+        )
+        if reply is None:
+            return False
+        self._held = reply["ETag"]
+        return True
+
+    def _release(self, key: str) -> None:
+        """Delete the lock only while it is still ours: a holder that outlived its expiry may
+        have been broken and replaced by the next publisher."""
+        if self._held is not None:
+            self._call("release lock", key, "delete_object", NOT_FOUND + CONDITION_FAILED, Key=key, IfMatch=self._held)
+        self._held = None
+
+
+def _write_one(storage: S3Storage, path: str, chunks_factory: Callable[[], Iterable[bytes]]) -> None:
+    storage.write(path, chunks_factory())
+
+
+def _session(boto3, storage: dict):
+    """Explicit keys win, then a named profile, then the standard AWS chain (environment,
+    shared files, instance and container roles), as the aws command would."""
+    region = storage.get("region") or None
+    if storage.get("access_key"):
+        return boto3.session.Session(
+            aws_access_key_id=storage["access_key"],
+            aws_secret_access_key=storage.get("secret_key"),
+            aws_session_token=storage.get("session_token"),
+            region_name=region,
+        )
+    return boto3.session.Session(profile_name=storage.get("profile") or None, region_name=region)
+
+
+def _parts(chunks: Iterable[bytes], size: int) -> Iterator[tuple[bytes, bool]]:
+    """`size`-byte parts of the stream, each flagged when it is the last (a lone last part is a
+    single PUT). At most one part and one chunk are held in memory."""
+    buffer = bytearray()
+    for chunk in chunks:
+        buffer += chunk
+        while len(buffer) > size:
+            yield bytes(buffer[:size]), False
+            del buffer[:size]
+    yield bytes(buffer), True

@@ -1,0 +1,34 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Open the backend a destination's `storage.type` names.
+
+Every backend module is imported here so Ansible packs it with the modules; the SDKs themselves
+(boto3, paramiko) are imported only when their backend is opened.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from .base import Storage
+from .local import LocalStorage
+from .memory import MemoryStorage
+from .s3 import S3Storage
+from .sftp import SftpStorage
+
+MEMORY_STORES: dict = {}
+
+
+def new_token() -> str:
+    """A fresh attempt token: names this run's staged files and journal entry."""
+    return uuid.uuid4().hex[:12]
+
+
+def open_storage(storage: dict, base: str, token: str) -> Storage:
+    kind = storage["type"]
+    if kind == "local":
+        return LocalStorage(storage["root"], base, token)
+    if kind == "sftp":
+        return SftpStorage(storage, base, token)
+    if kind == "s3":
+        return S3Storage(storage, base, token)
+    return MemoryStorage(MEMORY_STORES.setdefault(storage.get("root", ""), {}), base, token)

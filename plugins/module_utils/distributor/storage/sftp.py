@@ -1,0 +1,417 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A directory on an SSH server, reached over SFTP with paramiko.
+
+One connection serves the whole run (opened on first use) because an SSH handshake costs far
+more than the operations of a publish, and writes are pipelined so throughput is not bound by the
+round-trip time. The server's host key is checked against known_hosts like OpenSSH does: an
+unknown key is refused unless the operator chose trust-on-first-use (`accept_new`).
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import posixpath
+import stat
+import time
+import traceback
+from contextlib import contextmanager, suppress
+from typing import Iterable, Iterator
+
+from ..errors import DistributorError, MissingLibrary
+from ..paths import LOCK_NAME, join
+from .base import LOCK_EXPIRY_SECONDS, Storage, holder_record, lock_is_expired, temp_name, wait_for_lock
+
+CONNECT_TIMEOUT = 30.0
+HOST_KEY_POLICIES = ("reject", "accept_new")
+REDACTED = "********"
+
+
+class SftpStorage(Storage):
+    kind = "sftp"
+
+    def __init__(self, storage: dict, base: str, token: str):
+        super().__init__(token)
+        self.host = storage.get("host") or ""
+        self.port = int(storage.get("port") or 22)
+        self.username = storage.get("username") or getpass.getuser()
+        self.root = storage.get("root") or ""
+        self.base = base
+        self.known_hosts_file = storage.get("known_hosts_file")
+        self.host_key_policy = storage.get("host_key_policy") or "reject"
+        self._password = storage.get("password")
+        self._private_key_file = storage.get("private_key_file")
+        _check_config(self)
+        try:
+            import paramiko
+        except ImportError:
+            raise MissingLibrary("paramiko", "sftp storage", traceback.format_exc()) from None
+        self._paramiko = paramiko
+        self._sdk_errors = (OSError, EOFError, paramiko.SSHException)
+        self._client = None
+        self._session = None
+        self._dirs: set[str] = set()
+        self._held: bytes | None = None
+
+    # -- locations and errors -------------------------------------------------------------
+
+    def _url(self, remote: str) -> str:
+        return "sftp://%s@%s:%d%s" % (self.username, self.host, self.port, remote)
+
+    def describe(self, path: str = "") -> str:
+        relative = join(self.base, path)
+        return self._url(posixpath.join(self.root, relative) if relative else self.root)
+
+    @contextmanager
+    def _errors(self, action: str, remote: str) -> Iterator[None]:
+        """paramiko and socket errors leave as storage_error naming the remote location."""
+        try:
+            yield
+        except self._paramiko.BadHostKeyException as exc:
+            raise DistributorError(
+                "storage_error",
+                "the host key of %s:%d does not match the one in %s; if the server's key really "
+                "changed, replace its line there" % (self.host, self.port, self.known_hosts_file or "~/.ssh/known_hosts"),
+            ) from exc
+        except self._sdk_errors as exc:
+            message = "cannot %s %s: %s" % (action, self._url(remote), _cause(exc))
+            raise DistributorError("storage_error", self._redact(message)) from exc
+
+    def _redact(self, text: str) -> str:
+        """No library is known to echo a password, but a message must never be the first."""
+        return text.replace(self._password, REDACTED) if self._password else text
+
+    # -- connection -----------------------------------------------------------------------
+
+    def _open(self):
+        """The SFTP session, connecting on first use."""
+        if self._session is None:
+            client = self._paramiko.SSHClient()
+            try:
+                with self._errors("connect to", self.root):
+                    self._trust_known_hosts(client)
+                    client.connect(**self._connect_options())
+                    self._session = client.open_sftp()
+            except BaseException:
+                client.close()
+                raise
+            self._client = client
+        return self._session
+
+    def _trust_known_hosts(self, client) -> None:
+        if self.known_hosts_file:
+            path = os.path.expanduser(self.known_hosts_file)
+            if os.path.exists(path):
+                client.get_host_keys().load(path)
+        else:
+            client.load_system_host_keys()
+        client.set_missing_host_key_policy(_HostKeyPolicy(self))
+
+    def _connect_options(self) -> dict:
+        """Explicit credentials are used alone; without any, ssh-agent and ~/.ssh keys are
+        tried, as the ssh command would."""
+        explicit = bool(self._password or self._private_key_file)
+        return {
+            "hostname": self.host,
+            "port": self.port,
+            "username": self.username,
+            "password": self._password or None,
+            "key_filename": os.path.expanduser(self._private_key_file) if self._private_key_file else None,
+            "look_for_keys": not explicit,
+            "allow_agent": not explicit,
+            "timeout": CONNECT_TIMEOUT,
+            "banner_timeout": CONNECT_TIMEOUT,
+            "auth_timeout": CONNECT_TIMEOUT,
+        }
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+        self._client = self._session = None
+        self._dirs.clear()
+
+    # -- paths ----------------------------------------------------------------------------
+
+    def _remote(self, path: str, create_parents: bool = False) -> str:
+        """The remote path of `path`, refusing any symlink between the root and it.
+
+        Directories already checked on this connection are remembered: a publish touches the
+        same few directories for every file, and each check is a round trip.
+        """
+        current = self.root
+        parts = [part for part in join(self.base, path).split("/") if part]
+        for index, part in enumerate(parts):
+            current = posixpath.join(current, part)
+            if current in self._dirs:
+                continue
+            attrs = self._lstat(current)
+            if attrs is None:
+                if create_parents and index < len(parts) - 1:
+                    self._mkdir(current)
+                    continue
+                return posixpath.join(current, *parts[index + 1:])
+            if stat.S_ISLNK(attrs.st_mode):
+                raise DistributorError(
+                    "storage_error",
+                    "%s is a symbolic link; distributor never follows links inside a destination root" % self._url(current),
+                )
+            if stat.S_ISDIR(attrs.st_mode):
+                self._dirs.add(current)
+        return current
+
+    def _lstat(self, remote: str):
+        with self._errors("inspect", remote):
+            try:
+                return self._open().lstat(remote)
+            except FileNotFoundError:
+                return None
+
+    def _mkdir(self, remote: str) -> None:
+        """Another publisher may create the same directory at the same moment, which is fine;
+        SFTP reports 'already exists' only as a generic failure, so look before complaining."""
+        try:
+            with self._errors("create directory", remote):
+                self._open().mkdir(remote)
+        except DistributorError:
+            attrs = self._lstat(remote)
+            if attrs is None or not stat.S_ISDIR(attrs.st_mode):
+                raise
+        self._dirs.add(remote)
+
+    # -- files ----------------------------------------------------------------------------
+
+    def _read(self, remote: str) -> bytes | None:
+        """Prefetching requests every block at once; read block by block, a large file would
+        take one round trip per 32 KiB."""
+        with self._errors("read", remote):
+            try:
+                with self._open().open(remote, "rb") as handle:
+                    handle.prefetch()
+                    return handle.read()
+            except FileNotFoundError:
+                return None
+
+    def read_bytes(self, path: str) -> bytes | None:
+        return self._read(self._remote(path))
+
+    def write(self, path: str, chunks: Iterable[bytes]) -> None:
+        target = self._remote(path, create_parents=True)
+        staged = self._remote(temp_name(path, self.token))
+        try:
+            self._upload(staged, chunks)
+            with self._errors("rename into place", target):
+                self._open().posix_rename(staged, target)
+        except BaseException:
+            self._discard(staged)
+            raise
+
+    def _upload(self, staged: str, chunks: Iterable[bytes]) -> None:
+        """Stream `chunks` to `staged`; the chunk iterator's own exceptions pass unchanged.
+
+        Pipelined writes are not acknowledged one by one and paramiko drops the errors of
+        unacknowledged writes at close, so the size is compared before the rename publishes a
+        short file (a full disk, say).
+        """
+        sftp = self._open()
+        with self._errors("write", staged):
+            handle = sftp.open(staged, "w")
+            handle.set_pipelined(True)
+        written = 0
+        try:
+            for chunk in chunks:
+                with self._errors("write", staged):
+                    handle.write(chunk)
+                written += len(chunk)
+        except BaseException:
+            with suppress(Exception):
+                handle.close()
+            raise
+        with self._errors("write", staged):
+            handle.close()
+            arrived = sftp.lstat(staged).st_size
+        if arrived != written:
+            raise DistributorError(
+                "storage_error",
+                "cannot write %s: only %d of %d bytes arrived (is the disk full?)" % (self._url(staged), arrived, written),
+            )
+
+    def _discard(self, remote: str) -> None:
+        """Best effort: a staged name is reserved and derived from the token, so recovery finds
+        whatever this leaves behind."""
+        with suppress(Exception):
+            self._open().remove(remote)
+
+    def _remove(self, remote: str, action: str) -> bool:
+        with self._errors(action, remote):
+            try:
+                self._open().remove(remote)
+            except FileNotFoundError:
+                return False
+        return True
+
+    def delete(self, path: str) -> bool:
+        if not self._remove(self._remote(path), "delete"):
+            return False
+        self._remove_empty_parents(path)
+        return True
+
+    def _remove_empty_parents(self, path: str) -> None:
+        """Remove directories the delete emptied, up to (not including) the base.
+
+        SFTP reports a non-empty directory only as a generic failure, so any failure ends the
+        tidy-up: a leftover empty directory is harmless.
+        """
+        head = path.rpartition("/")[0]
+        while head:
+            remote = self._remote(head)
+            with self._errors("remove directory", remote):
+                try:
+                    self._open().rmdir(remote)
+                except OSError:
+                    return
+            self._dirs.discard(remote)
+            head = head.rpartition("/")[0]
+
+    def exists(self, path: str) -> bool:
+        return self._lstat(self._remote(path)) is not None
+
+    def list_files(self) -> list[str]:
+        found: list[str] = []
+        self._walk(self._remote(""), "", found)
+        return sorted(found)
+
+    def _walk(self, remote: str, prefix: str, found: list[str]) -> None:
+        """Directory entries carry lstat attributes, so symlinks are listed, never followed."""
+        with self._errors("list", remote):
+            try:
+                entries = self._open().listdir_attr(remote)
+            except FileNotFoundError:
+                return
+        for entry in entries:
+            if stat.S_ISDIR(entry.st_mode or 0):
+                self._walk(posixpath.join(remote, entry.filename), prefix + entry.filename + "/", found)
+            else:
+                found.append(prefix + entry.filename)
+
+    # -- lock -----------------------------------------------------------------------------
+
+    @contextmanager
+    def lock(self, timeout: float, expiry: float = LOCK_EXPIRY_SECONDS) -> Iterator[None]:
+        """Exclusive create of `.distributor.lock`; nothing releases it when a holder dies, so a
+        record past its expiry is broken by the next publisher."""
+        remote = self._remote(LOCK_NAME, create_parents=True)
+        wait_for_lock(lambda: self._try_lock(remote, expiry), lambda: self._read(remote), timeout, self.describe())
+        try:
+            yield
+        except BaseException:
+            with suppress(DistributorError):
+                self._release(remote)
+            raise
+        self._release(remote)
+
+    def _try_lock(self, remote: str, expiry: float) -> bool:
+        if self._create_lock(remote, expiry):
+            return True
+        if not self._lock_is_stale(remote, expiry):
+            return False
+        self._remove(remote, "break expired lock")
+        return self._create_lock(remote, expiry)
+
+    def _create_lock(self, remote: str, expiry: float) -> bool:
+        record = json.dumps(holder_record(time.time(), expiry)).encode()
+        try:
+            with self._errors("create lock", remote):
+                with self._open().open(remote, "wx") as handle:
+                    handle.write(record)
+        except DistributorError:
+            # SFTP reports an existing file only as a generic failure.
+            if self._lstat(remote) is None:
+                raise
+            return False
+        self._held = record
+        return True
+
+    def _lock_is_stale(self, remote: str, expiry: float) -> bool:
+        """A record past its expiry may be broken. A holder writes its record just after the
+        exclusive create, so an empty or partial record is judged by the file's age instead of
+        being broken at once."""
+        attrs = self._lstat(remote)
+        raw = self._read(remote) if attrs is not None else None
+        if attrs is None or raw is None:
+            return True
+        if _has_expiry(raw):
+            return lock_is_expired(raw, time.time())
+        return (attrs.st_mtime or 0) + expiry < time.time()
+
+    def _release(self, remote: str) -> None:
+        """Remove the lock only while it is still ours: a holder that outlived its expiry may
+        have been broken and replaced by the next publisher."""
+        if self._held is not None and self._read(remote) == self._held:
+            self._remove(remote, "release lock")
+        self._held = None
+
+
+class _HostKeyPolicy:
+    """What paramiko asks about a server key missing from known_hosts (duck-typed like
+    paramiko.MissingHostKeyPolicy, so paramiko stays a lazy import)."""
+
+    def __init__(self, storage: SftpStorage):
+        self.storage = storage
+
+    def missing_host_key(self, client, hostname: str, key) -> None:
+        storage = self.storage
+        if storage.host_key_policy != "accept_new":
+            raise DistributorError(
+                "storage_error",
+                "the host key of %s:%d (%s %s) is not in %s; add it there (for example "
+                "`ssh-keyscan -p %d %s >> %s`) or set host_key_policy: accept_new to trust it on "
+                "first use"
+                % (
+                    storage.host,
+                    storage.port,
+                    key.get_name(),
+                    key.fingerprint,
+                    storage.known_hosts_file or "~/.ssh/known_hosts",
+                    storage.port,
+                    storage.host,
+                    storage.known_hosts_file or "~/.ssh/known_hosts",
+                ),
+            )
+        client.get_host_keys().add(hostname, key.get_name(), key)
+        if storage.known_hosts_file:
+            _remember_host_key(os.path.expanduser(storage.known_hosts_file), hostname, key)
+
+
+def _remember_host_key(path: str, hostname: str, key) -> None:
+    """Append, as OpenSSH does, so comments and hashed entries in the file survive."""
+    if os.path.dirname(path):
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    with open(path, "a") as handle:
+        handle.write("%s %s %s\n" % (hostname, key.get_name(), key.get_base64()))
+
+
+def _check_config(storage: SftpStorage) -> None:
+    if not storage.host:
+        raise DistributorError("invalid_config", "storage.host is required for sftp storage")
+    if not posixpath.isabs(storage.root):
+        raise DistributorError("invalid_config", "storage.root %r must be an absolute remote path" % storage.root)
+    if storage.host_key_policy not in HOST_KEY_POLICIES:
+        raise DistributorError(
+            "invalid_config",
+            "storage.host_key_policy %r must be one of %s" % (storage.host_key_policy, ", ".join(HOST_KEY_POLICIES)),
+        )
+
+
+def _has_expiry(raw: bytes) -> bool:
+    try:
+        record = json.loads(raw)
+    except ValueError:
+        return False
+    return isinstance(record, dict) and "expires_at" in record
+
+
+def _cause(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return "%s: %s" % (exc.strerror, exc.filename) if exc.filename else exc.strerror
+    return str(exc) or type(exc).__name__

@@ -1,0 +1,29 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""RFC3339 in and out. The core never reads the clock: `now` is always a parameter."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+
+_RFC3339 = re.compile(
+    r"^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$"
+)
+
+
+def parse_rfc3339(value: object) -> datetime:
+    """An aware datetime; ValueError for anything that is not an RFC3339 date-time string."""
+    if not isinstance(value, str) or not _RFC3339.match(value):
+        raise ValueError("%r is not an RFC3339 timestamp (like 2026-06-04T12:00:00Z)" % (value,))
+    normalised = value.upper().replace("Z", "+00:00")
+    return datetime.fromisoformat(normalised)
+
+
+def format_rfc3339(moment: datetime) -> str:
+    """UTC, second precision, `Z` suffix: the form distributor writes."""
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def utc_now() -> datetime:
+    """The clock, read only by the imperative shell."""
+    return datetime.now(timezone.utc)

@@ -1,0 +1,89 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, distributor contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: distributor_manifest
+short_description: Write the manifest.json of a source bundle
+version_added: 0.1.0
+description:
+  - Hashes the files of a bundle directory and writes its C(manifest.json) (schema 1) with the
+    digest distributor verifies when it publishes.
+  - Idempotent; the file is rewritten only when its content changes. Without I(created), an
+    unchanged bundle keeps the created time it has.
+options:
+  path:
+    description: The bundle directory.
+    type: path
+    required: true
+  id:
+    description: The source id, stable across versions of the same bundle.
+    type: str
+    required: true
+  created:
+    description:
+      - RFC3339 creation time. Newer created times replace older ones at a destination.
+      - When unset, an unchanged bundle keeps its recorded time and a changed one gets the current time.
+    type: str
+  files:
+    description: Paths to list, relative to I(path). Every regular file except C(manifest.json) when unset.
+    type: list
+    elements: str
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+author:
+  - distributor contributors
+requirements:
+  - jsonschema
+"""
+
+EXAMPLES = r"""
+- name: Describe a freshly rendered report bundle
+  distributor.core.distributor_manifest:
+    path: /srv/bundles/reports
+    id: reports.example
+    created: "2026-06-04T11:55:00Z"
+"""
+
+RETURN = r"""
+manifest:
+  description: The manifest as written (or as it would be written in check mode).
+  returned: success
+  type: dict
+  sample: {schema_version: 1, id: reports.example, created: "2026-06-04T11:55:00Z",
+           digest: "sha256:7d5f0b3c9e1a2d4f6b8a0c2e4f6a8b0d2f4a6c8e0b2d4f6a8c0e2a4b6d8f0a2c", files: []}
+path:
+  description: Where C(manifest.json) is.
+  returned: success
+  type: str
+  sample: /srv/bundles/reports/manifest.json
+"""
+
+from ansible_collections.distributor.core.plugins.module_utils.distributor.adapter import run_module
+from ansible_collections.distributor.core.plugins.module_utils.distributor.manifest import ensure_manifest
+from ansible_collections.distributor.core.plugins.module_utils.distributor.timestamps import format_rfc3339, utc_now
+
+
+def main():
+    argument_spec = dict(
+        path=dict(type="path", required=True),
+        id=dict(type="str", required=True),
+        created=dict(type="str"),
+        files=dict(type="list", elements="str"),
+    )
+    run_module(
+        argument_spec,
+        lambda params, check_mode: ensure_manifest(
+            params["path"], params["id"], params["created"], params["files"], check_mode, format_rfc3339(utc_now())
+        ),
+    )
+
+
+if __name__ == "__main__":
+    main()

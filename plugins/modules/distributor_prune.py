@@ -1,0 +1,120 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, distributor contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: distributor_prune
+short_description: Delete managed outputs that a destination's retention policy expires
+version_added: 0.1.0
+description:
+  - Opens one destination bundle path, reads its C(.distributor.json) and selects the selected owner's
+    managed outputs that I(destination.retention) expires, judged by each output's C(updated_at).
+  - C(retention.max_age) selects outputs older than the age; C(retention.max_outputs) keeps the newest N
+    (ties broken by path) and selects the rest; with both, an output either selects is pruned.
+  - Deletes only the selected managed outputs, removes their records and sets the state's C(updated_at).
+    A selected output whose file is already gone loses its record as well.
+  - Never deletes unmanaged files, C(.distributor.json), or another owner's outputs in a shared root.
+  - Fails with C(invalid_config) when the destination has no retention, C(invalid_state) when the bundle
+    path has no valid C(.distributor.json), and C(conflict) when single-owner state belongs to another owner.
+  - Check mode is the dry run; it deletes and writes nothing, not even a lock. With C(--diff) the result
+    holds listings of the managed outputs before and after.
+extends_documentation_fragment:
+  - distributor.core.distributor.MANAGED_ROOT
+  - distributor.core.distributor.DESTINATION
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+author:
+  - distributor contributors
+requirements:
+  - jsonschema
+  - paramiko (for sftp storage)
+  - boto3 (for s3 storage)
+"""
+
+EXAMPLES = r"""
+- name: Keep a month of reports, and at most 500 of them
+  distributor.core.distributor_prune:
+    pipeline_id: reports
+    destination:
+      id: latest
+      storage:
+        type: local
+        root: /srv/www/reports
+      path: latest
+      retention:
+        max_age: 30d
+        max_outputs: 500
+  register: pruned
+
+- name: Show what pruning one owner of a shared S3 root would delete
+  distributor.core.distributor_prune:
+    pipeline_id: events
+    destination:
+      id: bucket
+      storage:
+        type: s3
+        bucket: reports
+        prefix: site
+      state:
+        mode: shared_root
+      retention:
+        max_age: 12h
+  check_mode: true
+  diff: true
+"""
+
+RETURN = r"""
+bundle_path:
+  description: The rendered bundle path under the root; empty for the root itself.
+  returned: success
+  type: str
+  sample: latest
+planned:
+  description: Managed output paths retention selects; their records are removed (or would be, in check mode).
+  returned: success
+  type: list
+  elements: str
+  sample: [2026-05-01.html, 2026-05-02.html]
+deleted:
+  description:
+    - Planned output paths whose files this run deleted. Empty in check mode.
+    - A planned path missing here was already gone; only its record was removed.
+  returned: success
+  type: list
+  elements: str
+  sample: [2026-05-01.html, 2026-05-02.html]
+kept:
+  description: The selected owner's managed output paths retention keeps.
+  returned: success
+  type: list
+  elements: str
+  sample: [2026-06-04.html]
+state:
+  description: The C(.distributor.json) record after pruning (written, or that would be in check mode); unchanged when nothing is planned.
+  returned: success
+  type: dict
+  sample: {schema_version: 2, pipeline_id: reports, destination_id: latest, updated_at: "2026-06-05T08:00:00Z"}
+"""
+
+from ansible_collections.distributor.core.plugins.module_utils.distributor.adapter import run_module
+from ansible_collections.distributor.core.plugins.module_utils.distributor.argspec import MANAGED_ROOT
+from ansible_collections.distributor.core.plugins.module_utils.distributor.prune import prune
+
+
+def main():
+    run_module(
+        MANAGED_ROOT,
+        lambda params, check_mode: prune(
+            params["pipeline_id"], params["destination"], params["created"], check_mode, params["lock_timeout"]
+        ),
+    )
+
+
+if __name__ == "__main__":
+    main()

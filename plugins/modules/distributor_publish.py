@@ -1,0 +1,166 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, distributor contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: distributor_publish
+short_description: Publish a source bundle to a destination and record what distributor manages there
+version_added: 0.1.0
+description:
+  - Reads the bundle's C(manifest.json), produces outputs with the pipeline's rules, compares the
+    source with the destination's C(.distributor.json) and publishes, skips, replaces, merges or
+    takes over exactly as the destination state contract says.
+  - Never overwrites or deletes content distributor does not manage unless I(force=true), and then
+    only within the bundle path.
+  - Check mode is the dry run; it writes nothing, not even a lock. With C(--diff) the result holds
+    listings of the managed outputs before and after.
+options:
+  source:
+    description: Directory of the source bundle (holding C(manifest.json)).
+    type: path
+    required: true
+  force:
+    description:
+      - Forced replacement when the publish would otherwise fail as C(conflict), C(unmanaged) or
+        C(invalid_state). Bounded to the bundle path; in a shared root it only overwrites colliding
+        unmanaged paths and never deletes other owners' outputs.
+    type: bool
+    default: false
+  lock_timeout:
+    description: Seconds to wait for another publisher of the same root before failing with C(locked).
+    type: float
+    default: 60
+extends_documentation_fragment:
+  - distributor.core.distributor.DESTINATION
+  - distributor.core.distributor.PIPELINE
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+author:
+  - distributor contributors
+requirements:
+  - jsonschema
+  - markdown (for the markdown_to_html transform)
+  - paramiko (for sftp storage)
+  - boto3 (for s3 storage)
+"""
+
+EXAMPLES = r"""
+- name: Publish today's reports to the web root
+  distributor.core.distributor_publish:
+    source: /srv/bundles/reports-2026-06-04
+    pipeline:
+      id: reports
+      outputs:
+        - match: "**/*.md"
+          transform: markdown_to_html
+        - match: "**/*.png"
+    destination:
+      id: archive
+      storage:
+        type: local
+        root: /srv/www/reports
+      path: "archive/{created:%Y-%m-%d}"
+      links:
+        base_url: "https://reports.example.com/archive/{created:%Y-%m-%d}/"
+  register: published
+
+- name: Publish into a shared S3 root next to other pipelines
+  distributor.core.distributor_publish:
+    source: /srv/bundles/events
+    pipeline:
+      id: events
+    destination:
+      id: bucket
+      storage:
+        type: s3
+        bucket: reports
+        prefix: site
+      state:
+        mode: shared_root
+      reconciliation:
+        mode: merge
+"""
+
+RETURN = r"""
+action:
+  description: What the publish did, C(publish), C(skip), C(replace), C(merge), C(takeover), C(force_replace) or C(migrate).
+  returned: success
+  type: str
+  sample: replace
+reason:
+  description: Why, in one sentence.
+  returned: success
+  type: str
+  sample: source reports.2026-06-04 created 2026-06-04T12:00:00Z is newer than the recorded 2026-06-03T12:00:00Z
+bundle_path:
+  description: The rendered bundle path under the root; empty for the root itself.
+  returned: success
+  type: str
+  sample: archive/2026-06-04
+primary_url:
+  description: The primary output's URL, when links are configured.
+  returned: success
+  type: str
+  sample: https://reports.example.com/archive/2026-06-04/report.html
+written:
+  description: Output paths written (or that would be, in check mode).
+  returned: success
+  type: list
+  elements: str
+  sample: [report.html, chart.png]
+deleted:
+  description: Output paths deleted (or that would be).
+  returned: success
+  type: list
+  elements: str
+  sample: [old.html]
+retained:
+  description: Output paths kept through C(merge) although the new plan omits them.
+  returned: success
+  type: list
+  elements: str
+  sample: []
+outputs:
+  description: The output records now managed for this pipeline and destination.
+  returned: success
+  type: list
+  elements: dict
+  sample: [{path: report.html, kind: generated, source_path: report.md, transform: markdown_to_html,
+            sha256: "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", size: 2345,
+            created_at: "2026-06-04T12:00:00Z", updated_at: "2026-06-04T12:00:00Z"}]
+state:
+  description: The C(.distributor.json) record written, or that would be written in check mode.
+  returned: success
+  type: dict
+  sample: {schema_version: 2, pipeline_id: reports, destination_id: archive}
+"""
+
+from ansible_collections.distributor.core.plugins.module_utils.distributor.adapter import run_module
+from ansible_collections.distributor.core.plugins.module_utils.distributor.argspec import DESTINATION, PIPELINE
+from ansible_collections.distributor.core.plugins.module_utils.distributor.publish import publish
+
+
+def main():
+    argument_spec = dict(
+        source=dict(type="path", required=True),
+        pipeline=PIPELINE,
+        destination=DESTINATION,
+        force=dict(type="bool", default=False),
+        lock_timeout=dict(type="float", default=60.0),
+    )
+    run_module(
+        argument_spec,
+        lambda params, check_mode: publish(
+            params["source"], params["pipeline"], params["destination"], params["force"], params["lock_timeout"], check_mode
+        ),
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,135 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, distributor contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: distributor_reconcile_state
+short_description: Remove records of managed outputs that no longer exist from a destination's state
+version_added: 0.1.0
+description:
+  - Opens one destination bundle path, reads its C(.distributor.json) and checks that every output it
+    records for the selected owner still exists. Records of missing outputs are removed and the state's
+    C(updated_at) is set to now; nothing else in the record changes.
+  - Reports entries under the bundle path that no record claims (reserved C(.distributor*) files excluded).
+  - Never validates digests, deletes files, adopts unmanaged entries, or rewrites invalid state or
+    another owner's single-owner state; those fail with C(invalid_state) or C(conflict). A bundle path
+    without C(.distributor.json) fails with C(invalid_state).
+  - In a shared root only the selected owner is checked unless I(all_owners=true).
+  - Check mode is the dry run; it writes nothing, not even a lock. With C(--diff) the result holds
+    listings of the managed outputs before and after.
+options:
+  all_owners:
+    description:
+      - In a shared root, check and repair the records of every owner, not only the selected one.
+      - No effect on single-owner state.
+    type: bool
+    default: false
+extends_documentation_fragment:
+  - distributor.core.distributor.MANAGED_ROOT
+  - distributor.core.distributor.DESTINATION
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+author:
+  - distributor contributors
+requirements:
+  - jsonschema
+  - paramiko (for sftp storage)
+  - boto3 (for s3 storage)
+"""
+
+EXAMPLES = r"""
+- name: Forget outputs someone deleted by hand from a dated archive
+  distributor.core.distributor_reconcile_state:
+    pipeline_id: reports
+    created: "2026-06-04T11:55:00Z"
+    destination:
+      id: archive
+      storage:
+        type: local
+        root: /srv/www/reports
+      path: "archive/{created:%Y-%m-%d}"
+  register: repaired
+
+- name: Check every owner of a shared S3 root without changing anything
+  distributor.core.distributor_reconcile_state:
+    pipeline_id: events
+    all_owners: true
+    destination:
+      id: bucket
+      storage:
+        type: s3
+        bucket: reports
+        prefix: site
+      state:
+        mode: shared_root
+  check_mode: true
+  register: audit
+
+- name: Fail when the root holds files nobody manages
+  ansible.builtin.assert:
+    that: audit.unmanaged | length == 0
+    fail_msg: "unmanaged files in the shared root: {{ audit.unmanaged }}"
+"""
+
+RETURN = r"""
+bundle_path:
+  description: The rendered bundle path under the root; empty for the root itself.
+  returned: success
+  type: str
+  sample: archive/2026-06-04
+owners:
+  description: The owners whose records were checked.
+  returned: success
+  type: list
+  elements: dict
+  contains:
+    pipeline_id:
+      description: Pipeline id of the owner.
+      type: str
+    destination_id:
+      description: Destination id of the owner.
+      type: str
+  sample: [{pipeline_id: reports, destination_id: archive}]
+missing:
+  description: Output paths recorded for a checked owner that do not exist; their records are removed (or would be, in check mode).
+  returned: success
+  type: list
+  elements: str
+  sample: [chart.png]
+unmanaged:
+  description: Entries under the bundle path that no record of any owner claims; never changed.
+  returned: success
+  type: list
+  elements: str
+  sample: [notes.txt]
+state:
+  description: The C(.distributor.json) record after the repair (written, or that would be in check mode); unchanged when nothing is missing.
+  returned: success
+  type: dict
+  sample: {schema_version: 2, pipeline_id: reports, destination_id: archive, updated_at: "2026-06-05T08:00:00Z"}
+"""
+
+from ansible_collections.distributor.core.plugins.module_utils.distributor.adapter import run_module
+from ansible_collections.distributor.core.plugins.module_utils.distributor.argspec import MANAGED_ROOT
+from ansible_collections.distributor.core.plugins.module_utils.distributor.reconcile import reconcile_state
+
+
+def main():
+    argument_spec = dict(MANAGED_ROOT, all_owners=dict(type="bool", default=False))
+    run_module(
+        argument_spec,
+        lambda params, check_mode: reconcile_state(
+            params["pipeline_id"], params["destination"], params["all_owners"], params["created"], check_mode,
+            params["lock_timeout"],
+        ),
+    )
+
+
+if __name__ == "__main__":
+    main()

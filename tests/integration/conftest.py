@@ -1,0 +1,100 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Run the real ansible-playbook against localhost and read back what the modules returned."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from ansible_collections.distributor.core.plugins.module_utils.distributor.manifest import create_manifest
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+INSTALLED = os.path.join(REPO_ROOT, ".build", "collections")
+VENV_BIN = os.path.dirname(sys.executable)
+
+
+def collections_path() -> str:
+    """The collection as `make collection` built and installed it, like a user gets it."""
+    path = os.environ.get("DISTRIBUTOR_COLLECTIONS_PATH", INSTALLED)
+    if not os.path.isdir(os.path.join(path, "ansible_collections", "distributor", "core")):
+        pytest.fail("the collection is not installed under %s; run `make collection` first" % path)
+    return path
+
+
+class Playbook:
+    """Writes a one-play playbook, runs ansible-playbook, returns each task's registered result."""
+
+    def __init__(self, workdir: str):
+        self.workdir = workdir
+        self.runs = 0
+
+    def run(self, tasks: list, check: bool = False, diff: bool = False, expect_rc: int = 0) -> list:
+        self.runs += 1
+        results = os.path.join(self.workdir, "results-%d.json" % self.runs)
+        play_tasks = [dict(task, register="r%d" % i, ignore_errors=True) for i, task in enumerate(tasks)]
+        play_tasks.append({
+            "name": "record results",
+            "check_mode": False,
+            "ansible.builtin.copy": {
+                "dest": results,
+                "content": "{{ [%s] | to_json }}" % ", ".join("r%d" % i for i in range(len(tasks))),
+            },
+        })
+        playbook = os.path.join(self.workdir, "play-%d.yml" % self.runs)
+        with open(playbook, "w") as handle:
+            yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "tasks": play_tasks}], handle)
+        completed = self.invoke(playbook, check=check, diff=diff)
+        assert completed.returncode == expect_rc, completed.stdout + completed.stderr
+        with open(results) as handle:
+            return json.load(handle)
+
+    def invoke(self, playbook: str, check: bool = False, diff: bool = False, extra: tuple = ()) -> subprocess.CompletedProcess:
+        env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_path(), ANSIBLE_NOCOLOR="1",
+                   ANSIBLE_RETRY_FILES_ENABLED="0", ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0",
+                   PATH=VENV_BIN + os.pathsep + os.environ.get("PATH", ""))
+        command = [os.path.join(VENV_BIN, "ansible-playbook"), "-i", "localhost,", "-c", "local",
+                   "-e", "ansible_python_interpreter=%s" % sys.executable, playbook]
+        command += (["--check"] if check else []) + (["--diff"] if diff else []) + list(extra)
+        return subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+
+    def publish(self, check: bool = False, diff: bool = False, **args) -> dict:
+        return self.run([{"distributor.core.distributor_publish": args}], check=check, diff=diff)[0]
+
+
+@pytest.fixture
+def playbook(tmp_path):
+    return Playbook(str(tmp_path))
+
+
+@pytest.fixture
+def make_bundle(tmp_path):
+    """make_bundle(files, id=..., created=...) -> directory of a bundle with a correct manifest."""
+    counter = iter(range(1000))
+
+    def make(files: dict, id: str = "reports.example", created: str = "2026-06-04T11:55:00Z") -> str:
+        directory = tmp_path / ("bundle-%d" % next(counter))
+        for path, data in files.items():
+            target = directory / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        directory.mkdir(exist_ok=True)
+        create_manifest(str(directory), id, created, sorted(files))
+        return str(directory)
+
+    return make
+
+
+def tree(root) -> dict:
+    """Every file under `root` as {relative path: bytes}, for asserting what a publish left."""
+    found = {}
+    for directory, _dirs, files in os.walk(str(root)):
+        for name in files:
+            full = os.path.join(directory, name)
+            with open(full, "rb") as handle:
+                found[os.path.relpath(full, str(root))] = handle.read()
+    return found

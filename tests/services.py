@@ -1,0 +1,272 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Real servers on 127.0.0.1 for tests and benchmarks: OpenSSH sshd and moto's S3 server.
+
+The backends are tested against what users run, not against fakes, so these start the real
+programs as subprocesses on free ports, each with its own throw-away configuration. Nothing here
+needs pytest: benchmarks and ad-hoc scripts use the same helpers.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+
+HOST = "127.0.0.1"
+SSHD = "/usr/sbin/sshd"
+PRIVSEP_DIR = "/run/sshd"
+START_ATTEMPTS = 5
+START_TIMEOUT = 20.0
+TEST_ACCESS_KEY = "testing-access-key"
+TEST_SECRET_KEY = "testing-secret-key"
+TEST_REGION = "us-east-1"
+
+
+def free_port() -> int:
+    """A port nobody listens on right now; callers retry because another process may take it."""
+    with socket.socket() as sock:
+        sock.bind((HOST, 0))
+        return sock.getsockname()[1]
+
+
+def _wait_until_listening(process: subprocess.Popen, port: int, expect: bytes) -> bool:
+    """True once `port` answers with `expect` first; False when the process died (port taken)."""
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            return False
+        try:
+            with socket.create_connection((HOST, port), timeout=1.0) as sock:
+                if not expect or sock.recv(len(expect)) == expect:
+                    return process.poll() is None
+        except OSError:
+            pass
+        time.sleep(0.05)
+    _stop(process)
+    raise RuntimeError("server on port %d did not start within %ss" % (port, START_TIMEOUT))
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _die_with_parent() -> None:
+    """A test run killed outright must not leave servers behind holding ports (Linux only)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
+def _start(command_for_port, expect: bytes, log_path: str) -> tuple[subprocess.Popen, int]:
+    """Start a server on a free port, retrying when another process grabbed the port first."""
+    for _attempt in range(START_ATTEMPTS):
+        port = free_port()
+        with open(log_path, "ab") as log:
+            process = subprocess.Popen(
+                command_for_port(port),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                preexec_fn=_die_with_parent,
+            )
+        if _wait_until_listening(process, port, expect):
+            return process, port
+    with open(log_path, "rb") as log:
+        raise RuntimeError("server failed to start %d times; log:\n%s" % (START_ATTEMPTS, log.read().decode(errors="replace")))
+
+
+def _keygen(path: str, comment: str) -> None:
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", path], check=True)
+
+
+@dataclass
+class SshServer:
+    """A running sshd serving SFTP for the current user, who logs in with `private_key_file`.
+
+    `storage(root, **overrides)` gives a ready `storage` dict for the sftp backend.
+    """
+
+    directory: str
+    host: str = HOST
+    port: int = 0
+    username: str = field(default_factory=getpass.getuser)
+    process: subprocess.Popen | None = None
+
+    @property
+    def private_key_file(self) -> str:
+        return os.path.join(self.directory, "user_key")
+
+    @property
+    def other_key_file(self) -> str:
+        """A valid key the server does not authorise, for wrong-credential tests."""
+        return os.path.join(self.directory, "other_key")
+
+    @property
+    def host_key_file(self) -> str:
+        return os.path.join(self.directory, "host_key")
+
+    @property
+    def known_hosts_file(self) -> str:
+        return os.path.join(self.directory, "known_hosts")
+
+    @property
+    def log_file(self) -> str:
+        return os.path.join(self.directory, "sshd.log")
+
+    def known_hosts_line(self) -> str:
+        with open(self.host_key_file + ".pub") as handle:
+            kind, key = handle.read().split()[:2]
+        return "[%s]:%d %s %s\n" % (self.host, self.port, kind, key)
+
+    def storage(self, root: str, **overrides) -> dict:
+        config = {
+            "type": "sftp",
+            "host": self.host,
+            "port": self.port,
+            "username": self.username,
+            "private_key_file": self.private_key_file,
+            "known_hosts_file": self.known_hosts_file,
+            "host_key_policy": "reject",
+            "root": root,
+        }
+        config.update(overrides)
+        return config
+
+    def _config(self, port: int) -> str:
+        path = os.path.join(self.directory, "sshd_config")
+        with open(path, "w") as handle:
+            handle.write(
+                "\n".join(
+                    [
+                        "Port %d" % port,
+                        "ListenAddress %s" % self.host,
+                        "HostKey %s" % self.host_key_file,
+                        "PidFile %s" % os.path.join(self.directory, "sshd.pid"),
+                        "AuthorizedKeysFile %s" % os.path.join(self.directory, "authorized_keys"),
+                        "AllowUsers %s" % self.username,
+                        # The key and config live in a temp dir under world-writable /tmp.
+                        "StrictModes no",
+                        "PubkeyAuthentication yes",
+                        "PasswordAuthentication no",
+                        "KbdInteractiveAuthentication no",
+                        "UsePAM no",
+                        "PermitRootLogin prohibit-password",
+                        "Subsystem sftp internal-sftp",
+                        "MaxStartups 100",
+                        "LogLevel ERROR",
+                        "",
+                    ]
+                )
+            )
+        return path
+
+    def start(self) -> "SshServer":
+        _keygen(self.host_key_file, "distributor-test-host")
+        _keygen(self.private_key_file, "distributor-test-user")
+        _keygen(self.other_key_file, "distributor-test-other")
+        shutil.copy(self.private_key_file + ".pub", os.path.join(self.directory, "authorized_keys"))
+        if os.geteuid() == 0:
+            # sshd started as root insists on its privilege separation directory, which
+            # containers without systemd-tmpfiles lack.
+            os.makedirs(PRIVSEP_DIR, mode=0o755, exist_ok=True)
+        self.process, self.port = _start(
+            lambda port: [SSHD, "-D", "-e", "-f", self._config(port)], b"SSH-", self.log_file
+        )
+        with open(self.known_hosts_file, "w") as handle:
+            handle.write(self.known_hosts_line())
+        return self
+
+    def stop(self) -> None:
+        if self.process is not None:
+            _stop(self.process)
+            self.process = None
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def start_sshd() -> SshServer:
+    return SshServer(tempfile.mkdtemp(prefix="distributor-sshd-")).start()
+
+
+@dataclass
+class S3Server:
+    """moto's S3 HTTP server in its own process, reached through boto3 exactly like AWS."""
+
+    directory: str
+    host: str = HOST
+    port: int = 0
+    process: subprocess.Popen | None = None
+    _client: object = None
+
+    @property
+    def endpoint_url(self) -> str:
+        return "http://%s:%d" % (self.host, self.port)
+
+    def client(self):
+        """One boto3 client per server: creating one costs a few hundred milliseconds of CPU."""
+        if self._client is None:
+            self._client = self._make_client()
+        return self._client
+
+    def _make_client(self):
+        import boto3
+
+        return boto3.client(
+            "s3",
+            endpoint_url=self.endpoint_url,
+            region_name=TEST_REGION,
+            aws_access_key_id=TEST_ACCESS_KEY,
+            aws_secret_access_key=TEST_SECRET_KEY,
+        )
+
+    def create_bucket(self, name: str | None = None) -> str:
+        """A new empty bucket (a unique name unless given), so tests never share objects."""
+        name = name or "distributor-%s" % uuid.uuid4().hex[:16]
+        self.client().create_bucket(Bucket=name)
+        return name
+
+    def storage(self, bucket: str, **overrides) -> dict:
+        config = {
+            "type": "s3",
+            "bucket": bucket,
+            "prefix": "",
+            "region": TEST_REGION,
+            "endpoint_url": self.endpoint_url,
+            "access_key": TEST_ACCESS_KEY,
+            "secret_key": TEST_SECRET_KEY,
+        }
+        config.update(overrides)
+        return config
+
+    def start(self) -> "S3Server":
+        self.process, self.port = _start(
+            lambda port: [sys.executable, "-m", "moto.server", "-H", self.host, "-p", str(port)],
+            b"",
+            os.path.join(self.directory, "moto.log"),
+        )
+        return self
+
+    def stop(self) -> None:
+        if self.process is not None:
+            _stop(self.process)
+            self.process = None
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def start_s3() -> S3Server:
+    return S3Server(tempfile.mkdtemp(prefix="distributor-moto-")).start()

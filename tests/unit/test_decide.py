@@ -1,0 +1,198 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One test per row of the contract's Comparison Semantics, single-owner and shared-root."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.distributor.core.plugins.module_utils.distributor.decide import decide
+from ansible_collections.distributor.core.plugins.module_utils.distributor.errors import DistributorError
+from ansible_collections.distributor.core.plugins.module_utils.distributor.state import OwnerKey
+
+from builders import destination, manifest, shared_state, single_state
+
+KEY = OwnerKey("reports", "archive")
+OLD = manifest(created="2026-06-03T11:55:00Z")
+NEW = manifest(created="2026-06-04T11:55:00Z")
+PLANNED = frozenset({"report.md"})
+
+
+def run(m=NEW, recorded=None, present=frozenset(), planned=PLANNED, force=False, state_error=None, key=KEY, **dest):
+    return decide(m, key, destination(**dest), recorded, state_error, frozenset(present), planned, force, "memory:/")
+
+
+def fails(reason, **kwargs):
+    with pytest.raises(DistributorError) as caught:
+        run(**kwargs)
+    assert caught.value.reason == reason
+    return caught.value.message
+
+
+# Single owner
+
+def test_no_state_and_no_content_publishes_new_outputs():
+    assert run().action == "publish"
+
+
+def test_no_state_and_existing_content_is_unmanaged():
+    message = fails("unmanaged", present={"index.html"})
+    assert "index.html" in message
+
+
+def test_matching_embedded_source_manifest_skips():
+    decision = run(recorded=single_state(NEW))
+    assert decision.action == "skip"
+
+
+def test_same_source_id_with_older_created_replaces():
+    assert run(recorded=single_state(OLD)).action == "replace"
+
+
+def test_same_source_id_with_older_created_merges_when_reconciliation_is_merge():
+    decision = run(recorded=single_state(OLD), reconciliation={"mode": "merge"})
+    assert (decision.action, decision.reconciliation) == ("merge", "merge")
+
+
+def test_same_source_id_with_newer_created_skips_by_default():
+    decision = run(m=OLD, recorded=single_state(NEW))
+    assert decision.action == "skip"
+    assert "newer" in decision.reason
+
+
+def test_same_source_id_with_newer_created_replaces_when_on_destination_newer_is_replace():
+    decision = run(m=OLD, recorded=single_state(NEW), transfer={"on_destination_newer": "replace"})
+    assert decision.action == "replace"
+
+
+def test_same_created_different_digest_is_a_conflict_by_default():
+    other = manifest(created=NEW.created, files={"report.md": b"# Changed\n"})
+    message = fails("conflict", m=other, recorded=single_state(NEW))
+    assert "on_conflict" in message
+
+
+def test_same_created_different_digest_replaces_when_on_conflict_is_replace():
+    other = manifest(created=NEW.created, files={"report.md": b"# Changed\n"})
+    assert run(m=other, recorded=single_state(NEW), transfer={"on_conflict": "replace"}).action == "replace"
+
+
+@pytest.mark.parametrize("state", [
+    single_state(manifest(id="other.source")),
+    single_state(NEW, pipeline_id="events"),
+    single_state(NEW, destination_id="mirror"),
+], ids=["source id", "pipeline id", "destination id"])
+def test_different_identity_in_single_owner_state_is_a_conflict(state):
+    assert "takeover.mode: managed" in fails("conflict", recorded=state)
+
+
+@pytest.mark.parametrize("policy", [{"takeover": {"mode": "managed"}}, {"transfer": {"on_conflict": "replace"}}])
+def test_identity_mismatch_is_taken_over_when_policy_permits(policy):
+    decision = run(recorded=single_state(manifest(id="other.source")), **policy)
+    assert (decision.action, decision.reconciliation) == ("takeover", "replace")
+
+
+def test_takeover_never_claims_unmanaged_content():
+    fails("unmanaged", recorded=single_state(manifest(id="other")), present={"report.md", "stray.txt"},
+          takeover={"mode": "managed"})
+
+
+def test_invalid_state_is_a_failure():
+    error = DistributorError("invalid_state", "bad")
+    assert fails("invalid_state", state_error=error) == "bad"
+
+
+def test_invalid_state_is_replaced_when_forced():
+    error = DistributorError("invalid_state", "bad")
+    assert run(state_error=error, force=True).action == "force_replace"
+
+
+def test_force_replaces_unmanaged_content_in_the_bundle_path():
+    assert run(present={"stray.txt"}, force=True).action == "force_replace"
+
+
+def test_force_does_not_change_a_decision_that_would_succeed():
+    assert run(recorded=single_state(NEW), force=True).action == "skip"
+    assert run(recorded=single_state(OLD), force=True).action == "replace"
+
+
+def test_replace_requires_the_bundle_path_to_hold_only_managed_outputs():
+    message = fails("unmanaged", recorded=single_state(OLD), present={"report.md", "notes.txt"})
+    assert "notes.txt" in message
+
+
+def test_merge_fails_only_when_a_planned_path_is_unmanaged_content():
+    state = single_state(OLD)
+    assert run(recorded=state, present={"report.md", "notes.txt"}, reconciliation={"mode": "merge"}).action == "merge"
+    fails("unmanaged", recorded=state, present={"report.md", "new.md"}, planned=frozenset({"report.md", "new.md"}),
+          reconciliation={"mode": "merge"})
+
+
+def test_shared_root_state_at_a_single_owner_destination_is_a_conflict():
+    assert "shared_root" in fails("conflict", recorded=shared_state(("reports", "archive", NEW, ["report.md"])))
+
+
+# Shared root
+
+SHARED = {"state": {"mode": "shared_root"}}
+
+
+def test_shared_root_without_state_publishes_beside_unrelated_content():
+    assert run(present={"other/site.html"}, **SHARED).action == "publish"
+
+
+def test_shared_root_new_owner_publishes_when_paths_are_disjoint():
+    state = shared_state(("events", "archive", manifest(id="events"), ["event.md"]))
+    assert run(recorded=state, present={"event.md"}, **SHARED).action == "publish"
+
+
+def test_shared_root_path_owned_by_a_different_owner_is_an_ownership_conflict():
+    state = shared_state(("events", "archive", manifest(id="events"), ["report.md"]))
+    message = fails("ownership_conflict", recorded=state, present={"report.md"}, **SHARED)
+    assert "events/archive" in message
+
+
+@pytest.mark.parametrize("policy", [{"takeover": {"mode": "managed"}}, {"transfer": {"on_conflict": "replace"}}])
+def test_shared_root_takeover_takes_only_the_colliding_paths(policy):
+    state = shared_state(("events", "archive", manifest(id="events"), ["report.md", "event.md"]))
+    decision = run(recorded=state, present={"report.md", "event.md"}, **SHARED, **policy)
+    assert decision.action == "takeover"
+    assert decision.taken_over == {"report.md"}
+
+
+def test_shared_root_force_never_overrides_an_ownership_conflict():
+    state = shared_state(("events", "archive", manifest(id="events"), ["report.md"]))
+    fails("ownership_conflict", recorded=state, present={"report.md"}, force=True, **SHARED)
+
+
+def test_shared_root_planned_path_on_unmanaged_content_fails_unless_forced():
+    fails("unmanaged", present={"report.md"}, **SHARED)
+    decision = run(present={"report.md"}, force=True, **SHARED)
+    assert decision.action == "force_replace"
+    assert decision.forced == {"report.md"}
+
+
+def test_shared_root_comparison_is_scoped_to_the_publishing_owner():
+    state = shared_state(("reports", "archive", NEW, ["report.md"]), ("events", "archive", manifest(id="events"), ["e.md"]))
+    assert run(recorded=state, present={"report.md", "e.md"}, **SHARED).action == "skip"
+    older = shared_state(("reports", "archive", OLD, ["report.md"]), ("events", "archive", manifest(id="events"), ["e.md"]))
+    assert run(recorded=older, present={"report.md", "e.md"}, **SHARED).action == "replace"
+
+
+def test_shared_root_invalid_state_is_never_forced():
+    error = DistributorError("invalid_state", "bad")
+    assert "other owners" in fails("invalid_state", state_error=error, force=True, **SHARED)
+
+
+def test_migration_of_the_same_owners_single_owner_state():
+    decision = run(recorded=single_state(OLD), present={"report.md"}, **SHARED)
+    assert decision.action == "migrate"
+    assert decision.state.mode == "shared_root"
+    assert decision.reconciliation == "replace"
+
+
+def test_migration_of_an_unchanged_source_rewrites_state_only():
+    decision = run(recorded=single_state(NEW), present={"report.md"}, **SHARED)
+    assert (decision.action, decision.reconciliation) == ("migrate", "none")
+
+
+def test_migration_of_another_owners_single_owner_state_is_a_conflict():
+    fails("conflict", recorded=single_state(NEW, pipeline_id="events"), present={"report.md"}, **SHARED)

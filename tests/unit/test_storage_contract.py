@@ -1,0 +1,502 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The storage contract every backend keeps, run against the real things: a local directory,
+OpenSSH sshd over SFTP and moto's S3 server (plus the memory backend the fast tests rely on).
+
+Select one backend with `-k local`, `-k memory`, `-k sftp` or `-k s3`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from ansible_collections.distributor.core.plugins.module_utils.distributor.errors import DistributorError, MissingLibrary
+from ansible_collections.distributor.core.plugins.module_utils.distributor.paths import LOCK_NAME
+from ansible_collections.distributor.core.plugins.module_utils.distributor.storage import s3 as s3_backend
+from ansible_collections.distributor.core.plugins.module_utils.distributor.storage.base import Storage
+from ansible_collections.distributor.core.plugins.module_utils.distributor.storage.memory import MemoryStorage
+from ansible_collections.distributor.core.plugins.module_utils.distributor.storage.select import open_storage
+
+BASE = "reports/2024-05-01"
+SECRET = "hunter2-do-not-print-me"
+TOKEN = "Ses5ion-T0ken-do-not-print-me"
+
+
+@dataclass
+class Backend:
+    """One destination root on one backend; `open()` gives a fresh Storage on it, as a second
+    publisher would."""
+
+    name: str
+    opener: Callable[..., Storage]
+    root: Path | None = None
+    server: object = None
+    bucket: str | None = None
+    opened: list = field(default_factory=list)
+
+    def open(self, base: str = BASE, token: str = "t1", **overrides) -> Storage:
+        storage = self.opener(base, token, **overrides)
+        self.opened.append(storage)
+        return storage
+
+    def base_dir(self) -> Path:
+        return self.root / BASE
+
+
+def _local(request, tmp_path):
+    root = tmp_path / "root"
+    root.mkdir()
+    return Backend("local", lambda base, token: open_storage({"type": "local", "root": str(root)}, base, token), root)
+
+
+def _memory(request, tmp_path):
+    store: dict = {}
+    return Backend("memory", lambda base, token: MemoryStorage(store, base, token))
+
+
+def _sftp(request, tmp_path):
+    server = request.getfixturevalue("sshd_server")
+    root = tmp_path / "root"
+    root.mkdir()
+    return Backend("sftp", lambda base, token, **kw: open_storage({**server.storage(str(root)), **kw}, base, token), root, server)
+
+
+def _s3(request, tmp_path):
+    server = request.getfixturevalue("s3_server")
+    bucket = server.create_bucket()
+    return Backend(
+        "s3",
+        lambda base, token, **kw: open_storage({**server.storage(bucket, prefix="site"), **kw}, base, token),
+        server=server,
+        bucket=bucket,
+    )
+
+
+BACKENDS = {"local": _local, "memory": _memory, "sftp": _sftp, "s3": _s3}
+
+
+@pytest.fixture(params=list(BACKENDS))
+def backend(request, tmp_path):
+    made = BACKENDS[request.param](request, tmp_path)
+    yield made
+    for storage in made.opened:
+        storage.close()
+
+
+def only(*names, xfail: dict | None = None):
+    """Run a test on some backends; `xfail` maps a backend to a known gap (strict, so fixing the
+    gap makes the test fail until the mark goes)."""
+    params = [
+        pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=(xfail or {})[name]))
+        if name in (xfail or {})
+        else name
+        for name in names
+    ]
+    return pytest.mark.parametrize("backend", params, indirect=True)
+
+
+def failing_chunks(*chunks: bytes):
+    """A source that fails verification after some bytes went out, as a changed bundle file does."""
+    yield from chunks
+    raise DistributorError("verification_failed", "page.html changed while it was read")
+
+
+def expect_error(reason: str, call, *args, **kwargs) -> DistributorError:
+    with pytest.raises(DistributorError) as caught:
+        call(*args, **kwargs)
+    assert caught.value.reason == reason, caught.value.message
+    return caught.value
+
+
+# -- reading and writing ------------------------------------------------------------------
+
+
+def test_written_file_reads_back_and_overwrite_replaces_it(backend):
+    storage = backend.open()
+    storage.write("docs/page.html", [b"<p>one", b"</p>"])
+    assert storage.read_bytes("docs/page.html") == b"<p>one</p>"
+    storage.write_bytes("docs/page.html", b"two")
+    assert storage.read_bytes("docs/page.html") == b"two"
+    assert storage.list_files() == ["docs/page.html"]
+
+
+def test_empty_file_is_written(backend):
+    storage = backend.open()
+    storage.write("empty.txt", [])
+    assert storage.read_bytes("empty.txt") == b""
+
+
+def test_large_file_streams_in_chunks(backend):
+    chunks = [os.urandom(1024 * 1024) for _chunk in range(6)]
+    storage = backend.open()
+    storage.write("big.bin", iter(chunks))
+    assert storage.read_bytes("big.bin") == b"".join(chunks)
+
+
+def test_missing_file_reads_as_none(backend):
+    assert backend.open().read_bytes("nothing/here.txt") is None
+
+
+def test_failed_source_stream_leaves_target_untouched_and_nothing_staged(backend):
+    storage = backend.open()
+    storage.write_bytes("docs/page.html", b"published")
+    error = expect_error("verification_failed", storage.write, "docs/page.html", failing_chunks(b"half of a new "))
+    assert "changed while it was read" in error.message
+    assert storage.read_bytes("docs/page.html") == b"published"
+    expect_error("verification_failed", storage.write, "docs/new.html", failing_chunks(b"partial"))
+    assert not storage.exists("docs/new.html")
+    assert storage.list_files() == ["docs/page.html"]
+
+
+def test_exists_tells_present_from_missing(backend):
+    storage = backend.open()
+    storage.write_bytes("a/b.txt", b"x")
+    assert storage.exists("a/b.txt")
+    assert not storage.exists("a/c.txt")
+    assert not storage.exists("z/b.txt")
+
+
+def test_storages_on_different_bases_do_not_see_each_other(backend):
+    backend.open(base="one").write_bytes("f.txt", b"1")
+    other = backend.open(base="two")
+    assert other.list_files() == []
+    assert other.read_bytes("f.txt") is None
+
+
+# -- deleting -----------------------------------------------------------------------------
+
+
+def test_delete_of_missing_file_reports_false(backend):
+    storage = backend.open()
+    assert storage.delete("never/written.txt") is False
+    storage.write_bytes("kept.txt", b"k")
+    assert storage.delete("gone.txt") is False
+    assert storage.list_files() == ["kept.txt"]
+
+
+def test_delete_removes_the_file_and_reports_true(backend):
+    storage = backend.open()
+    storage.write_bytes("a/b.txt", b"x")
+    assert storage.delete("a/b.txt") is True
+    assert not storage.exists("a/b.txt")
+    assert storage.list_files() == []
+
+
+@only("local", "sftp")
+def test_delete_removes_directories_it_emptied_but_keeps_the_base(backend):
+    storage = backend.open()
+    storage.write_bytes("a/b/c.txt", b"1")
+    storage.write_bytes("a/d.txt", b"2")
+    storage.delete("a/b/c.txt")
+    assert sorted(os.listdir(backend.base_dir() / "a")) == ["d.txt"]
+    storage.delete("a/d.txt")
+    assert os.listdir(backend.base_dir()) == []
+
+
+def test_delete_many_reports_only_files_that_existed(backend):
+    storage = backend.open()
+    for name in ("a.txt", "b/c.txt", "d.txt"):
+        storage.write_bytes(name, b"x")
+    assert storage.delete_many(["b/c.txt", "missing.txt", "a.txt"]) == ["b/c.txt", "a.txt"]
+    assert storage.list_files() == ["d.txt"]
+
+
+# -- listing ------------------------------------------------------------------------------
+
+
+def test_list_files_is_sorted_recursive_and_includes_reserved_names(backend):
+    storage = backend.open()
+    for name in ("z.txt", "a/b/c.txt", "a/a.txt", ".distributor.json", "m/n.html"):
+        storage.write_bytes(name, b"x")
+    assert storage.list_files() == [".distributor.json", "a/a.txt", "a/b/c.txt", "m/n.html", "z.txt"]
+
+
+def test_list_files_of_a_base_never_written_is_empty(backend):
+    assert backend.open(base="not/yet/published").list_files() == []
+
+
+# -- locking ------------------------------------------------------------------------------
+
+
+def test_lock_excludes_a_second_publisher_until_released(backend):
+    first, second = backend.open(token="t1"), backend.open(token="t2")
+    with first.lock(timeout=5):
+        started = time.monotonic()
+        expect_error("locked", _hold, second, 0.6)
+        assert time.monotonic() - started < 0.6 + 3
+    with second.lock(timeout=0):
+        pass
+    with first.lock(timeout=0):
+        pass
+
+
+@only("local", "sftp", "s3", "memory", xfail={"memory": "memory.py's lock keeps no holder record"})
+def test_lock_refusal_names_the_holder_and_the_location(backend):
+    first, second = backend.open(token="t1"), backend.open(token="t2")
+    with first.lock(timeout=5):
+        error = expect_error("locked", _hold, second, 0.3)
+    assert "%s:%d" % (socket.gethostname(), os.getpid()) in error.message
+    assert second.describe() in error.message
+
+
+def test_lock_is_released_when_the_holder_fails(backend):
+    first, second = backend.open(token="t1"), backend.open(token="t2")
+    with pytest.raises(RuntimeError):
+        with first.lock(timeout=5):
+            raise RuntimeError("publish failed")
+    with second.lock(timeout=0):
+        pass
+
+
+def _hold(storage: Storage, timeout: float) -> None:
+    with storage.lock(timeout=timeout):
+        pass
+
+
+def _write_lock_record(storage: Storage, expires_in: float) -> None:
+    now = time.time()
+    record = {"holder": "crashed-host:4242", "acquired_at": now - 600, "expires_at": now + expires_in}
+    storage.write_bytes(LOCK_NAME, json.dumps(record).encode())
+
+
+@only("local", "sftp", "s3")
+def test_lock_left_by_a_dead_holder_is_taken_after_its_expiry(backend):
+    storage = backend.open()
+    _write_lock_record(storage, expires_in=-1)
+    with storage.lock(timeout=2):
+        assert b"crashed-host" not in storage.read_bytes(LOCK_NAME)
+    assert not storage.exists(LOCK_NAME)
+
+
+@only("sftp", "s3")
+def test_lock_of_a_live_holder_is_respected_until_its_expiry(backend):
+    storage = backend.open()
+    _write_lock_record(storage, expires_in=300)
+    error = expect_error("locked", _hold, storage, 0.3)
+    assert "crashed-host:4242" in error.message
+    assert storage.exists(LOCK_NAME)
+
+
+@only("sftp")
+def test_lock_being_created_is_not_mistaken_for_a_dead_one(backend):
+    """Between its exclusive create and its first write a lock file is empty: only its age may
+    say the holder is gone."""
+    storage = backend.open()
+    storage.write_bytes(LOCK_NAME, b"")
+    expect_error("locked", _hold, storage, 0.3)
+    old = time.time() - 3600
+    os.utime(backend.base_dir() / LOCK_NAME, (old, old))
+    with storage.lock(timeout=2, expiry=600):
+        assert b"expires_at" in storage.read_bytes(LOCK_NAME)
+
+
+# -- symlinks -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def outside(tmp_path):
+    place = tmp_path / "outside"
+    place.mkdir()
+    (place / "secret.txt").write_text("not yours")
+    return place
+
+
+@only("local", "sftp")
+def test_symlinked_directory_inside_root_is_never_followed(backend, outside):
+    storage = backend.open()
+    storage.write_bytes("real.txt", b"x")
+    os.symlink(outside, backend.base_dir() / "link")
+    for call, args in ((storage.write_bytes, ("link/new.txt", b"y")), (storage.read_bytes, ("link/secret.txt",)), (storage.delete, ("link/secret.txt",))):
+        error = expect_error("storage_error", call, *args)
+        assert "symbolic link" in error.message
+    assert sorted(os.listdir(outside)) == ["secret.txt"]
+    assert storage.list_files() == ["link", "real.txt"]
+
+
+@only("local", "sftp")
+def test_symlinked_file_inside_root_is_never_followed(backend, outside):
+    storage = backend.open()
+    storage.write_bytes("keep.txt", b"x")
+    os.symlink(outside / "secret.txt", backend.base_dir() / "page.html")
+    expect_error("storage_error", storage.read_bytes, "page.html")
+    expect_error("storage_error", storage.write_bytes, "page.html", b"overwrite")
+    assert (outside / "secret.txt").read_text() == "not yours"
+
+
+@only("local", "sftp")
+def test_symlinked_bundle_path_is_refused(backend, outside):
+    os.makedirs(backend.root / "reports")
+    os.symlink(outside, backend.base_dir())
+    storage = backend.open()
+    expect_error("storage_error", storage.write_bytes, "x.txt", b"y")
+    expect_error("storage_error", storage.list_files)
+    assert sorted(os.listdir(outside)) == ["secret.txt"]
+
+
+# -- sftp: host keys and credentials ------------------------------------------------------
+
+
+@only("sftp")
+def test_sftp_unknown_host_key_is_refused_with_policy_reject(backend, tmp_path):
+    known_hosts = tmp_path / "empty_known_hosts"
+    storage = backend.open(known_hosts_file=str(known_hosts))
+    error = expect_error("storage_error", storage.list_files)
+    assert "127.0.0.1:%d" % backend.server.port in error.message
+    assert str(known_hosts) in error.message and "accept_new" in error.message
+    assert not known_hosts.exists()
+
+
+@only("sftp")
+def test_sftp_accept_new_trusts_an_unknown_host_and_remembers_it(backend, tmp_path):
+    known_hosts = tmp_path / "ssh" / "known_hosts"
+    backend.open(known_hosts_file=str(known_hosts), host_key_policy="accept_new").write_bytes("a.txt", b"1")
+    assert known_hosts.read_text() == backend.server.known_hosts_line()
+    later = backend.open(known_hosts_file=str(known_hosts), host_key_policy="reject")
+    assert later.read_bytes("a.txt") == b"1"
+
+
+@only("sftp")
+def test_sftp_changed_host_key_is_refused_even_with_accept_new(backend, tmp_path):
+    with open(backend.server.other_key_file + ".pub") as handle:
+        kind, key = handle.read().split()[:2]
+    known_hosts = tmp_path / "known_hosts"
+    known_hosts.write_text("[127.0.0.1]:%d %s %s\n" % (backend.server.port, kind, key))
+    storage = backend.open(known_hosts_file=str(known_hosts), host_key_policy="accept_new")
+    error = expect_error("storage_error", storage.list_files)
+    assert "does not match" in error.message
+
+
+@only("sftp")
+def test_sftp_wrong_credentials_give_storage_error_without_the_password(backend):
+    storage = backend.open(private_key_file=None, password=SECRET)
+    error = expect_error("storage_error", storage.write_bytes, "a.txt", b"x")
+    assert "sftp://%s@127.0.0.1:%d" % (backend.server.username, backend.server.port) in error.message
+    assert SECRET not in error.message and SECRET not in repr(error.__cause__)
+    error = expect_error("storage_error", backend.open(private_key_file=backend.server.other_key_file).list_files)
+    assert "uthentication" in error.message
+
+
+@only("sftp")
+def test_sftp_unreachable_server_gives_storage_error(backend):
+    storage = backend.open(port=_closed_port())
+    error = expect_error("storage_error", storage.read_bytes, "a.txt")
+    assert "cannot connect to sftp://" in error.message
+
+
+@only("sftp")
+def test_sftp_relative_root_is_a_config_error(backend):
+    expect_error("invalid_config", backend.open, BASE, "t1", root="relative/dir")
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# -- s3 -----------------------------------------------------------------------------------
+
+
+@only("s3")
+def test_s3_missing_bucket_gives_storage_error_naming_it_without_secrets(backend):
+    storage = backend.open(bucket="distributor-no-such-bucket", secret_key=SECRET, session_token=TOKEN)
+    for call, args in ((storage.write_bytes, ("a.txt", b"x")), (storage.list_files, ()), (storage.read_bytes, ("a.txt",))):
+        error = expect_error("storage_error", call, *args)
+        assert "s3://distributor-no-such-bucket/site/%s" % BASE in error.message
+        assert "NoSuchBucket" in error.message
+        assert SECRET not in error.message and TOKEN not in error.message
+
+
+@only("s3")
+def test_s3_unreachable_endpoint_gives_storage_error(backend, monkeypatch):
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    storage = backend.open(endpoint_url="http://127.0.0.1:%d" % _closed_port())
+    error = expect_error("storage_error", storage.read_bytes, "a.txt")
+    assert "s3://%s/site/%s/a.txt" % (backend.bucket, BASE) in error.message
+
+
+@only("s3")
+def test_s3_objects_carry_the_content_type_of_their_path(backend):
+    storage = backend.open()
+    expected = {"index.html": "text/html; charset=utf-8", "data.json": "application/json", "blob": "application/octet-stream"}
+    for path in expected:
+        storage.write_bytes(path, b"x")
+    client = backend.server.client()
+    for path, kind in expected.items():
+        assert client.head_object(Bucket=backend.bucket, Key="site/%s/%s" % (BASE, path))["ContentType"] == kind
+
+
+@only("s3")
+def test_s3_large_upload_is_multipart_and_keeps_its_content_type(backend):
+    data = os.urandom(s3_backend.PART_SIZE + 1024)
+    storage = backend.open()
+    storage.write("video/big.html", (data[i:i + 1024 * 1024] for i in range(0, len(data), 1024 * 1024)))
+    assert storage.read_bytes("video/big.html") == data
+    head = backend.server.client().head_object(Bucket=backend.bucket, Key="site/%s/video/big.html" % BASE)
+    assert head["ContentType"] == "text/html; charset=utf-8"
+    assert head["ETag"].endswith('-2"')
+
+
+@only("s3")
+def test_s3_failed_large_upload_leaves_no_object_and_no_pending_upload(backend):
+    storage = backend.open()
+    expect_error("verification_failed", storage.write, "big.bin", failing_chunks(*[b"x" * 1024 * 1024] * 9))
+    assert storage.list_files() == []
+    assert "Uploads" not in backend.server.client().list_multipart_uploads(Bucket=backend.bucket)
+
+
+@only("s3")
+def test_s3_write_many_uploads_every_file(backend):
+    storage = backend.open()
+    storage.write_many(("f%02d.txt" % i, lambda i=i: [b"file %d" % i]) for i in range(40))
+    assert storage.list_files() == ["f%02d.txt" % i for i in range(40)]
+    assert storage.read_bytes("f07.txt") == b"file 7"
+
+
+@only("s3")
+def test_s3_write_many_raises_the_first_failure(backend):
+    storage = backend.open()
+    items = [("ok%d.txt" % i, lambda: [b"ok"]) for i in range(5)] + [("bad.txt", lambda: failing_chunks(b"x"))]
+    expect_error("verification_failed", storage.write_many, items)
+    assert "bad.txt" not in storage.list_files()
+
+
+@only("s3")
+def test_s3_delete_many_deletes_in_batches(backend, monkeypatch):
+    monkeypatch.setattr(s3_backend, "DELETE_BATCH", 2)
+    storage = backend.open()
+    storage.write_many(("f%d.txt" % i, lambda: [b"x"]) for i in range(5))
+    assert storage.delete_many(["f%d.txt" % i for i in range(6)]) == ["f%d.txt" % i for i in range(5)]
+    assert storage.list_files() == []
+
+
+@only("s3")
+def test_s3_missing_bucket_name_is_a_config_error(backend):
+    expect_error("invalid_config", backend.open, BASE, "t1", bucket="")
+
+
+# -- missing libraries --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "library, storage",
+    [
+        ("paramiko", {"type": "sftp", "host": "127.0.0.1", "root": "/srv"}),
+        ("boto3", {"type": "s3", "bucket": "b"}),
+    ],
+    ids=["sftp", "s3"],
+)
+def test_missing_sdk_is_reported_as_missing_library(monkeypatch, library, storage):
+    monkeypatch.setitem(sys.modules, library, None)
+    with pytest.raises(MissingLibrary) as caught:
+        open_storage(storage, BASE, "t1")
+    assert caught.value.library == library
+    assert "ImportError" in caught.value.traceback or "ModuleNotFoundError" in caught.value.traceback

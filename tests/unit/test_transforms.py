@@ -1,0 +1,202 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""copy and markdown_to_html: output paths, kinds, and the HTML a producer's Markdown becomes."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.distributor.core.plugins.module_utils.distributor import transforms as transforms_module
+from ansible_collections.distributor.core.plugins.module_utils.distributor.errors import DistributorError, MissingLibrary
+from ansible_collections.distributor.core.plugins.module_utils.distributor.manifest import Bundle, create_manifest
+from ansible_collections.distributor.core.plugins.module_utils.distributor.transforms import (
+    TRANSFORMS, output_kind, output_path, render_markdown)
+
+
+def render(text: str, path: str = "docs/page.md", allow_raw_html: bool = False) -> str:
+    return render_markdown(text.encode("utf-8"), path, allow_raw_html).decode("utf-8")
+
+
+def body(text: str, allow_raw_html: bool = False) -> str:
+    document = render(text, allow_raw_html=allow_raw_html)
+    return document[document.index("<body>\n") + 7: document.index("\n</body>")]
+
+
+# output paths and kinds
+
+
+def test_transforms_are_copy_and_markdown_to_html():
+    assert TRANSFORMS == ("copy", "markdown_to_html")
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("report.md", "report.html"),
+    ("docs/guide/setup.md", "docs/guide/setup.html"),
+    ("notes.markdown", "notes.html"),
+    ("archive.tar.md", "archive.tar.html"),
+    ("README", "README.html"),
+    ("v1.2/README", "v1.2/README.html"),
+    (".hidden", ".hidden.html"),
+])
+def test_markdown_output_path_replaces_the_extension_with_html(source, expected):
+    assert output_path("markdown_to_html", source) == expected
+
+
+def test_copy_output_path_is_the_source_path():
+    assert output_path("copy", "img/logo.png") == "img/logo.png"
+
+
+def test_kinds_copy_is_source_and_markdown_is_generated():
+    assert output_kind("copy") == "source"
+    assert output_kind("markdown_to_html") == "generated"
+
+
+@pytest.mark.parametrize("call", [lambda: output_path("pandoc", "a.md"), lambda: output_kind("pandoc")])
+def test_unknown_transform_is_a_config_error(call):
+    with pytest.raises(DistributorError) as caught:
+        call()
+    assert caught.value.reason == "invalid_config"
+    assert caught.value.message == "unknown transform 'pandoc'; use one of copy, markdown_to_html"
+
+
+# the document
+
+
+def test_output_is_a_complete_utf8_html5_document():
+    document = render("# Caf\u00e9\n\nText.\n")
+    assert document.startswith("<!DOCTYPE html>\n<html>\n<head>\n<meta charset=\"utf-8\">\n")
+    assert "<title>Caf\u00e9</title>" in document
+    assert "<p>Text.</p>" in document
+    assert document.endswith("</body>\n</html>\n")
+
+
+def test_title_is_the_text_of_the_first_heading_whatever_its_level():
+    document = render("intro\n\n### First *styled* & `code`\n\n# Later\n")
+    assert "<title>First styled &amp; code</title>" in document
+
+
+def test_title_falls_back_to_the_file_name():
+    assert "<title>page.md</title>" in render("no heading here\n")
+
+
+def test_title_escapes_html_written_in_a_heading():
+    assert "<title>&lt;script&gt;x&lt;/script&gt;</title>" in render("# <script>x</script>\n")
+
+
+def test_tables_render():
+    html = body("| a | b |\n|---|---|\n| 1 | 2 |\n")
+    assert "<table>" in html and "<th>a</th>" in html and "<td>2</td>" in html
+
+
+def test_fenced_code_renders_escaped_with_its_language():
+    html = body("```python\nprint('<b>')\n```\n")
+    assert "<pre><code class=\"language-python\">print('&lt;b&gt;')\n</code></pre>" in html
+
+
+def test_headings_get_ids():
+    html = body("# Getting started\n\n## Install it\n\n## Install it\n\n## \u00dcber\n")
+    assert '<h1 id="getting-started">' in html
+    assert '<h2 id="install-it">' in html and '<h2 id="install-it_1">' in html
+    assert '<h2 id="\u00fcber">' in html
+
+
+def test_output_is_deterministic():
+    text = "# T\n\n[a](b.md#c)\n\n| x |\n|---|\n| 1 |\n\n```\ncode\n```\n<div>raw</div>\n"
+    assert render(text) == render(text)
+    assert render(text, allow_raw_html=True) == render(text, allow_raw_html=True)
+
+
+def test_utf8_byte_order_mark_is_not_content():
+    assert render_markdown(b"\xef\xbb\xbf# Hi\n", "a.md").decode().count("<title>Hi</title>") == 1
+
+
+def test_source_that_is_not_utf8_is_refused():
+    with pytest.raises(DistributorError) as caught:
+        render_markdown(b"# caf\xe9\n", "docs/latin1.md")
+    assert caught.value.reason == "invalid_manifest"
+    assert caught.value.message == ("docs/latin1.md is not UTF-8 text (byte 5); save it as UTF-8 or "
+                                    "publish it with the copy transform")
+
+
+def test_missing_markdown_is_reported_as_a_missing_library(monkeypatch):
+    monkeypatch.setattr(transforms_module, "HAS_MARKDOWN", False)
+    monkeypatch.setattr(transforms_module, "MARKDOWN_IMPORT_ERROR", "Traceback: no markdown")
+    with pytest.raises(MissingLibrary) as caught:
+        render_markdown(b"# x", "a.md")
+    assert caught.value.message == "markdown is required for the markdown_to_html transform"
+    assert caught.value.traceback == "Traceback: no markdown"
+
+
+# links
+
+
+@pytest.mark.parametrize("link, expected", [
+    ("other.md", "other.html"),
+    ("guide/setup.md#install", "guide/setup.html#install"),
+    ("../up.md?plain=1#top", "../up.html?plain=1#top"),
+    ("/docs/root.md", "/docs/root.html"),
+    ("setup.md#see-x.md", "setup.html#see-x.md"),
+])
+def test_relative_links_to_markdown_files_point_at_their_html(link, expected):
+    assert '<a href="%s">x</a>' % expected in body("[x](%s)" % link)
+
+
+def test_reference_style_links_are_rewritten_too():
+    assert '<a href="a.html#b">x</a>' in body("[x][r]\n\n[r]: a.md#b\n")
+
+
+@pytest.mark.parametrize("link", [
+    "https://example.com/readme.md", "http://example.com/a.md#x", "//cdn.example.com/a.md",
+    "mailto:someone@example.com", "#section", "image.png", "notes.md.txt", "README.MD",
+])
+def test_absolute_and_non_markdown_links_are_untouched(link):
+    assert '<a href="%s">x</a>' % link in body("[x](%s)" % link)
+
+
+def test_raw_html_is_escaped_by_default():
+    html = body("<script>alert(1)</script>\n\nText with <b onclick=\"x()\">inline</b> html.\n")
+    assert "<script>" not in html and "<b " not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert 'Text with &lt;b onclick="x()"&gt;inline&lt;/b&gt; html.' in html
+
+
+@pytest.mark.parametrize("url", [
+    "javascript:alert(1)", " JaVaScRiPt:alert(1)", "java\tscript:alert(1)", "jav&#x61;script:alert(1)",
+    "jav&#97;script:alert(1)", "&#106;avascript:alert(1)", "javascript&colon;alert(1)", "javascript\\:alert(1)",
+    "vbscript:msgbox(1)", "VBScript:msgbox(1)", "data:text/html;base64,PHNjcmlwdD4=",
+])
+def test_script_capable_link_urls_are_dropped(url):
+    html = body("[click](%s)" % url)
+    assert "<a>click</a>" in html
+    assert "href" not in html
+
+
+def test_script_capable_reference_link_urls_are_dropped():
+    assert "<a>x</a>" in body("[x][evil]\n\n[evil]: javascript:alert(1)\n")
+
+
+def test_data_image_sources_are_dropped():
+    html = body("![logo](data:image/svg+xml;base64,PHN2Zz4=)")
+    assert "<img alt=\"logo\">" in html and "src" not in html
+
+
+def test_safe_links_and_images_are_kept():
+    html = body("[a](https://example.com/x?y=1) ![b](img/logo.png)")
+    assert '<a href="https://example.com/x?y=1">a</a>' in html
+    assert '<img alt="b" src="img/logo.png">' in html
+
+
+def test_raw_html_passes_through_when_the_operator_allows_it():
+    html = body('<div class="note">Kept <em>as is</em></div>\n\nand <b>inline</b>\n', allow_raw_html=True)
+    assert '<div class="note">Kept <em>as is</em></div>' in html
+    assert "<b>inline</b>" in html
+
+
+def test_markdown_links_are_still_cleaned_when_raw_html_is_allowed():
+    html = body("[x](javascript:alert(1)) [y](other.md)", allow_raw_html=True)
+    assert "<a>x</a>" in html and '<a href="other.html">y</a>' in html
+
+
+def test_heading_text_with_raw_html_allowed_makes_a_tag_free_title():
+    assert "<title>Hello world</title>" in render("# Hello <em>world</em>\n", allow_raw_html=True)
+
+
