@@ -34,11 +34,13 @@ options:
     elements: str
 attributes:
   check_mode:
+    description: Computes the manifest without writing it.
     support: full
   diff_mode:
+    description: Not supported; the manifest is returned instead.
     support: none
 author:
-  - distributor contributors
+  - distributor maintainers (@distributor)
 requirements:
   - jsonschema
 """

@@ -38,11 +38,13 @@ extends_documentation_fragment:
   - distributor.core.distributor.PIPELINE
 attributes:
   check_mode:
+    description: Check mode is the dry run; nothing at the destination changes, not even a lock.
     support: full
   diff_mode:
+    description: Returns listings of the managed outputs and state before and after.
     support: full
 author:
-  - distributor contributors
+  - distributor maintainers (@distributor)
 requirements:
   - jsonschema
   - markdown (for the markdown_to_html transform)

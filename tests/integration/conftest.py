@@ -60,7 +60,7 @@ class Playbook:
         command = [os.path.join(VENV_BIN, "ansible-playbook"), "-i", "localhost,", "-c", "local",
                    "-e", "ansible_python_interpreter=%s" % sys.executable, playbook]
         command += (["--check"] if check else []) + (["--diff"] if diff else []) + list(extra)
-        return subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+        return subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, check=False)
 
     def publish(self, check: bool = False, diff: bool = False, **args) -> dict:
         return self.run([{"distributor.core.distributor_publish": args}], check=check, diff=diff)[0]

@@ -63,7 +63,7 @@ def fails_to_load(root) -> DistributorError:
 
 def drain(bundle: Bundle, path: str) -> DistributorError:
     with pytest.raises(DistributorError) as caught:
-        for _ in bundle.chunks(path):
+        for _chunk in bundle.chunks(path):
             pass
     assert caught.value.reason == "verification_failed"
     return caught.value
@@ -378,7 +378,7 @@ def test_memory_does_not_grow_with_file_size(tmp_path):
     bundle = Bundle.load(str(tmp_path))
     tracemalloc.start()
     try:
-        for _ in bundle.chunks("big.bin"):
+        for _chunk in bundle.chunks("big.bin"):
             pass
         peak = tracemalloc.get_traced_memory()[1]
     finally:

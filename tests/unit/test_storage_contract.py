@@ -238,7 +238,7 @@ def test_lock_excludes_a_second_publisher_until_released(backend):
         pass
 
 
-@only("local", "sftp", "s3", "memory", xfail={"memory": "memory.py's lock keeps no holder record"})
+@only("local", "sftp", "s3", "memory")
 def test_lock_refusal_names_the_holder_and_the_location(backend):
     first, second = backend.open(token="t1"), backend.open(token="t2")
     with first.lock(timeout=5):

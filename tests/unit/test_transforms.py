@@ -7,7 +7,6 @@ import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils.distributor import transforms as transforms_module
 from ansible_collections.distributor.core.plugins.module_utils.distributor.errors import DistributorError, MissingLibrary
-from ansible_collections.distributor.core.plugins.module_utils.distributor.manifest import Bundle, create_manifest
 from ansible_collections.distributor.core.plugins.module_utils.distributor.transforms import (
     TRANSFORMS, output_kind, output_path, render_markdown)
 
@@ -198,5 +197,3 @@ def test_markdown_links_are_still_cleaned_when_raw_html_is_allowed():
 
 def test_heading_text_with_raw_html_allowed_makes_a_tag_free_title():
     assert "<title>Hello world</title>" in render("# Hello <em>world</em>\n", allow_raw_html=True)
-
-

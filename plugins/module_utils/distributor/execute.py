@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import partial
 
 from .errors import DistributorError
 from .paths import JOURNAL_NAME, STATE_NAME
 from .plan import Plan
-from .state import serialize_state
+from .state import parse_state, serialize_state
 from .storage.base import Storage, temp_name
 
 
@@ -60,32 +61,31 @@ def _chunks(write, bundle):
     return bundle.chunks(write.source_path)
 
 
-def execute(plan: Plan, storage: Storage, bundle) -> list[str]:
+def execute(plan: Plan, storage: Storage, bundle) -> None:
     """Deletes, then writes, then state; on failure removes only what this attempt created."""
-    managed_before = set(plan.before.by_path()) if plan.before else set()
     if not (plan.writes or plan.deletes):
         storage.write_bytes(STATE_NAME, serialize_state(plan.after))
-        return []
-    journal = {"token": storage.token, "writes": [w.path for w in plan.writes]}
-    storage.write_bytes(JOURNAL_NAME, json.dumps(journal).encode("utf-8"))
-    written: list[str] = []
+        return
+    journal = Journal(storage.token, tuple(w.path for w in plan.writes))
+    storage.write_bytes(JOURNAL_NAME, json.dumps({"token": journal.token, "writes": journal.writes}).encode("utf-8"))
     try:
         storage.delete_many(plan.deletes)
-        for write in plan.writes:
-            storage.write(write.path, _chunks(write, bundle))
-            written.append(write.path)
+        storage.write_many((w.path, partial(_chunks, w, bundle)) for w in plan.writes)
         storage.write_bytes(STATE_NAME, serialize_state(plan.after))
     except BaseException:
-        _clean_up(storage, [p for p in written if p not in managed_before])
+        _clean_up(storage, journal)
         raise
     storage.delete(JOURNAL_NAME)
-    return written
 
 
-def _clean_up(storage: Storage, created: list[str]) -> None:
-    """Best effort: if storage is gone too, the journal stays and the next run finishes this."""
+def _clean_up(storage: Storage, journal: Journal) -> None:
+    """The failed attempt's own recovery, now rather than on the next run, judged like that run
+    would judge it: by the state on storage (a state write that failed late may have landed).
+    Planned paths no state records count as this attempt's, so force's colliding unmanaged files
+    are replaced from the attempt's start. If storage is gone too, the journal stays."""
     try:
-        storage.delete_many(created)
-        storage.delete(JOURNAL_NAME)
+        raw = storage.read_bytes(STATE_NAME)
+        managed = set(parse_state(raw, storage.describe(STATE_NAME)).by_path()) if raw is not None else set()
+        recover(storage, journal, managed)
     except DistributorError:
         pass

@@ -27,6 +27,7 @@ MANIFEST_NAME = "manifest.json"
 SCHEMA_VERSION = 1
 READ_CHUNK_SIZE = 1024 * 1024  # one chunk in memory at a time, whatever the file size
 
+
 @dataclass(frozen=True)
 class ManifestFile:
     path: str

@@ -7,7 +7,7 @@ import html
 import posixpath
 import re
 import traceback
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 from .errors import DistributorError, MissingLibrary
 

@@ -13,8 +13,7 @@ import json
 import os
 import socket
 import time
-from contextlib import contextmanager
-from typing import Callable, Iterable, Iterator
+from typing import Callable, ContextManager, Iterable
 
 from ..errors import DistributorError
 from ..paths import LOCK_NAME, RESERVED_PREFIX
@@ -52,7 +51,7 @@ def content_type(path: str) -> str:
 def temp_name(path: str, token: str) -> str:
     """Where a write of `path` is staged before its rename: reserved, so never an output, and
     derived from the attempt token so recovery can find leftovers without listing."""
-    head, _, name = path.rpartition("/")
+    head, name = path.rpartition("/")[::2]
     staged = "%s.tmp.%s.%s" % (RESERVED_PREFIX, token, name)
     return "%s/%s" % (head, staged) if head else staged
 
@@ -109,6 +108,12 @@ class Storage:
     def write_bytes(self, path: str, data: bytes) -> None:
         self.write(path, [data])
 
+    def write_many(self, items: Iterable[tuple[str, Callable[[], Iterable[bytes]]]]) -> None:
+        """write() for many files: (path, chunks_factory) pairs, the factory called when that
+        write starts. Backends where latency dominates (S3) run several at once."""
+        for path, factory in items:
+            self.write(path, factory())
+
     def delete(self, path: str) -> bool:
         """Remove a file; a missing file is not an error. True when something was removed.
 
@@ -127,12 +132,11 @@ class Storage:
         """Every file under the base, sorted, as base-relative paths (reserved names included)."""
         raise NotImplementedError
 
-    @contextmanager
-    def lock(self, timeout: float, expiry: float = LOCK_EXPIRY_SECONDS) -> Iterator[None]:
-        """Serialise publishers of this base; DistributorError('locked') naming the holder after
-        `timeout` seconds. A holder that died releases it at most `expiry` seconds later."""
+    def lock(self, timeout: float, expiry: float = LOCK_EXPIRY_SECONDS) -> ContextManager[None]:
+        """Serialise publishers of this base (a context manager); DistributorError('locked')
+        naming the holder after `timeout` seconds. A holder that died releases it at most
+        `expiry` seconds later."""
         raise NotImplementedError
-        yield  # pragma: no cover
 
     def close(self) -> None:
         """Release connections; safe to call twice."""
@@ -157,12 +161,25 @@ def wait_for_lock(
         time.sleep(LOCK_POLL_SECONDS)
 
 
-def lock_is_expired(raw: bytes | None, now: float) -> bool:
-    """A lock whose holder record is past its expiry (or unreadable) may be broken."""
+def lock_is_expired(raw: bytes | None, now: float, fallback_deadline: float | None = None) -> bool:
+    """A lock whose holder record is past its expiry may be broken. A holder writes its record
+    just after an exclusive create, so an empty or partial record is judged by
+    `fallback_deadline` (the file's age plus expiry) when the backend knows it, else broken."""
     try:
         return float(json.loads(raw or b"")["expires_at"]) < now
     except (ValueError, KeyError, TypeError):
-        return True
+        return fallback_deadline is None or fallback_deadline < now
+
+
+REDACTED = "********"
+
+
+def redact(text: str, secrets) -> str:
+    """No SDK is known to echo a secret in an error, but a message of ours must never be the first."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, REDACTED)
+    return text
 
 
 __all__ = [
@@ -174,6 +191,7 @@ __all__ = [
     "describe_holder",
     "holder_record",
     "lock_is_expired",
+    "redact",
     "temp_name",
     "wait_for_lock",
 ]

@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
+import json
+import time
 from contextlib import contextmanager
 from typing import Callable, Iterable, Iterator
 
-from ..errors import DistributorError
 from ..paths import LOCK_NAME, join
-from .base import Storage, temp_name
+from .base import LOCK_EXPIRY_SECONDS, Storage, holder_record, lock_is_expired, temp_name, wait_for_lock
 
 
 class MemoryStorage(Storage):
@@ -63,12 +64,20 @@ class MemoryStorage(Storage):
         return sorted(k[len(prefix):] for k in self.files if k.startswith(prefix))
 
     @contextmanager
-    def lock(self, timeout: float, expiry: float = 600.0) -> Iterator[None]:
+    def lock(self, timeout: float, expiry: float = LOCK_EXPIRY_SECONDS) -> Iterator[None]:
+        """The same exclusive-create protocol as SFTP and S3, over the dict."""
         key = self._key(LOCK_NAME)
-        if key in self.files:
-            raise DistributorError("locked", "%s is locked by another publisher" % self.describe())
-        self.files[key] = b"{}"
+        record = json.dumps(holder_record(time.time(), expiry)).encode()
+
+        def try_acquire() -> bool:
+            if key in self.files and not lock_is_expired(self.files[key], time.time()):
+                return False
+            self.files[key] = record
+            return True
+
+        wait_for_lock(try_acquire, lambda: self.files.get(key), timeout, self.describe())
         try:
             yield
         finally:
-            self.files.pop(key, None)
+            if self.files.get(key) == record:
+                del self.files[key]

@@ -18,14 +18,13 @@ from typing import Callable, Iterable, Iterator
 
 from ..errors import DistributorError, MissingLibrary
 from ..paths import LOCK_NAME, join
-from .base import LOCK_EXPIRY_SECONDS, Storage, content_type, holder_record, lock_is_expired, wait_for_lock
+from .base import LOCK_EXPIRY_SECONDS, Storage, content_type, holder_record, lock_is_expired, redact, wait_for_lock
 
 PART_SIZE = 8 * 1024 * 1024
 DELETE_BATCH = 1000
 WORKERS = 8
 NOT_FOUND = ("404", "NoSuchKey", "NotFound")
 CONDITION_FAILED = ("412", "PreconditionFailed", "ConditionalRequestConflict")
-REDACTED = "********"
 
 
 class S3Storage(Storage):
@@ -72,10 +71,7 @@ class S3Storage(Storage):
             raise DistributorError("storage_error", self._redact(message)) from exc
 
     def _redact(self, text: str) -> str:
-        """No botocore message is known to echo a secret, but a message must never be the first."""
-        for secret in self._secrets:
-            text = text.replace(secret, REDACTED)
-        return text
+        return redact(text, self._secrets)
 
     def _call(self, action: str, key: str, operation: str, tolerate: tuple = (), **params):
         """One request on this bucket; None when it failed with an error code in `tolerate`."""

@@ -21,11 +21,10 @@ from typing import Iterable, Iterator
 
 from ..errors import DistributorError, MissingLibrary
 from ..paths import LOCK_NAME, join
-from .base import LOCK_EXPIRY_SECONDS, Storage, holder_record, lock_is_expired, temp_name, wait_for_lock
+from .base import LOCK_EXPIRY_SECONDS, Storage, holder_record, lock_is_expired, redact, temp_name, wait_for_lock
 
 CONNECT_TIMEOUT = 30.0
 HOST_KEY_POLICIES = ("reject", "accept_new")
-REDACTED = "********"
 
 
 class SftpStorage(Storage):
@@ -79,8 +78,7 @@ class SftpStorage(Storage):
             raise DistributorError("storage_error", self._redact(message)) from exc
 
     def _redact(self, text: str) -> str:
-        """No library is known to echo a password, but a message must never be the first."""
-        return text.replace(self._password, REDACTED) if self._password else text
+        return redact(text, [self._password])
 
     # -- connection -----------------------------------------------------------------------
 
@@ -333,16 +331,12 @@ class SftpStorage(Storage):
         return True
 
     def _lock_is_stale(self, remote: str, expiry: float) -> bool:
-        """A record past its expiry may be broken. A holder writes its record just after the
-        exclusive create, so an empty or partial record is judged by the file's age instead of
-        being broken at once."""
+        """See base.lock_is_expired: an empty or partial record is judged by the file's age."""
         attrs = self._lstat(remote)
         raw = self._read(remote) if attrs is not None else None
         if attrs is None or raw is None:
             return True
-        if _has_expiry(raw):
-            return lock_is_expired(raw, time.time())
-        return (attrs.st_mtime or 0) + expiry < time.time()
+        return lock_is_expired(raw, time.time(), (attrs.st_mtime or 0) + expiry)
 
     def _release(self, remote: str) -> None:
         """Remove the lock only while it is still ours: a holder that outlived its expiry may
@@ -401,14 +395,6 @@ def _check_config(storage: SftpStorage) -> None:
             "invalid_config",
             "storage.host_key_policy %r must be one of %s" % (storage.host_key_policy, ", ".join(HOST_KEY_POLICIES)),
         )
-
-
-def _has_expiry(raw: bytes) -> bool:
-    try:
-        record = json.loads(raw)
-    except ValueError:
-        return False
-    return isinstance(record, dict) and "expires_at" in record
 
 
 def _cause(exc: BaseException) -> str:
