@@ -17,8 +17,9 @@ description:
   - Deletes only the selected managed outputs, removes their records and sets the state's C(updated_at).
     A selected output whose file is already gone loses its record as well.
   - Never deletes unmanaged files, C(.distributor.json), or another owner's outputs in a shared root.
-  - Fails with C(invalid_config) when the destination has no retention, C(invalid_state) when the bundle
-    path has no valid C(.distributor.json), and C(conflict) when single-owner state belongs to another owner.
+  - Fails with C(invalid_config) when the destination has no retention, C(unmanaged) when the bundle path
+    has no C(.distributor.json), C(invalid_state) when it is invalid, and C(conflict) when single-owner
+    state belongs to another owner.
   - Check mode is the dry run; it deletes and writes nothing, not even a lock. With C(--diff) the result
     holds listings of the managed outputs before and after.
 extends_documentation_fragment:
@@ -26,11 +27,13 @@ extends_documentation_fragment:
   - distributor.core.distributor.DESTINATION
 attributes:
   check_mode:
+    description: Check mode is the dry run; nothing is deleted or written, not even a lock.
     support: full
   diff_mode:
+    description: Returns listings of the managed outputs and state before and after.
     support: full
 author:
-  - distributor contributors
+  - distributor maintainers (@distributor)
 requirements:
   - jsonschema
   - paramiko (for sftp storage)

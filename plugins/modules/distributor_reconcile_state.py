@@ -16,7 +16,7 @@ description:
   - Reports entries under the bundle path that no record claims (reserved C(.distributor*) files excluded).
   - Never validates digests, deletes files, adopts unmanaged entries, or rewrites invalid state or
     another owner's single-owner state; those fail with C(invalid_state) or C(conflict). A bundle path
-    without C(.distributor.json) fails with C(invalid_state).
+    without C(.distributor.json) fails with C(unmanaged), since distributor manages nothing there.
   - In a shared root only the selected owner is checked unless I(all_owners=true).
   - Check mode is the dry run; it writes nothing, not even a lock. With C(--diff) the result holds
     listings of the managed outputs before and after.
@@ -32,11 +32,13 @@ extends_documentation_fragment:
   - distributor.core.distributor.DESTINATION
 attributes:
   check_mode:
+    description: Check mode is the dry run; nothing is written, not even a lock.
     support: full
   diff_mode:
+    description: Returns listings of the managed outputs and state before and after.
     support: full
 author:
-  - distributor contributors
+  - distributor maintainers (@distributor)
 requirements:
   - jsonschema
   - paramiko (for sftp storage)

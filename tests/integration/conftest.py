@@ -98,3 +98,67 @@ def tree(root) -> dict:
             with open(full, "rb") as handle:
                 found[os.path.relpath(full, str(root))] = handle.read()
     return found
+
+
+class Backend:
+    """One destination root on one backend, with independent ways to look at and tamper with
+    it: the local filesystem for local and SFTP (sshd serves this machine), boto3 for S3."""
+
+    def __init__(self, name: str, storage: dict, local_root=None, s3=None):
+        self.name = name
+        self.storage = storage
+        self.local_root = local_root
+        self.s3 = s3
+
+    def _key(self, path: str) -> str:
+        prefix = self.storage.get("prefix") or ""
+        return (prefix.rstrip("/") + "/" + path) if prefix else path
+
+    def files(self, under: str = "") -> dict:
+        """{path relative to `under`: bytes} of every file below it (reserved names included)."""
+        if self.local_root is not None:
+            return tree(os.path.join(str(self.local_root), under)) if os.path.isdir(os.path.join(str(self.local_root), under)) else {}
+        client, bucket = self.s3
+        prefix = self._key(under).rstrip("/") + "/" if under or self.storage.get("prefix") else ""
+        found = {}
+        for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+            for item in page.get("Contents", []):
+                found[item["Key"][len(prefix):]] = client.get_object(Bucket=bucket, Key=item["Key"])["Body"].read()
+        return found
+
+    def put(self, path: str, data: bytes) -> None:
+        """Content distributor does not manage, placed by someone else."""
+        if self.local_root is not None:
+            target = os.path.join(str(self.local_root), path)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            with open(target, "wb") as handle:
+                handle.write(data)
+        else:
+            client, bucket = self.s3
+            client.put_object(Bucket=bucket, Key=self._key(path), Body=data)
+
+    def remove(self, path: str) -> None:
+        """A file deleted behind distributor's back."""
+        if self.local_root is not None:
+            os.unlink(os.path.join(str(self.local_root), path))
+        else:
+            client, bucket = self.s3
+            client.delete_object(Bucket=bucket, Key=self._key(path))
+
+    def state(self, under: str = "") -> dict:
+        return json.loads(self.files(under)[".distributor.json"])
+
+
+@pytest.fixture(params=["local", "sftp", "s3"])
+def backend(request, tmp_path):
+    """The same scenario on every backend: a fresh root per test."""
+    if request.param == "local":
+        root = tmp_path / "root"
+        return Backend("local", {"type": "local", "root": str(root)}, local_root=root)
+    if request.param == "sftp":
+        server = request.getfixturevalue("sshd_server")
+        root = tmp_path / "sftp-root"
+        return Backend("sftp", server.storage(str(root)), local_root=root)
+    server = request.getfixturevalue("s3_server")
+    bucket = server.create_bucket()
+    return Backend("s3", server.storage(bucket, prefix="site"), s3=(server.client(), bucket))

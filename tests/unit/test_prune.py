@@ -171,7 +171,7 @@ def test_the_lock_is_held_while_pruning_and_released_after():
 
 @pytest.mark.parametrize("destination, state, reason, words", [
     (dest(retention=None), single_state(M), "invalid_config", "retention"),
-    (dest(), None, "invalid_state", "does not exist"),
+    (dest(), None, "unmanaged", "does not exist"),
     (dest(), single_state(M, pipeline_id="other"), "conflict", "pipeline other"),
     (dest(), shared_state(("reports", "archive", M, ())), "conflict", "single_owner"),
 ])

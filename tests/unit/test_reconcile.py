@@ -121,6 +121,13 @@ def test_created_selects_the_dated_bundle_path():
     assert (result["bundle_path"], result["missing"]) == ("archive/2026-06-04", ["a.html"])
 
 
+def test_own_single_owner_state_under_a_shared_root_config_is_repaired_but_not_migrated():
+    store = seeded(single_state(M, ("a.html", "b.html")), gone=("a.html",))
+    result = reconcile_state("reports", dest(state={"mode": "shared_root"}), now=LATER, opener=memory(store))
+    assert result["missing"] == ["a.html"]
+    assert parse_state(store[STATE_NAME], "test").mode == "single_owner"
+
+
 def test_a_journal_is_reported_and_left_alone():
     store = seeded(single_state(M, ("a.html",)), extra=("half.html",))
     store[JOURNAL_NAME] = json.dumps({"token": "dead", "writes": ["half.html"]}).encode()
@@ -142,7 +149,7 @@ def reserved_output_state():
 
 
 @pytest.mark.parametrize("destination, store, created, reason, words", [
-    (dest(), {"a.html": b"x"}, None, "invalid_state", "does not exist"),
+    (dest(), {"a.html": b"x"}, None, "unmanaged", "does not exist"),
     (dest(), {STATE_NAME: b"{not json"}, None, "invalid_state", "never rewrites invalid state"),
     (dest(), seeded(single_state(M, pipeline_id="other")), None, "conflict", "pipeline other"),
     (dest(), seeded(single_state(M, destination_id="elsewhere")), None, "conflict", "destination elsewhere"),

@@ -62,15 +62,22 @@ def _chunks(write, bundle):
 
 
 def execute(plan: Plan, storage: Storage, bundle) -> None:
-    """Deletes, then writes, then state; on failure removes only what this attempt created."""
+    """Writes, then deletes, then state; on failure removes only what this attempt created.
+
+    The contract's replace reads "delete, then write": that is the end state. Writing first
+    means a write that fails (a tampered source, a full disk) leaves every old output in place.
+    Only a delete that clears the way for a write (a file where a directory now goes) runs first.
+    """
     if not (plan.writes or plan.deletes):
         storage.write_bytes(STATE_NAME, serialize_state(plan.after))
         return
     journal = Journal(storage.token, tuple(w.path for w in plan.writes))
     storage.write_bytes(JOURNAL_NAME, json.dumps({"token": journal.token, "writes": journal.writes}).encode("utf-8"))
     try:
-        storage.delete_many(plan.deletes)
+        directories = {w.path.rsplit("/", i)[0] for w in plan.writes for i in range(1, w.path.count("/") + 1)}
+        storage.delete_many([d for d in plan.deletes if d in directories])
         storage.write_many((w.path, partial(_chunks, w, bundle)) for w in plan.writes)
+        storage.delete_many([d for d in plan.deletes if d not in directories])
         storage.write_bytes(STATE_NAME, serialize_state(plan.after))
     except BaseException:
         _clean_up(storage, journal)

@@ -45,9 +45,14 @@ def check_owner(state: State | None, state_error: DistributorError | None, key: 
                 destination: Destination, where: str) -> State:
     """The record both operations may act on, or the failure that says why not.
 
-    No record is `invalid_state` rather than a quiet no-op: it almost always means a wrong `path`
-    or `created`, and succeeding there would hide that. A record of another owner (or a shared
-    root opened as single-owner, which publish refuses too) is `conflict`, as in publish.
+    No record fails rather than succeeding quietly: it almost always means a wrong `path` or
+    `created`, and success would hide that. Its reason is `unmanaged`, the contract's word for a
+    root without state, so automation can tell it from a corrupt record (`invalid_state`), which
+    needs a person. A record naming a reserved path is invalid too: acting on it could delete or
+    forget distributor's own files. A record of another owner (or a shared root opened as
+    single-owner, which publish refuses too) is `conflict`, as in publish. The owner's own
+    single-owner state under a shared_root configuration is accepted and kept single-owner:
+    converting it is the next publish's migration, not a repair.
     """
     if state_error is not None:
         raise DistributorError(
@@ -56,7 +61,7 @@ def check_owner(state: State | None, state_error: DistributorError | None, key: 
         )
     if state is None:
         raise DistributorError(
-            "invalid_state",
+            "unmanaged",
             "%s does not exist: distributor manages nothing there. Check destination.path and created, "
             "or publish first" % where,
         )

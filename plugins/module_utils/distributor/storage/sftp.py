@@ -138,6 +138,8 @@ class SftpStorage(Storage):
         same few directories for every file, and each check is a round trip.
         """
         current = self.root
+        if create_parents and current not in self._dirs:
+            self._make_root()
         parts = [part for part in join(self.base, path).split("/") if part]
         for index, part in enumerate(parts):
             current = posixpath.join(current, part)
@@ -157,6 +159,17 @@ class SftpStorage(Storage):
             if stat.S_ISDIR(attrs.st_mode):
                 self._dirs.add(current)
         return current
+
+    def _make_root(self) -> None:
+        """Like the local backend, a missing root is created (its parents too) on first write."""
+        missing = []
+        current = self.root
+        while current not in ("/", "") and self._lstat(current) is None:
+            missing.append(current)
+            current = posixpath.dirname(current)
+        for directory in reversed(missing):
+            self._mkdir(directory)
+        self._dirs.add(self.root)
 
     def _lstat(self, remote: str):
         with self._errors("inspect", remote):

@@ -1,0 +1,190 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The distributor role through the collection's playbooks (publish.yml, reconcile_state.yml,
+prune.yml) and the real ansible-playbook, driven by inventory group variables."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+
+import pytest
+import yaml
+
+from conftest import REPO_ROOT, tree
+
+from ansible_collections.distributor.core.plugins.module_utils.distributor.manifest import create_manifest
+
+PLAYBOOKS = os.path.join(REPO_ROOT, "playbooks")
+CREATED = "2026-06-04T11:55:00Z"
+REPORT = {"report.md": b"# Quarterly report\n\nSee [the notes](notes.md).\n", "notes.md": b"# Notes\n",
+          "chart.png": b"\x89PNG fake"}
+
+
+@pytest.fixture
+def role(playbook, tmp_path):
+    """role(variables, operation=..., check=..., diff=..., expect_rc=...) -> (ansible-playbook
+    output, the role's registered results) after running playbooks/<operation>.yml with
+    `variables` as the inventory's group variables."""
+    runs = iter(range(100))
+
+    def run(variables: dict, operation: str = "publish", check: bool = False, diff: bool = False,
+            expect_rc: int = 0, extra: tuple = ()):
+        run_dir = tmp_path / ("run-%d" % next(runs))
+        (run_dir / "inventory" / "group_vars").mkdir(parents=True)
+        hosts = {"distributor_publishers": {"hosts": {"localhost": {
+            "ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}
+        (run_dir / "inventory" / "hosts.yml").write_text(yaml.safe_dump(hosts))
+        (run_dir / "inventory" / "group_vars" / "distributor_publishers.yml").write_text(yaml.safe_dump(variables))
+        results = run_dir / "results.json"
+        site = [
+            {"import_playbook": os.path.join(PLAYBOOKS, operation + ".yml")},
+            {"name": "Record the role's results", "hosts": "distributor_publishers", "gather_facts": False, "tasks": [{
+                "name": "Write them", "check_mode": False, "changed_when": False,
+                "ansible.builtin.copy": {"dest": str(results), "content": "{{ distributor_%s_results | to_json }}" % operation},
+            }]},
+        ]
+        (run_dir / "site.yml").write_text(yaml.safe_dump(site, sort_keys=False))
+        completed = playbook.invoke(str(run_dir / "site.yml"), check=check, diff=diff,
+                                    extra=("-i", str(run_dir / "inventory")) + extra)
+        assert completed.returncode == expect_rc, completed.stdout + completed.stderr
+        return completed.stdout, json.loads(results.read_text())["results"] if results.exists() else None
+
+    return run
+
+
+@pytest.fixture
+def site(tmp_path, make_bundle):
+    """Two pipelines: reports (HTML) to web and archive, sources (files as they are) to archive."""
+    bundle = make_bundle(REPORT, created=CREATED)
+    return {
+        "distributor_destinations": {
+            "web": {"storage": {"type": "local", "root": str(tmp_path / "www")}, "path": "reports"},
+            "archive": {"storage": {"type": "local", "root": str(tmp_path / "archive")},
+                        "path": "{pipeline_id}/{created:%Y-%m-%d}"},
+        },
+        "distributor_pipelines": {
+            "reports": {"outputs": [{"match": "**/*.md", "transform": "markdown_to_html"}, {"match": "**/*.png"}],
+                        "destinations": ["web", "archive"]},
+            "sources": {"destinations": ["archive"]},
+        },
+        "distributor_publications": [{"pipeline": "reports", "source": bundle}, {"pipeline": "sources", "source": bundle}],
+    }
+
+
+def jobs(results) -> list:
+    return sorted((r["item"]["pipeline"], r["item"]["destination"], r["changed"]) for r in results)
+
+
+def state(root) -> dict:
+    return json.loads((root / ".distributor.json").read_text())
+
+
+def test_every_publication_goes_to_each_destination_of_its_pipeline_and_a_rerun_changes_nothing(role, site, tmp_path):
+    _output, results = role(site)
+    assert jobs(results) == [("reports", "archive", True), ("reports", "web", True), ("sources", "archive", True)]
+    assert sorted(tree(tmp_path / "www")) == ["reports/.distributor.json", "reports/chart.png",
+                                              "reports/notes.html", "reports/report.html"]
+    assert sorted(tree(tmp_path / "archive" / "sources" / "2026-06-04")) == [".distributor.json", "chart.png",
+                                                                             "notes.md", "report.md"]
+    archived = state(tmp_path / "archive" / "reports" / "2026-06-04")
+    assert (archived["pipeline_id"], archived["destination_id"]) == ("reports", "archive")
+    assert [o["path"] for o in archived["outputs"]] == ["chart.png", "notes.html", "report.html"]
+
+    output, again = role(site)
+    assert jobs(again) == [("reports", "archive", False), ("reports", "web", False), ("sources", "archive", False)]
+    assert {r["action"] for r in again} == {"skip"}
+    assert "changed=0" in output
+
+
+def test_check_mode_with_diff_reports_the_plan_and_writes_nothing(role, site, tmp_path):
+    output, results = role(site, check=True, diff=True)
+    assert jobs(results) == [("reports", "archive", True), ("reports", "web", True), ("sources", "archive", True)]
+    for result in results:
+        assert all(path in result["diff"]["after"] for path in result["written"])
+    assert "+report.html  sha256:" in output
+    assert not (tmp_path / "www").exists() and not (tmp_path / "archive").exists()
+
+
+def test_an_unknown_destination_id_fails_naming_it_before_anything_is_published(role, site, tmp_path):
+    site["distributor_pipelines"]["reports"]["destinations"] = ["web", "archiv"]
+    output, results = role(site, expect_rc=2)
+    assert "pipeline 'reports' names unknown destination 'archiv' (defined: archive, web)" in output
+    assert results is None
+    assert not (tmp_path / "www").exists()
+
+
+def test_an_unknown_pipeline_id_fails_naming_it_before_anything_is_published(role, site, tmp_path):
+    site["distributor_publications"].append({"pipeline": "raports", "source": str(tmp_path / "elsewhere")})
+    output, _results = role(site, expect_rc=2)
+    assert "names unknown pipeline 'raports' (defined: reports, sources)" in output
+    assert not (tmp_path / "www").exists() and not (tmp_path / "archive").exists()
+
+
+def test_a_pipeline_without_a_destinations_list_is_refused(role, site):
+    del site["distributor_pipelines"]["sources"]["destinations"]
+    output, _results = role(site, expect_rc=2)
+    assert "pipeline 'sources' has no destinations list" in output
+
+
+def _without_source(variables):
+    del variables["distributor_publications"][0]["source"]
+
+
+def _without_destinations(variables):
+    del variables["distributor_destinations"]
+
+
+# The playbooks set distributor_operation for the role, so only extra vars can set it wrongly.
+@pytest.mark.parametrize("change, extra, message", [
+    (None, ("-e", "distributor_operation=bogus"),
+     "value of distributor_operation must be one of: publish, reconcile_state, prune, got: bogus"),
+    (_without_source, (), "missing required arguments: source found in distributor_publications"),
+    (_without_destinations, (), "missing required arguments: distributor_destinations"),
+], ids=["operation", "publication-source", "destinations"])
+def test_the_argument_specs_reject_bad_variables(role, site, tmp_path, change, extra, message):
+    if change:
+        change(site)
+    output, _results = role(site, expect_rc=2, extra=extra)
+    assert message in output
+    assert not (tmp_path / "www").exists()
+
+
+def test_reconcile_and_prune_cover_every_pipeline_and_destination(role, site, tmp_path):
+    role(site)
+    (tmp_path / "www" / "reports" / "chart.png").unlink()
+    for publication in site["distributor_publications"]:
+        publication["created"] = CREATED  # selects archive/<pipeline>/2026-06-04
+
+    _output, reconciled = role(site, operation="reconcile_state")
+    assert jobs(reconciled) == [("reports", "archive", False), ("reports", "web", True), ("sources", "archive", False)]
+    assert {r["item"]["destination"]: r["missing"] for r in reconciled if r["item"]["pipeline"] == "reports"} == {
+        "web": ["chart.png"], "archive": []}
+    assert [o["path"] for o in state(tmp_path / "www" / "reports")["outputs"]] == ["notes.html", "report.html"]
+
+    site["distributor_destinations"]["archive"]["retention"] = {"max_outputs": 1}
+    _output, pruned = role(site, operation="prune")
+    assert [r["item"]["destination"] for r in pruned if r.get("skipped")] == ["web"]
+    for result in (r for r in pruned if not r.get("skipped")):
+        assert len(result["deleted"]) == 2 and len(result["kept"]) == 1, result
+        bundle_path = tmp_path / "archive" / result["item"]["pipeline"] / "2026-06-04"
+        assert sorted(tree(bundle_path)) == [".distributor.json"] + result["kept"]
+
+
+def test_the_example_inventory_publishes_each_environment_to_its_own_roots(playbook, tmp_path):
+    inventory = tmp_path / "inventory"
+    shutil.copytree(os.path.join(PLAYBOOKS, "inventory"), inventory)
+    for path in inventory.rglob("*.yml"):
+        path.write_text(path.read_text().replace("/srv/", str(tmp_path / "srv") + "/"))
+    bundle = tmp_path / "srv" / "bundles" / "reports"
+    shutil.copytree(os.path.join(REPO_ROOT, "examples", "bundle"), bundle)
+    create_manifest(str(bundle), "reports.example", CREATED, sorted(os.listdir(bundle)))
+
+    completed = playbook.invoke(os.path.join(PLAYBOOKS, "publish.yml"), extra=("-i", str(inventory), "--limit", "staging"))
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert sorted(os.listdir(tmp_path / "srv")) == ["archive", "bundles", "www"]
+    assert sorted(tree(tmp_path / "srv" / "www")) == ["staging/reports/.distributor.json", "staging/reports/chart.png",
+                                                      "staging/reports/notes.html", "staging/reports/report.html"]
+    assert sorted(os.listdir(tmp_path / "srv" / "archive" / "staging")) == ["reports", "sources"]
+    assert not (tmp_path / "srv" / "archive" / "production").exists()

@@ -1,0 +1,36 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The executor's ordering on a real filesystem: writes before deletes, unless a delete is in the way."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.distributor.core.plugins.module_utils.distributor.errors import DistributorError
+from ansible_collections.distributor.core.plugins.module_utils.distributor.publish import publish
+
+from builders import LATER, NOW, write_bundle
+
+
+def local(root):
+    return {"id": "archive", "storage": {"type": "local", "root": str(root)}}
+
+
+def test_a_file_that_becomes_a_directory_is_deleted_before_the_write(tmp_path):
+    first = write_bundle(tmp_path / "b1", {"docs": b"plain file"}, created="2026-06-03T00:00:00Z")
+    second = write_bundle(tmp_path / "b2", {"docs/index.html": b"<p>now a directory</p>"})
+    publish(first, {"id": "reports"}, local(tmp_path / "www"), now=NOW)
+    result = publish(second, {"id": "reports"}, local(tmp_path / "www"), now=LATER)
+    assert result["deleted"] == ["docs"]
+    assert (tmp_path / "www/docs/index.html").read_bytes() == b"<p>now a directory</p>"
+
+
+def test_a_failed_write_leaves_every_old_output_in_place(tmp_path):
+    first = write_bundle(tmp_path / "b1", {"old.png": b"old", "keep.png": b"k1"}, created="2026-06-03T00:00:00Z")
+    second = write_bundle(tmp_path / "b2", {"keep.png": b"k2", "new.png": b"new!"})
+    (tmp_path / "b2/new.png").write_bytes(b"bad!")
+    publish(first, {"id": "reports"}, local(tmp_path / "www"), now=NOW)
+    with pytest.raises(DistributorError) as caught:
+        publish(second, {"id": "reports"}, local(tmp_path / "www"), now=LATER)
+    assert caught.value.reason == "verification_failed"
+    assert sorted(p.name for p in (tmp_path / "www").iterdir()) == [".distributor.json", "keep.png", "old.png"]
+    assert (tmp_path / "www/old.png").read_bytes() == b"old"
