@@ -42,7 +42,7 @@ define pytest
 	exit $$rc
 endef
 
-.PHONY: help venv collection unit integration sanity molecule test demo changelog clean
+.PHONY: help venv collection unit integration sanity molecule test demo changelog schemas clean
 
 help:
 	@echo "make demo         set up .venv, build and install the collection, run playbooks/demo.yml"
@@ -130,6 +130,20 @@ molecule: collection
 	$(VENV_BIN)/molecule test --all; \
 	echo "==> molecule finished in $$(( $$(date +%s) - t0 ))s"
 molecule: export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
+
+# The JSON Schemas live in plugins/module_utils/distributor/schemas.py (Ansible ships only Python
+# to the hosts that run modules); this writes them as files for people and other tools.
+schemas: collection
+	PYTHONPATH=$(COLLECTIONS) $(VENV_BIN)/python -c "$$EXPORT_SCHEMAS"
+
+define EXPORT_SCHEMAS
+import json
+from ansible_collections.distributor.core.plugins.module_utils.distributor.schemas import SCHEMAS
+for name, schema in SCHEMAS.items():
+    with open("schemas/%s.schema.json" % name, "w") as handle:
+        handle.write(json.dumps(schema, indent=2) + "\n")
+endef
+export EXPORT_SCHEMAS
 
 changelog: venv
 	$(VENV_BIN)/antsibull-changelog lint

@@ -54,6 +54,15 @@ PROFILES = {
 RSS_REFERENCE_SIZE = 16 * MiB
 BACKENDS = ("local", "sftp", "s3")
 RESULTS_DIR = os.path.join(harness.BENCH_DIR, "results")
+MODULE_TIMER = """#!%(python)s
+import json, resource, subprocess, sys, time
+started = time.perf_counter()
+code = subprocess.call([%(python)r] + sys.argv[1:])
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+with open(%(log)r, "a") as log:
+    log.write(json.dumps({"seconds": time.perf_counter() - started, "cpu_seconds": usage.ru_utime + usage.ru_stime}) + "\\n")
+sys.exit(code)
+"""
 
 
 def log(message: str) -> None:
@@ -144,8 +153,10 @@ class Run:
             return
         env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=harness.COLLECTIONS, ANSIBLE_NOCOLOR="1",
                    ANSIBLE_RETRY_FILES_ENABLED="0", ANSIBLE_LOCALHOST_WARNING="0",
-                   ANSIBLE_INVENTORY_UNPARSED_WARNING="0", ANSIBLE_CALLBACK_RESULT_FORMAT="json")
-        command = [binary, "-i", "localhost,", "-c", "local", "-e", "ansible_python_interpreter=%s" % sys.executable]
+                   ANSIBLE_INVENTORY_UNPARSED_WARNING="0")
+        module_log = os.path.join(self.workdir, "module-times.jsonl")
+        command = [binary, "-i", "localhost,", "-c", "local",
+                   "-e", "ansible_python_interpreter=%s" % self._module_timer(module_log)]
         noop = self._playbook("noop", [{"ansible.builtin.debug": {"msg": "hello"}}])
         timing = time_command(command + [noop], env=env)
         self.ansible.append({"backend": "-", "what": "one debug task", "seconds": round(timing.seconds, 4)})
@@ -156,14 +167,30 @@ class Run:
                 "source": pristine, "pipeline": pipeline(False), "destination": destination(backend, root["storage"])},
                 "register": "published"}
             check = {"ansible.builtin.assert": {"that": ["published.action == 'publish'"]}}
+            if os.path.exists(module_log):
+                os.unlink(module_log)
             timing = time_command(command + [self._playbook("publish-%s" % backend, [task, check])], env=env)
+            with open(module_log) as handle:
+                module = json.loads(handle.read().splitlines()[-1])
             inprocess = next(r for r in self.rows if r["backend"] == backend and r["bundle"] == spec.name
                              and r["phase"] == "first" and r["tool"] == "distributor")
             self.ansible.append({"backend": backend, "what": "first publish of %s" % spec.describe(),
-                                 "seconds": round(timing.seconds, 4), "in_process_seconds": inprocess["seconds"]})
-            log("  ansible-playbook %s first publish %.3fs (in-process %.3fs)" % (backend, timing.seconds, inprocess["seconds"]))
+                                 "seconds": round(timing.seconds, 4), "module_seconds": round(module["seconds"], 4),
+                                 "module_cpu_seconds": round(module["cpu_seconds"], 4),
+                                 "in_process_seconds": inprocess["seconds"], "in_process_cpu_seconds": inprocess["cpu_seconds"]})
+            log("  ansible-playbook %s first publish %.3fs (module process %.3fs, in-process publish %.3fs)" % (
+                backend, timing.seconds, module["seconds"], inprocess["seconds"]))
             if root.get("cleanup"):
                 shutil.rmtree(root["cleanup"], ignore_errors=True)
+
+    def _module_timer(self, log_path: str) -> str:
+        """An ansible_python_interpreter that runs the real one and logs the module process's
+        wall and CPU time, so Ansible's own share can be told from the publish's."""
+        path = os.path.join(self.workdir, "module-timer")
+        with open(path, "w") as handle:
+            handle.write(MODULE_TIMER % {"python": sys.executable, "log": log_path})
+        os.chmod(path, 0o755)
+        return path
 
     def _playbook(self, name: str, tasks: list) -> str:
         path = os.path.join(self.workdir, "%s.yml" % name)
@@ -212,30 +239,36 @@ def ratio(mine: float, theirs: float) -> str:
     return "%.1fx" % (mine / theirs) if theirs > 0 else "-"
 
 
+def seconds(row: dict) -> str:
+    """Wall seconds with the CPU seconds of the client in brackets: 3.79 (1.31)."""
+    return "%.2f (%.2f)" % (row["seconds"], row["cpu_seconds"])
+
+
 def table(run: Run) -> list[list[str]]:
-    """Rows of: backend, bundle, phase, distributor s, baseline, baseline s, ratio."""
+    """Rows of: backend, bundle, phase, distributor, baseline, baseline's time, ratio."""
     lines = []
     for row in run.rows:
         if row["tool"] != "distributor":
             continue
         others = [r for r in run.rows if r["tool"] != "distributor" and
                   (r["backend"], r["bundle"], r["phase"]) == (row["backend"], row["bundle"], row["phase"])]
-        head = [row["backend"], row["bundle_desc"], "%s (%s)" % (row["phase"], row["action"]), "%.2f" % row["seconds"]]
+        head = [row["backend"], row["bundle_desc"], "%s (%s)" % (row["phase"], row["action"]), seconds(row)]
         if not others:
             lines.append(head + ["-", "-", "-"])
         for index, other in enumerate(others):
-            lines.append((head if index == 0 else [""] * 4) + [other["tool"], "%.2f" % other["seconds"], ratio(row["seconds"], other["seconds"])])
+            lines.append((head if index == 0 else [""] * 4) + [other["tool"], seconds(other), ratio(row["seconds"], other["seconds"])])
     return lines
 
 
-HEADERS = ["backend", "bundle", "phase", "distributor s", "baseline", "baseline s", "ratio"]
+HEADERS = ["backend", "bundle", "phase (action)", "distributor s (cpu)", "baseline", "baseline s (cpu)", "ratio"]
 
 
 def text_table(headers, lines) -> str:
     widths = [max(len(str(x)) for x in column) for column in zip(headers, *lines)]
+
     def fmt(cells):
         return "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
-    return "\n".join([fmt(headers), fmt(["-" * w for w in widths])] + [fmt(l) for l in lines])
+    return "\n".join([fmt(headers), fmt(["-" * w for w in widths])] + [fmt(line) for line in lines])
 
 
 def markdown_table(headers, lines) -> str:
@@ -249,11 +282,16 @@ def extra_tables(run: Run) -> list[tuple[str, list, list]]:
     if run.ansible:
         lines = []
         for item in run.ansible:
-            inproc = item.get("in_process_seconds")
+            if "module_seconds" not in item:
+                lines.append([item["backend"], item["what"], "%.2f" % item["seconds"], "-", "-", "-"])
+                continue
             lines.append([item["backend"], item["what"], "%.2f" % item["seconds"],
-                          "%.2f" % inproc if inproc is not None else "-",
-                          "%+.2f" % (item["seconds"] - inproc) if inproc is not None else "-"])
-        tables.append(("ansible-playbook", ["backend", "what", "ansible-playbook s", "in-process s", "difference s"], lines))
+                          "%.2f (%.2f)" % (item["module_seconds"], item["module_cpu_seconds"]),
+                          "%.2f (%.2f)" % (item["in_process_seconds"], item["in_process_cpu_seconds"]),
+                          "%.2f" % (item["seconds"] - item["module_seconds"])])
+        tables.append(("ansible-playbook (small bundle, first publish)",
+                       ["backend", "what", "ansible-playbook s", "module process s (cpu)", "in-process publish s (cpu)",
+                        "Ansible's own s"], lines))
     if run.rss:
         lines = []
         for backend in dict.fromkeys(r["backend"] for r in run.rss):
@@ -263,9 +301,9 @@ def extra_tables(run: Run) -> list[tuple[str, list, list]]:
                           "%.0f" % (big["peak_kib"] / 1024), "%+.0f" % ((big["peak_kib"] - ref["peak_kib"]) / 1024),
                           "%.1f" % big["seconds"], "%.0f" % (big["file_size"] / MiB / big["seconds"])])
         size = human_size(run.rss[-1]["file_size"])
-        tables.append(("peak RSS (MiB), one file per publish, fresh process",
-                       ["backend", "after imports", "peak, 16 MiB file", "peak, %s file" % size, "growth",
-                        "%s publish s" % size, "MiB/s"], lines))
+        tables.append(("peak RSS in MiB (one file per publish, each in a fresh process)",
+                       ["backend", "after imports", "peak, %s file" % human_size(RSS_REFERENCE_SIZE),
+                        "peak, %s file" % size, "growth", "%s publish s" % size, "MiB/s"], lines))
     return tables
 
 
@@ -275,9 +313,11 @@ def write_results(run: Run, meta: dict) -> tuple[str, str]:
     base = os.path.join(RESULTS_DIR, "%s-%s" % (stamp, meta["profile"]))
     with open(base + ".json", "w") as handle:
         json.dump({"meta": meta, "measurements": run.rows, "ansible": run.ansible, "rss": run.rss, "notes": run.notes}, handle, indent=2)
-    parts = ["Measured %s on %s (%d cores), distributor %s, profile %s.\n" % (
-        meta["finished"], meta["machine"], meta["cores"], meta["revision"], meta["profile"]),
-        markdown_table(HEADERS, table(run))]
+    parts = ["Measured %s on %s (%d cores), distributor %s, profile %s, load average %s at the start "
+             "and %s at the end, whole run %.0fs.\n" % (
+                 meta["finished"], meta["machine"], meta["cores"], meta["revision"], meta["profile"],
+                 meta["load_start"], meta["load_end"], meta["duration_seconds"]),
+             markdown_table(HEADERS, table(run))]
     for title, headers, lines in extra_tables(run):
         parts += ["", "**%s**" % title, "", markdown_table(headers, lines)]
     with open(base + ".md", "w") as handle:
@@ -320,6 +360,9 @@ def main(argv=None) -> int:
     import boto3  # noqa: F401
     import paramiko  # noqa: F401
 
+    load_start = "%.1f" % os.getloadavg()[0]
+    if float(load_start) > 0.5:
+        log("warning: load average %s: other work on this machine skews the timings" % load_start)
     started = time.monotonic()
     try:
         log("==> starting servers (%s)" % ", ".join(args.backends))
@@ -350,7 +393,8 @@ def main(argv=None) -> int:
             "cores": os.cpu_count(), "python": platform.python_version(), "seed": args.seed,
             "aws": run.aws, "collections_path": harness.COLLECTIONS,
             "finished": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "duration_seconds": round(time.monotonic() - started, 1)}
+            "duration_seconds": round(time.monotonic() - started, 1),
+            "load_start": load_start, "load_end": "%.1f" % os.getloadavg()[0]}
     print(text_table(HEADERS, table(run)))
     for title, headers, lines in extra_tables(run):
         print("\n" + title + "\n" + text_table(headers, lines))

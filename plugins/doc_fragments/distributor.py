@@ -159,7 +159,12 @@ options:
     description:
       - RFC3339 time (like C(2026-06-04T11:55:00Z)) that fills C({created:<strftime>}) in I(destination.path),
         selecting the bundle path one publication used.
-      - Without it I(destination.path) must not use C({created}); C({source_id}) is never available here.
+      - Without it I(destination.path) must not use C({created}).
+    type: str
+  source_id:
+    description:
+      - The source id that fills C({source_id}) in I(destination.path).
+      - Without it I(destination.path) must not use C({source_id}).
     type: str
   lock_timeout:
     description:

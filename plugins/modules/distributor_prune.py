@@ -114,7 +114,8 @@ def main():
     run_module(
         MANAGED_ROOT,
         lambda params, check_mode: prune(
-            params["pipeline_id"], params["destination"], params["created"], check_mode, params["lock_timeout"]
+            params["pipeline_id"], params["destination"], (params["source_id"], params["created"]), check_mode,
+            params["lock_timeout"],
         ),
     )
 

@@ -127,7 +127,7 @@ def main():
     run_module(
         argument_spec,
         lambda params, check_mode: reconcile_state(
-            params["pipeline_id"], params["destination"], params["all_owners"], params["created"], check_mode,
+            params["pipeline_id"], params["destination"], params["all_owners"], (params["source_id"], params["created"]), check_mode,
             params["lock_timeout"],
         ),
     )

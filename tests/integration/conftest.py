@@ -53,14 +53,21 @@ class Playbook:
         with open(results) as handle:
             return json.load(handle)
 
-    def invoke(self, playbook: str, check: bool = False, diff: bool = False, extra: tuple = ()) -> subprocess.CompletedProcess:
-        env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_path(), ANSIBLE_NOCOLOR="1",
-                   ANSIBLE_RETRY_FILES_ENABLED="0", ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0",
-                   PATH=VENV_BIN + os.pathsep + os.environ.get("PATH", ""))
+    @staticmethod
+    def env() -> dict:
+        return dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_path(), ANSIBLE_NOCOLOR="1",
+                    ANSIBLE_RETRY_FILES_ENABLED="0", ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0",
+                    PATH=VENV_BIN + os.pathsep + os.environ.get("PATH", ""))
+
+    @staticmethod
+    def command(playbook: str, check: bool = False, diff: bool = False, extra: tuple = ()) -> list:
         command = [os.path.join(VENV_BIN, "ansible-playbook"), "-i", "localhost,", "-c", "local",
                    "-e", "ansible_python_interpreter=%s" % sys.executable, playbook]
-        command += (["--check"] if check else []) + (["--diff"] if diff else []) + list(extra)
-        return subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, check=False)
+        return command + (["--check"] if check else []) + (["--diff"] if diff else []) + list(extra)
+
+    def invoke(self, playbook: str, check: bool = False, diff: bool = False, extra: tuple = ()) -> subprocess.CompletedProcess:
+        return subprocess.run(self.command(playbook, check, diff, extra), env=self.env(), capture_output=True, text=True,
+                              timeout=300, check=False)
 
     def publish(self, check: bool = False, diff: bool = False, **args) -> dict:
         return self.run([{"distributor.core.distributor_publish": args}], check=check, diff=diff)[0]

@@ -116,7 +116,7 @@ def test_repair_writes_state_once_and_then_reports_no_change():
 
 def test_created_selects_the_dated_bundle_path():
     store = seeded(single_state(M, ("a.html",)), base="archive/2026-06-04", gone=("a.html",))
-    result = reconcile_state("reports", dest(path="archive/{created:%Y-%m-%d}"), created="2026-06-04T11:55:00Z",
+    result = reconcile_state("reports", dest(path="archive/{created:%Y-%m-%d}"), selector=(None, "2026-06-04T11:55:00Z"),
                              now=LATER, opener=memory(store))
     assert (result["bundle_path"], result["missing"]) == ("archive/2026-06-04", ["a.html"])
 
@@ -161,6 +161,6 @@ def reserved_output_state():
 def test_refusals_change_nothing(destination, store, created, reason, words):
     before = dict(store)
     with pytest.raises(DistributorError) as failure:
-        reconcile_state("reports", destination, created=created, now=LATER, opener=memory(store))
+        reconcile_state("reports", destination, selector=(None, created), now=LATER, opener=memory(store))
     assert failure.value.reason == reason and words in failure.value.message, failure.value.message
     assert store == before

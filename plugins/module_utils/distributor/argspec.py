@@ -76,5 +76,6 @@ MANAGED_ROOT = dict(
     pipeline_id=dict(type="str", required=True),
     destination=DESTINATION,
     created=dict(type="str"),
+    source_id=dict(type="str"),
     lock_timeout=dict(type="float", default=60.0),
 )

@@ -137,8 +137,8 @@ def render_template(template: str, pipeline_id: str, destination_id: str, source
         if value is None:
             raise DistributorError(
                 "invalid_config",
-                "destination %s: path %r needs {%s}; give the bundle's created time or use a path without it"
-                % (destination_id, template, name),
+                "destination %s: %r needs {%s}; give %s or use a path without it"
+                % (destination_id, template, name, "source_id" if name == "source_id" else "created"),
             )
         return value if name == "source_id" else value.strftime(fmt or "%Y-%m-%dT%H:%M:%SZ")
 

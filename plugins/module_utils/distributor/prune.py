@@ -43,7 +43,7 @@ def select_expired(outputs, retention: Retention, now: datetime) -> list[Output]
     return sorted(expired, key=lambda o: o.path)
 
 
-def prune(pipeline_id: str, destination: dict, created: str | None = None, check_mode: bool = False,
+def prune(pipeline_id: str, destination: dict, selector: tuple = (None, None), check_mode: bool = False,
           lock_timeout: float = 60.0, now: datetime | None = None, opener=open_storage) -> dict:
     """Apply retention to the selected owner; check mode reports the plan and touches nothing.
 
@@ -59,7 +59,7 @@ def prune(pipeline_id: str, destination: dict, created: str | None = None, check
             "destination %s: retention is not configured; set retention.max_age and/or "
             "retention.max_outputs to say what prune deletes" % destination_cfg.id,
         )
-    with open_managed_root(pipeline_id, destination_cfg, created, lock_timeout, check_mode, opener) as root:
+    with open_managed_root(pipeline_id, destination_cfg, selector, lock_timeout, check_mode, opener) as root:
         mine = root.state.outputs_of(root.key)
         planned = select_expired(mine, retention, now)
         after = forget(root.state, planned, now) if planned else root.state
@@ -75,6 +75,6 @@ def prune(pipeline_id: str, destination: dict, created: str | None = None, check
         "deleted": sorted(deleted),
         "kept": sorted(o.path for o in mine if o.path not in gone),
         "state": state_to_dict(after),
-        "diff": report.diff(root.state, after, root.bundle_path),
+        "diff": report.diff(root.state, after, root.storage.describe(STATE_NAME)),
         "warnings": root.warnings,
     }

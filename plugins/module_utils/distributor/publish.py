@@ -85,7 +85,7 @@ def publish(source: str, pipeline: dict, destination: dict, force: bool = False,
                 execute(the_plan, storage, bundle)
     finally:
         storage.close()
-    return result(the_plan, warnings)
+    return result(the_plan, warnings, storage.describe(STATE_NAME))
 
 
 def _recover(storage, journal: Journal, state, present, check_mode: bool, warnings: list) -> frozenset:
@@ -101,7 +101,7 @@ def _recover(storage, journal: Journal, state, present, check_mode: bool, warnin
     return present - set(leftovers)
 
 
-def result(the_plan, warnings: list) -> dict:
+def result(the_plan, warnings: list, where: str) -> dict:
     """The module's return values, named as DESIGN.md fixes them."""
     decision = the_plan.decision
     after = the_plan.after
@@ -118,6 +118,6 @@ def result(the_plan, warnings: list) -> dict:
         "retained": list(the_plan.retained),
         "outputs": [output_to_dict(o, shared) for o in the_plan.outputs()],
         "state": state_to_dict(after) if after else None,
-        "diff": report.diff(the_plan.before, after, the_plan.bundle_path),
+        "diff": report.diff(the_plan.before, after, where),
         "warnings": warnings,
     }

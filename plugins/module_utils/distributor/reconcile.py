@@ -19,7 +19,7 @@ from typing import Iterator
 from . import report
 from .config import Destination, parse_destination, render_bundle_path
 from .errors import DistributorError
-from .paths import JOURNAL_NAME, STATE_NAME, is_reserved
+from .paths import JOURNAL_NAME, STATE_NAME
 from .plan import DISTRIBUTOR_VERSION
 from .publish import inspect
 from .state import SHARED_ROOT, Output, OwnerKey, State, serialize_state, state_to_dict
@@ -48,8 +48,7 @@ def check_owner(state: State | None, state_error: DistributorError | None, key: 
     No record fails rather than succeeding quietly: it almost always means a wrong `path` or
     `created`, and success would hide that. Its reason is `unmanaged`, the contract's word for a
     root without state, so automation can tell it from a corrupt record (`invalid_state`), which
-    needs a person. A record naming a reserved path is invalid too: acting on it could delete or
-    forget distributor's own files. A record of another owner (or a shared root opened as
+    needs a person. A record of another owner (or a shared root opened as
     single-owner, which publish refuses too) is `conflict`, as in publish. The owner's own
     single-owner state under a shared_root configuration is accepted and kept single-owner:
     converting it is the next publish's migration, not a repair.
@@ -64,13 +63,6 @@ def check_owner(state: State | None, state_error: DistributorError | None, key: 
             "unmanaged",
             "%s does not exist: distributor manages nothing there. Check destination.path and created, "
             "or publish first" % where,
-        )
-    reserved = sorted(o.path for o in state.outputs if is_reserved(o.path))
-    if reserved:
-        raise DistributorError(
-            "invalid_state",
-            "%s records %s as a managed output, but .distributor names are distributor's own; distributor "
-            "never rewrites invalid state: repair the file or restore it from backup" % (where, reserved[0]),
         )
     if state.mode == SHARED_ROOT and not destination.shared_root:
         raise DistributorError(
@@ -134,12 +126,13 @@ def parse_created(created: str | None) -> datetime | None:
 
 
 @contextmanager
-def open_managed_root(pipeline_id: str, destination: Destination, created: str | None, lock_timeout: float,
+def open_managed_root(pipeline_id: str, destination: Destination, selector: tuple, lock_timeout: float,
                       check_mode: bool, opener) -> Iterator[ManagedRoot]:
     """Open the selected root, hold its lock (not in check mode, which must leave no trace) and
     read its record; the body runs while the lock is held, so what it decides is still true when
-    it writes."""
-    bundle_path = render_bundle_path(destination, pipeline_id, None, parse_created(created))
+    it writes. `selector` is (source_id, created): what fills the bundle path's placeholders."""
+    source_id, created = selector
+    bundle_path = render_bundle_path(destination, pipeline_id, source_id, parse_created(created))
     storage = opener(destination.storage, bundle_path, new_token())
     try:
         with nullcontext() if check_mode else storage.lock(lock_timeout):
@@ -163,12 +156,12 @@ def owner_to_dict(key: OwnerKey) -> dict:
     return {"pipeline_id": key.pipeline_id, "destination_id": key.destination_id}
 
 
-def reconcile_state(pipeline_id: str, destination: dict, all_owners: bool = False, created: str | None = None,
+def reconcile_state(pipeline_id: str, destination: dict, all_owners: bool = False, selector: tuple = (None, None),
                     check_mode: bool = False, lock_timeout: float = 60.0, now: datetime | None = None,
                     opener=open_storage) -> dict:
     """Repair one root's record; check mode reports the same repair without writing it."""
     now = now or utc_now()
-    with open_managed_root(pipeline_id, parse_destination(destination), created, lock_timeout, check_mode, opener) as root:
+    with open_managed_root(pipeline_id, parse_destination(destination), selector, lock_timeout, check_mode, opener) as root:
         repair = reconcile_plan(root.state, root.key, all_owners, root.present, now)
         if repair.changed and not check_mode:
             root.storage.write_bytes(STATE_NAME, serialize_state(repair.after))
@@ -179,6 +172,6 @@ def reconcile_state(pipeline_id: str, destination: dict, all_owners: bool = Fals
         "missing": sorted(o.path for o in repair.missing),
         "unmanaged": list(repair.unmanaged),
         "state": state_to_dict(repair.after),
-        "diff": report.diff(repair.before, repair.after, root.bundle_path),
+        "diff": report.diff(repair.before, repair.after, root.storage.describe(STATE_NAME)),
         "warnings": root.warnings,
     }

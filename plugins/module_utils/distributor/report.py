@@ -3,16 +3,15 @@
 
 from __future__ import annotations
 
-from .state import State
+from .state import SHARED_ROOT, State
 
 
-def listing(state: State | None, bundle_path: str) -> str:
+def listing(state: State | None, where: str) -> str:
     """`path  sha256  size  owner` per managed output, after a header naming the state record, so
     `--diff` shows added, rewritten and removed paths as changed lines."""
-    where = (bundle_path + "/" if bundle_path else "") + ".distributor.json"
     if state is None:
         return "# %s: absent\n" % where
-    lines = ["# %s: schema %d, %s, updated %s" % (where, 3 if state.mode == "shared_root" else 2, state.mode, state.updated_at)]
+    lines = ["# %s: schema %d, %s, updated %s" % (where, 3 if state.mode == SHARED_ROOT else 2, state.mode, state.updated_at)]
     for owner in state.owners:
         lines.append("# owner %s: source %s created %s (%s), %s" % (
             owner.key, owner.manifest.id, owner.manifest.created, owner.manifest.digest, owner.reconciliation))
@@ -22,11 +21,12 @@ def listing(state: State | None, bundle_path: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def diff(before: State | None, after: State | None, bundle_path: str) -> dict:
-    where = (bundle_path + "/" if bundle_path else "") + ".distributor.json"
+def diff(before: State | None, after: State | None, where: str) -> dict:
+    """`where` is the state record's full location, so several destinations sharing one bundle
+    path stay apart in a reviewer's output."""
     return {
-        "before": listing(before, bundle_path),
-        "after": listing(after, bundle_path),
+        "before": listing(before, where),
+        "after": listing(after, where),
         "before_header": where,
         "after_header": where,
     }

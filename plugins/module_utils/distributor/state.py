@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from .errors import DistributorError
 from .manifest import Manifest, parse_manifest
-from .paths import path_problem
+from .paths import is_reserved, path_problem
 from .schemas import validate
 from .timestamps import parse_rfc3339
 
@@ -178,7 +178,7 @@ def _check_outputs(state: State, where: str) -> None:
     """One path, one record: the invariant every decision relies on."""
     seen = set()
     for i, output in enumerate(state.outputs):
-        problem = path_problem(output.path)
+        problem = path_problem(output.path) or ("uses a reserved .distributor name" if is_reserved(output.path) else None)
         if problem:
             raise DistributorError("invalid_state", "%s: outputs[%d].path %r %s" % (where, i, output.path, problem))
         if output.path in seen:

@@ -1,0 +1,158 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The core's playbook-level scenarios on every backend: local, SFTP (real sshd), S3 (moto).
+
+Each test is one ansible-playbook run of several tasks, each task a publish into its own bundle
+path of the same root, and then reads the root back through an independent path (the filesystem
+for local and SFTP, boto3 for S3). Check mode runs as a task with `check_mode: true`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+REPORT = {"report.md": b"# Quarterly report\n\nSee [the chart](chart.png).\n", "chart.png": b"\x89PNG v1"}
+PIPELINE = {
+    "id": "reports",
+    "outputs": [{"match": "**/*.md", "transform": "markdown_to_html"}, {"match": "**/*.png", "transform": "copy"}],
+}
+DAY = "2026-06-04"
+RESERVED_LEFTOVERS = (".distributor.lock", ".distributor.journal.json", ".distributor.tmp.")
+
+
+def destination(backend, area: str, **extra) -> dict:
+    """Destination `archive` whose bundle path is `<area>/2026-06-04` under the backend's root."""
+    return dict({
+        "id": "archive",
+        "storage": backend.storage,
+        "path": area + "/{created:%Y-%m-%d}",
+        "links": {"base_url": "https://reports.example.com/" + area + "/{created:%Y-%m-%d}/", "primary": ["*.html"]},
+    }, **extra)
+
+
+def publish(source: str, dest: dict, task: dict | None = None, **options) -> dict:
+    """A distributor_publish task; `task` holds task keywords such as check_mode and diff."""
+    return dict({"distributor.core.distributor_publish": dict(source=source, pipeline=PIPELINE, destination=dest, **options)},
+                **(task or {}))
+
+
+def sha(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def manifest_of(bundle: str) -> dict:
+    with open(os.path.join(bundle, "manifest.json")) as handle:
+        return json.load(handle)
+
+
+def leftovers(files: dict) -> list:
+    return [path for path in files if any(part.startswith(RESERVED_LEFTOVERS) for part in path.split("/"))]
+
+
+def test_publish_skip_replace_older_merge_and_check_mode(playbook, make_bundle, backend):
+    v1 = make_bundle(REPORT)
+    v2 = make_bundle({"report.md": b"# Second edition\n"}, created="2026-06-04T18:00:00Z")
+    older = make_bundle({"report.md": b"# Stale edition\n", "old.png": b"old"}, created="2026-06-04T06:00:00Z")
+    v3 = make_bundle({"extra.md": b"# Extra\n", "img/extra.png": b"\x89PNG extra"}, created="2026-06-04T20:00:00Z")
+    v4 = make_bundle({"next.md": b"# Next\n"}, created="2026-06-04T22:00:00Z")
+    seq = destination(backend, "seq")
+    results = playbook.run([
+        publish(v1, seq),
+        publish(v1, seq),
+        publish(v2, seq),
+        publish(older, seq),
+        publish(v3, destination(backend, "seq", reconciliation={"mode": "merge"})),
+        publish(v4, seq, task={"check_mode": True, "diff": True}),
+        publish(v1, destination(backend, "dry"), task={"check_mode": True}),
+    ])
+    first, again, newer, stale, merged, checked, dry = results
+    for result in results:
+        assert not result.get("failed"), result
+
+    assert (first["action"], first["changed"]) == ("publish", True)
+    assert sorted(first["written"]) == ["chart.png", "report.html"] and first["bundle_path"] == "seq/" + DAY
+    assert first["primary_url"] == "https://reports.example.com/seq/2026-06-04/report.html"
+    assert (again["action"], again["changed"], again["written"], again["deleted"]) == ("skip", False, [], [])
+    assert (newer["action"], newer["changed"]) == ("replace", True)
+    assert newer["written"] == ["report.html"] and newer["deleted"] == ["chart.png"]
+    assert (stale["action"], stale["changed"], stale["written"]) == ("skip", False, [])
+    assert (merged["action"], merged["changed"]) == ("merge", True)
+    assert sorted(merged["written"]) == ["extra.html", "img/extra.png"] and merged["retained"] == ["report.html"]
+    assert merged["deleted"] == []
+
+    # The check-mode replace reports its plan and its diff, and leaves the merge's result alone.
+    assert (checked["action"], checked["changed"]) == ("replace", True)
+    assert checked["written"] == ["next.html"]
+    assert sorted(checked["deleted"]) == ["extra.html", "img/extra.png", "report.html"]
+    assert "report.html" in checked["diff"]["before"] and "report.html" not in checked["diff"]["after"]
+    assert "next.html" in checked["diff"]["after"] and "next.html" not in checked["diff"]["before"]
+    assert (dry["action"], dry["changed"], dry["written"]) == ("publish", True, ["chart.png", "report.html"])
+    assert backend.files("dry") == {}, "check mode wrote to a root it only planned for"
+
+    files = backend.files("seq/" + DAY)
+    assert sorted(files) == [".distributor.json", "extra.html", "img/extra.png", "report.html"]
+    assert b"Second edition" in files["report.html"] and b"Stale edition" not in files["report.html"]
+    assert files["img/extra.png"] == b"\x89PNG extra"
+    state = json.loads(files[".distributor.json"])
+    assert state == merged["state"], "the state on storage is not the one the merge reported"
+    assert state["source"]["manifest"]["digest"] == manifest_of(v3)["digest"]
+    assert leftovers(backend.files()) == []
+
+
+def test_state_file_is_schema_2_and_describes_what_storage_holds(playbook, make_bundle, backend):
+    bundle = make_bundle(REPORT)
+    (result,) = playbook.run([publish(bundle, destination(backend, "state"))])
+    files = backend.files("state/" + DAY)
+    state = backend.state("state/" + DAY)
+    assert state == result["state"]
+    assert state["schema_version"] == 2 and state["state"] == {"mode": "single_owner"}
+    assert (state["pipeline_id"], state["destination_id"]) == ("reports", "archive")
+    assert state["reconciliation"] == {"mode": "replace"}
+    assert state["source"]["manifest"] == manifest_of(bundle)
+    assert state["links"]["primary_url"] == "https://reports.example.com/state/2026-06-04/report.html"
+    assert state["created_at"] == state["updated_at"] == state["published_at"]
+    records = {o["path"]: o for o in state["outputs"]}
+    assert sorted(records) == ["chart.png", "report.html"] == sorted(p for p in files if not p.startswith(".distributor"))
+    for path, record in records.items():
+        assert (record["sha256"], record["size"]) == (sha(files[path]), len(files[path])), path
+        assert record["created_at"] == record["updated_at"] == state["updated_at"]
+    assert records["report.html"]["kind"] == "generated" and records["report.html"]["transform"] == "markdown_to_html"
+    assert records["report.html"]["source_path"] == "report.md"
+    assert records["chart.png"]["kind"] == "source" and files["chart.png"] == REPORT["chart.png"]
+    if backend.name == "s3":
+        client, bucket = backend.s3
+        prefix = backend.storage["prefix"] + "/state/" + DAY + "/"
+        kinds = {path: client.head_object(Bucket=bucket, Key=prefix + path)["ContentType"] for path in records}
+        assert kinds == {"report.html": "text/html; charset=utf-8", "chart.png": "image/png"}
+
+
+def test_unmanaged_content_is_refused_and_force_is_bounded_to_the_bundle_path(playbook, make_bundle, backend):
+    backend.put("hand/%s/report.html" % DAY, b"hand made")
+    backend.put("forced/%s/report.html" % DAY, b"hand made")
+    backend.put("forced/%s/notes/stray.txt" % DAY, b"stray inside the bundle path")
+    backend.put("forced/keep.txt", b"outside the bundle path")
+    backend.put("forced/2026-06-03/report.html", b"the day before")
+    backend.put("forced/%s-extra/report.html" % DAY, b"a sibling sharing the prefix")
+    bundle = make_bundle(REPORT)
+    refused, forced = playbook.run([
+        publish(bundle, destination(backend, "hand")),
+        publish(bundle, destination(backend, "forced"), force=True),
+    ])
+
+    assert refused["failed"] and refused["reason"] == "unmanaged", refused
+    assert "report.html" in refused["msg"] and "force" in refused["msg"]
+    assert backend.files("hand") == {DAY + "/report.html": b"hand made"}, "refused publish touched the root"
+
+    assert (forced["action"], forced["changed"]) == ("force_replace", True), forced
+    assert forced["deleted"] == ["notes/stray.txt"]
+    assert sorted(forced["written"]) == ["chart.png", "report.html"]
+    files = backend.files("forced")
+    assert sorted(files) == [
+        "2026-06-03/report.html", DAY + "-extra/report.html", DAY + "/.distributor.json", DAY + "/chart.png",
+        DAY + "/report.html", "keep.txt"]
+    assert b"Quarterly report" in files[DAY + "/report.html"]
+    assert files["keep.txt"] == b"outside the bundle path"
+    assert files["2026-06-03/report.html"] == b"the day before"
+    assert files[DAY + "-extra/report.html"] == b"a sibling sharing the prefix"
+    assert leftovers(backend.files()) == []

@@ -1,0 +1,93 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Pipeline and destination settings: defaults, templates, and errors that name the field."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from ansible_collections.distributor.core.plugins.module_utils.distributor.config import (
+    parse_destination, parse_pipeline, render_bundle_path)
+from ansible_collections.distributor.core.plugins.module_utils.distributor.errors import DistributorError
+
+CREATED = datetime(2026, 6, 4, 11, 55, tzinfo=timezone.utc)
+
+
+def destination(**extra):
+    return dict({"id": "archive", "storage": {"type": "local", "root": "/srv/www"}}, **extra)
+
+
+def refused(parse, data, *words):
+    with pytest.raises(DistributorError) as caught:
+        parse(data)
+    assert caught.value.reason == "invalid_config"
+    for word in words:
+        assert word in caught.value.message
+    return caught.value.message
+
+
+def test_defaults_follow_the_design():
+    cfg = parse_destination(destination())
+    assert (cfg.state_mode, cfg.reconciliation, cfg.on_destination_newer, cfg.on_conflict, cfg.takeover) == (
+        "single_owner", "replace", "skip", "fail", "none")
+    assert cfg.primary == ("index.html", "*.html")
+    assert [(r.match, r.transform) for r in parse_pipeline({"id": "p"}).rules] == [("**", "copy")]
+
+
+def test_unset_ansible_suboptions_count_as_absent():
+    cfg = parse_destination(destination(path=None, links={"base_url": None, "primary": None}, transfer=None))
+    assert cfg.path == "" and cfg.base_url is None
+
+
+def test_bundle_path_placeholders_are_rendered():
+    cfg = parse_destination(destination(path="{destination_id}/{pipeline_id}/{source_id}/{created:%Y/%m/%d}"))
+    assert render_bundle_path(cfg, "reports", "src.1", CREATED) == "archive/reports/src.1/2026/06/04"
+
+
+@pytest.mark.parametrize("path", ["../escape", "a/../../b", "x/.distributor"])
+def test_a_bundle_path_must_stay_under_the_root(path):
+    cfg = parse_destination(destination(path=path))
+    with pytest.raises(DistributorError) as caught:
+        render_bundle_path(cfg, "reports", "s", CREATED)
+    assert caught.value.reason == "invalid_config" and "bundle path" in caught.value.message
+
+
+def test_a_source_id_that_climbs_out_is_refused():
+    cfg = parse_destination(destination(path="{source_id}"))
+    with pytest.raises(DistributorError):
+        render_bundle_path(cfg, "reports", "../../etc", CREATED)
+
+
+def test_unknown_placeholder_is_named():
+    refused(parse_destination, destination(path="{date}"), "{date}")
+
+
+def test_missing_placeholder_value_names_the_option_to_give():
+    cfg = parse_destination(destination(path="{source_id}"))
+    with pytest.raises(DistributorError) as caught:
+        render_bundle_path(cfg, "reports", None, None)
+    assert "give source_id" in caught.value.message
+
+
+def test_unknown_keys_and_bad_values_name_the_field():
+    refused(parse_destination, destination(reconciliation={"mode": "append"}), "reconciliation.mode", "append")
+    refused(parse_destination, destination(storage={"type": "local"}), "storage", "root")
+    refused(parse_pipeline, {"id": "p", "outputs": [{"match": "*", "transform": "pdf"}]}, "outputs[0].transform")
+    refused(parse_destination, destination(colour="blue"), "colour")
+
+
+def test_validation_errors_never_echo_secrets():
+    data = destination(storage={"type": "s3", "bucket": "b", "secret_key": 12345, "session_token": "tok-SECRET"})
+    message = refused(parse_destination, data, "secret_key")
+    assert "12345" not in message and "tok-SECRET" not in message
+
+
+def test_base_url_must_be_absolute_http():
+    refused(parse_destination, destination(links={"base_url": "reports.example.com"}), "links.base_url")
+
+
+def test_retention_age_units():
+    cfg = parse_destination(destination(retention={"max_age": "2w", "max_outputs": 3}))
+    assert (cfg.retention.max_age_seconds, cfg.retention.max_outputs) == (14 * 86400, 3)
+    refused(parse_destination, destination(retention={"max_age": "30 days"}), "max_age")

@@ -1,0 +1,114 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Schemas 1, 2 and 3 read into one model; 2 and 3 written back; every problem is invalid_state."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ansible_collections.distributor.core.plugins.module_utils.distributor.errors import DistributorError
+from ansible_collections.distributor.core.plugins.module_utils.distributor.state import (
+    OwnerKey, parse_state, serialize_state, state_to_dict, to_shared)
+
+from builders import manifest, shared_state, single_state
+
+M = manifest()
+
+
+def v1(**extra):
+    record = {"schema_version": 1, "pipeline_id": "reports", "destination_id": "archive",
+              "published_at": "2026-06-04T12:00:00Z", "source": {"manifest": M.to_dict()},
+              "outputs": [{"path": "report.md", "kind": "source", "source_path": "report.md",
+                           "sha256": M.files[0].sha256, "size": M.files[0].size}]}
+    record.update(extra)
+    return json.dumps(record).encode()
+
+
+def invalid(raw, *words):
+    with pytest.raises(DistributorError) as caught:
+        parse_state(raw, ".distributor.json")
+    assert caught.value.reason == "invalid_state"
+    for word in words:
+        assert word in caught.value.message
+    return caught.value.message
+
+
+def test_schema_1_is_read_as_single_owner_replace_state():
+    state = parse_state(v1(), ".distributor.json")
+    assert (state.mode, state.schema_version, state.owners[0].reconciliation) == ("single_owner", 1, "replace")
+
+
+def test_schema_1_timestamps_are_inferred_from_published_at():
+    state = parse_state(v1(), ".distributor.json")
+    assert state.created_at == state.updated_at == "2026-06-04T12:00:00Z"
+    assert (state.outputs[0].created_at, state.outputs[0].updated_at) == ("2026-06-04T12:00:00Z", "2026-06-04T12:00:00Z")
+
+
+def test_single_owner_state_is_written_as_schema_2_and_reads_back_equal():
+    state = single_state(M)
+    written = state_to_dict(state)
+    assert written["schema_version"] == 2 and written["state"] == {"mode": "single_owner"}
+    assert "pipeline_id" not in written["outputs"][0]
+    assert parse_state(serialize_state(state), "x") == state
+
+
+def test_shared_root_state_is_written_as_schema_3_with_owner_fields_on_outputs():
+    state = shared_state(("reports", "archive", M, ["a.md"]), ("events", "archive", manifest(id="events"), ["b.md"]))
+    written = state_to_dict(state)
+    assert written["schema_version"] == 3
+    assert {"pipeline_id", "destination_id", "source_id", "source_digest", "source_created"} <= set(written["outputs"][0])
+    assert parse_state(serialize_state(state), "x") == state
+
+
+def test_migration_keeps_owner_outputs_and_timestamps():
+    state = to_shared(single_state(M))
+    assert state.mode == "shared_root" and state.outputs_of(OwnerKey("reports", "archive")) == single_state(M).outputs
+
+
+def test_invalid_json_is_invalid_state():
+    invalid(b"{not json", "not valid JSON")
+
+
+def test_unknown_schema_version_is_invalid_state():
+    invalid(b'{"schema_version": 9}', "schema_version 9")
+
+
+def test_missing_required_field_names_the_field():
+    record = json.loads(v1())
+    del record["published_at"]
+    invalid(json.dumps(record).encode(), "published_at")
+
+
+def test_bad_timestamp_names_the_field():
+    invalid(v1(published_at="yesterday"), "published_at", "RFC3339")
+
+
+def test_embedded_manifest_with_a_wrong_digest_is_invalid_state():
+    broken = dict(M.to_dict(), digest="sha256:" + "0" * 64)
+    invalid(v1(source={"manifest": broken}), "source.manifest", "digest")
+
+
+def test_a_path_recorded_twice_is_invalid_state():
+    record = json.loads(v1())
+    record["outputs"].append(dict(record["outputs"][0]))
+    invalid(json.dumps(record).encode(), "recorded twice")
+
+
+@pytest.mark.parametrize("path", ["../x", ".distributor.json", "a/.distributor.lock"])
+def test_unclean_or_reserved_output_paths_are_invalid_state(path):
+    record = json.loads(v1())
+    record["outputs"][0]["path"] = path
+    invalid(json.dumps(record).encode(), "outputs[0].path")
+
+
+def test_shared_root_output_of_an_unknown_owner_is_invalid_state():
+    state = state_to_dict(shared_state(("reports", "archive", M, ["a.md"])))
+    state["outputs"][0]["pipeline_id"] = "ghost"
+    invalid(json.dumps(state).encode(), "ghost/archive", "owners[]")
+
+
+def test_generated_output_without_transform_is_invalid_state():
+    record = json.loads(v1())
+    record["outputs"][0]["kind"] = "generated"
+    invalid(json.dumps(record).encode(), "transform")
