@@ -2,6 +2,7 @@
 #
 #   make demo   create .venv, build and install the collection, publish the example bundle
 #   make test   unit tests, playbook integration tests, ansible-test sanity, molecule
+#   make bench  benchmarks against cp, rsync, sftp and aws s3 sync (not part of make test)
 #
 # Everything runs from .venv (created from requirements-test.txt) and uses the collection as a
 # user gets it: built with ansible-galaxy and installed under .build/collections.
@@ -42,11 +43,12 @@ define pytest
 	exit $$rc
 endef
 
-.PHONY: help venv collection unit integration sanity molecule test demo changelog schemas clean
+.PHONY: help venv collection unit integration sanity molecule test demo bench changelog schemas clean
 
 help:
 	@echo "make demo         set up .venv, build and install the collection, run playbooks/demo.yml"
 	@echo "make test         unit tests, sanity, integration (playbook) tests, molecule"
+	@echo "make bench        speed and memory benchmarks against cp/rsync/sftp/aws (BENCH_ARGS=--quick)"
 	@echo "make venv         create .venv from requirements-test.txt"
 	@echo "make collection   build the collection and install it under .build/collections"
 	@echo "make unit | integration | sanity | molecule | changelog | clean"
@@ -167,6 +169,24 @@ demo: collection
 demo: export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 demo: export ANSIBLE_LOCALHOST_WARNING := False
 demo: export ANSIBLE_INVENTORY_UNPARSED_WARNING := False
+
+# ---------------------------------------------------------------------------------------------
+# Benchmarks (not part of `make test`): distributor against cp, rsync, sftp and `aws s3 sync` on
+# 127.0.0.1; about 6-10 minutes on 2 cores, BENCH_ARGS=--quick for about a minute. awscli goes
+# into a virtual environment of its own: it pins botocore, which .venv must not have changed.
+# See benchmarks/README.md.
+
+BENCH_TOOLS := $(BUILD)/bench-tools
+BENCH_ARGS ?=
+
+$(BENCH_TOOLS)/.installed: benchmarks/requirements.txt
+	@if [ ! -x $(BENCH_TOOLS)/bin/python ]; then $(PYTHON) -m venv $(BENCH_TOOLS); fi
+	$(BENCH_TOOLS)/bin/python -m pip install --quiet -r benchmarks/requirements.txt
+	@touch $@
+
+bench: collection $(BENCH_TOOLS)/.installed
+	$(VENV_BIN)/python benchmarks/run.py --aws $(BENCH_TOOLS)/bin/aws $(BENCH_ARGS)
+bench: export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 
 clean:
 	rm -rf $(BUILD) tests/output .pytest_cache

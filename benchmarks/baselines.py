@@ -86,6 +86,12 @@ def find_aws(explicit: str | None) -> str | None:
 
 
 def baselines(backend: str, servers, workdir: str, aws: str | None) -> list[Baseline]:
+    """The baselines for `backend` whose programs are installed (rsync may not be; `aws` is
+    checked by find_aws)."""
+    return [b for b in _all(backend, servers, workdir, aws) if b.name.startswith("aws ") or shutil.which(b.name.split()[0])]
+
+
+def _all(backend: str, servers, workdir: str, aws: str | None) -> list[Baseline]:
     if backend == "local":
         return [Baseline("cp -r", backend, False, _cp),
                 Baseline("rsync -a", backend, True, _rsync_local()),

@@ -65,7 +65,7 @@ def _write_binary(path: str, size: int, rng: random.Random) -> None:
 
 
 def _paragraph(rng: random.Random, words: int) -> str:
-    text = " ".join(rng.choice(WORDS) for _ in range(words))
+    text = " ".join(rng.choices(WORDS, k=words))
     return text[0].upper() + text[1:] + "."
 
 
@@ -77,7 +77,7 @@ def _markdown(rng: random.Random, index: int, count: int) -> str:
         lines += ["## Section %d %s" % (section + 1, rng.choice(WORDS)), "", _paragraph(rng, rng.randint(40, 90)), ""]
         lines += ["| metric | value | change |", "| --- | ---: | ---: |"]
         lines += ["| %s | %d | %+.1f%% |" % (rng.choice(WORDS), rng.randint(1, 10**6), rng.uniform(-50, 50))
-                  for _ in range(rng.randint(3, 8))]
+                  for _row in range(rng.randint(3, 8))]
         lines += ["", "```python", "def f%d(x):" % section, "    return x * %d" % rng.randint(2, 99), "```", ""]
         other = rng.randrange(count)
         lines += ["- see [report %d](%s)" % (other, _md_path(other).replace("docs/", "../", 1)),

@@ -58,9 +58,12 @@ for _path in (COLLECTIONS, TESTS_DIR):
     if _path not in sys.path:
         sys.path.insert(0, _path)
 
-import services  # noqa: E402  (tests/services.py, found through the sys.path set just above)
-from ansible_collections.distributor.core.plugins.module_utils.distributor.manifest import create_manifest  # noqa: E402,F401
-from ansible_collections.distributor.core.plugins.module_utils.distributor.publish import publish  # noqa: E402,F401
+# Found through the sys.path set just above; the other benchmark scripts import these from here.
+import services  # noqa: E402
+from ansible_collections.distributor.core.plugins.module_utils.distributor.manifest import create_manifest  # noqa: E402
+from ansible_collections.distributor.core.plugins.module_utils.distributor.publish import publish  # noqa: E402
+
+__all__ = ["create_manifest", "publish", "services"]
 
 
 def git_revision() -> str:

@@ -29,7 +29,7 @@ COUNTS = {"small": 2000, "large": 4, "markdown": 500}
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--backend", choices=("local", "sftp", "s3"), default="local")
     parser.add_argument("--bundle", choices=tuple(SIZES), default="small")
     parser.add_argument("--count", type=int, help="number of files (default: as in the full run)")

@@ -272,7 +272,7 @@ def text_table(headers, lines) -> str:
 
 
 def markdown_table(headers, lines) -> str:
-    out = ["| " + " | ".join(headers) + " |", "|" + "|".join(" --- " for _ in headers) + "|"]
+    out = ["| " + " | ".join(headers) + " |", "|" + " --- |" * len(headers)]
     out += ["| " + " | ".join(str(c) for c in line) + " |" for line in lines]
     return "\n".join(out)
 
@@ -328,7 +328,7 @@ def write_results(run: Run, meta: dict) -> tuple[str, str]:
 # ---------------------------------------------------------------------------------------------
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--quick", action="store_true", help="smaller bundles (about a minute)")
     parser.add_argument("--backends", default=",".join(BACKENDS), help="comma-separated subset of %s" % ", ".join(BACKENDS))
     parser.add_argument("--bundles", default="small,large,markdown", help="comma-separated subset of small, large, markdown")

@@ -50,6 +50,33 @@ def leftovers(files: dict) -> list:
     return [path for path in files if any(part.startswith(RESERVED_LEFTOVERS) for part in path.split("/"))]
 
 
+def assert_schema_2_state(backend, bundle: str, result: dict, under: str) -> None:
+    """The state record as read back from storage: schema 2, and true to what storage holds."""
+    files = backend.files(under)
+    state = json.loads(files[".distributor.json"])
+    assert state == result["state"], "the state on storage is not the one the module reported"
+    assert state["schema_version"] == 2 and state["state"] == {"mode": "single_owner"}
+    assert (state["pipeline_id"], state["destination_id"]) == ("reports", "archive")
+    assert state["reconciliation"] == {"mode": "replace"}
+    assert state["source"]["manifest"] == manifest_of(bundle)
+    assert state["links"]["primary_url"] == "https://reports.example.com/%s/report.html" % under
+    assert state["created_at"] == state["updated_at"] == state["published_at"]
+    records = {o["path"]: o for o in state["outputs"]}
+    assert sorted(records) == ["chart.png", "report.html"] == sorted(p for p in files if not p.startswith(".distributor"))
+    for path, record in records.items():
+        assert (record["sha256"], record["size"]) == (sha(files[path]), len(files[path])), path
+        assert record["created_at"] == record["updated_at"] == state["updated_at"]
+        assert record["url"] == "https://reports.example.com/%s/%s" % (under, path)
+    assert (records["report.html"]["kind"], records["report.html"]["transform"]) == ("generated", "markdown_to_html")
+    assert records["report.html"]["source_path"] == "report.md"
+    assert records["chart.png"]["kind"] == "source" and files["chart.png"] == REPORT["chart.png"]
+    if backend.name == "s3":
+        client, bucket = backend.s3
+        prefix = "%s/%s/" % (backend.storage["prefix"], under)
+        kinds = {path: client.head_object(Bucket=bucket, Key=prefix + path)["ContentType"] for path in records}
+        assert kinds == {"report.html": "text/html; charset=utf-8", "chart.png": "image/png"}
+
+
 def test_publish_skip_replace_older_merge_and_check_mode(playbook, make_bundle, backend):
     v1 = make_bundle(REPORT)
     v2 = make_bundle({"report.md": b"# Second edition\n"}, created="2026-06-04T18:00:00Z")
@@ -100,34 +127,7 @@ def test_publish_skip_replace_older_merge_and_check_mode(playbook, make_bundle, 
     assert leftovers(backend.files()) == []
 
 
-def test_state_file_is_schema_2_and_describes_what_storage_holds(playbook, make_bundle, backend):
-    bundle = make_bundle(REPORT)
-    (result,) = playbook.run([publish(bundle, destination(backend, "state"))])
-    files = backend.files("state/" + DAY)
-    state = backend.state("state/" + DAY)
-    assert state == result["state"]
-    assert state["schema_version"] == 2 and state["state"] == {"mode": "single_owner"}
-    assert (state["pipeline_id"], state["destination_id"]) == ("reports", "archive")
-    assert state["reconciliation"] == {"mode": "replace"}
-    assert state["source"]["manifest"] == manifest_of(bundle)
-    assert state["links"]["primary_url"] == "https://reports.example.com/state/2026-06-04/report.html"
-    assert state["created_at"] == state["updated_at"] == state["published_at"]
-    records = {o["path"]: o for o in state["outputs"]}
-    assert sorted(records) == ["chart.png", "report.html"] == sorted(p for p in files if not p.startswith(".distributor"))
-    for path, record in records.items():
-        assert (record["sha256"], record["size"]) == (sha(files[path]), len(files[path])), path
-        assert record["created_at"] == record["updated_at"] == state["updated_at"]
-    assert records["report.html"]["kind"] == "generated" and records["report.html"]["transform"] == "markdown_to_html"
-    assert records["report.html"]["source_path"] == "report.md"
-    assert records["chart.png"]["kind"] == "source" and files["chart.png"] == REPORT["chart.png"]
-    if backend.name == "s3":
-        client, bucket = backend.s3
-        prefix = backend.storage["prefix"] + "/state/" + DAY + "/"
-        kinds = {path: client.head_object(Bucket=bucket, Key=prefix + path)["ContentType"] for path in records}
-        assert kinds == {"report.html": "text/html; charset=utf-8", "chart.png": "image/png"}
-
-
-def test_unmanaged_content_is_refused_and_force_is_bounded_to_the_bundle_path(playbook, make_bundle, backend):
+def test_state_record_unmanaged_refusal_and_force_bounded_to_the_bundle_path(playbook, make_bundle, backend):
     backend.put("hand/%s/report.html" % DAY, b"hand made")
     backend.put("forced/%s/report.html" % DAY, b"hand made")
     backend.put("forced/%s/notes/stray.txt" % DAY, b"stray inside the bundle path")
@@ -135,10 +135,14 @@ def test_unmanaged_content_is_refused_and_force_is_bounded_to_the_bundle_path(pl
     backend.put("forced/2026-06-03/report.html", b"the day before")
     backend.put("forced/%s-extra/report.html" % DAY, b"a sibling sharing the prefix")
     bundle = make_bundle(REPORT)
-    refused, forced = playbook.run([
+    fresh, refused, forced = playbook.run([
+        publish(bundle, destination(backend, "state")),
         publish(bundle, destination(backend, "hand")),
         publish(bundle, destination(backend, "forced"), force=True),
     ])
+
+    assert (fresh["action"], fresh["changed"]) == ("publish", True), fresh
+    assert_schema_2_state(backend, bundle, fresh, "state/" + DAY)
 
     assert refused["failed"] and refused["reason"] == "unmanaged", refused
     assert "report.html" in refused["msg"] and "force" in refused["msg"]

@@ -90,6 +90,7 @@ def test_broken_manifest_json_is_refused(publish_to, tmp_path):
 
 def test_unknown_transform_is_refused(publish_to, make_bundle):
     result = publish_to(make_bundle({"a.md": b"# A\n"}), {"id": "reports", "outputs": [{"match": "*.md", "transform": "pdf"}]})
+    assert result["reason"] == "invalid_config"
     assert "transform" in result["msg"] and "pdf" in result["msg"]
 
 

@@ -56,7 +56,7 @@ def wait_for_outputs(process, root, at_least, timeout=60.0):
     """Until the publish has written some outputs but not its state: the moment to kill it."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and process.poll() is None:
-        written = [n for n in os.listdir(root)] if root.is_dir() else []
+        written = os.listdir(root) if root.is_dir() else []
         if len([n for n in written if n.startswith("f") and n.endswith(".png")]) >= at_least:
             return True
         time.sleep(0.01)

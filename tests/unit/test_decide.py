@@ -126,8 +126,10 @@ def test_merge_fails_only_when_a_planned_path_is_unmanaged_content():
           reconciliation={"mode": "merge"})
 
 
-def test_shared_root_state_at_a_single_owner_destination_is_a_conflict():
-    assert "shared_root" in fails("conflict", recorded=shared_state(("reports", "archive", NEW, ["report.md"])))
+def test_shared_root_state_at_a_single_owner_destination_is_a_conflict_even_when_forced():
+    shared = shared_state(("reports", "archive", NEW, ["report.md"]), ("events", "archive", manifest(id="e"), ["e.md"]))
+    assert "shared_root" in fails("conflict", recorded=shared)
+    assert "force never applies" in fails("conflict", recorded=shared, force=True)
 
 
 # Shared root

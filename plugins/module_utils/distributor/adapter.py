@@ -8,13 +8,22 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from .errors import DistributorError, MissingLibrary
 
 
+class DistributorModule(AnsibleModule):
+    """Ansible rejects bad options itself (a wrong type, an unknown choice); those failures carry
+    `reason: invalid_config` like the core's own, so automation can rely on `reason`."""
+
+    def fail_json(self, msg, **kwargs):
+        kwargs.setdefault("reason", "invalid_config")
+        super().fail_json(msg=msg, **kwargs)
+
+
 def run_module(argument_spec: dict, operation) -> None:
     """`operation(params, check_mode)` returns the result dict (with `changed` and `diff`)."""
-    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    module = DistributorModule(argument_spec=argument_spec, supports_check_mode=True)
     try:
         result = operation(module.params, module.check_mode)
     except MissingLibrary as error:
-        module.fail_json(msg=missing_required_lib(error.library, reason=error.message), exception=error.traceback, reason=error.reason)
+        module.fail_json(msg=missing_required_lib(error.library, reason="for " + error.purpose), exception=error.traceback, reason=error.reason)
     except DistributorError as error:
         module.fail_json(msg=error.message, reason=error.reason)
     for warning in result.pop("warnings", ()):

@@ -101,6 +101,13 @@ def decide(
                 "owners' outputs would be lost: repair the file or restore it from backup",
             )
         return decide_shared_root(manifest, key, destination, state, present, planned, force, where)
+    if state is not None and state.mode == SHARED_ROOT:
+        raise DistributorError(
+            "conflict",
+            "%s holds shared_root state but destination %s is configured single_owner; set "
+            "state.mode: shared_root or publish elsewhere (force never applies: it would delete other "
+            "owners' outputs)" % (where, destination.id),
+        )
     try:
         if state_error is not None:
             raise state_error
@@ -116,12 +123,6 @@ def decide_single_owner(manifest, key, destination, state, present, planned, whe
         if present:
             raise _unmanaged(present, where)
         return Decision("publish", "no state and no content at the bundle path: publish new outputs", destination.reconciliation)
-    if state.mode == SHARED_ROOT:
-        raise DistributorError(
-            "conflict",
-            "%s holds shared_root state but destination %s is configured single_owner; set "
-            "state.mode: shared_root or publish elsewhere" % (where, destination.id),
-        )
     owner = state.owners[0]
     unmanaged = present - set(state.by_path())
     mismatch = _identity_mismatch(owner, key, manifest)

@@ -34,4 +34,5 @@ class MissingLibrary(DistributorError):
     def __init__(self, library: str, purpose: str, traceback_text: str):
         super().__init__("missing_library", "%s is required for %s" % (library, purpose))
         self.library = library
+        self.purpose = purpose
         self.traceback = traceback_text

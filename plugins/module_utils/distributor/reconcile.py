@@ -100,6 +100,7 @@ def forget(state: State, outputs, now: datetime) -> State:
     gone = {o.path for o in outputs}
     return replace(
         state,
+        schema_version=3 if state.mode == SHARED_ROOT else 2,
         outputs=tuple(o for o in state.outputs if o.path not in gone),
         updated_at=format_rfc3339(now),
         distributor_version=DISTRIBUTOR_VERSION,

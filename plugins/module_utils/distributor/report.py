@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from .state import SHARED_ROOT, State
+from .state import State
 
 
 def listing(state: State | None, where: str) -> str:
@@ -11,7 +11,7 @@ def listing(state: State | None, where: str) -> str:
     `--diff` shows added, rewritten and removed paths as changed lines."""
     if state is None:
         return "# %s: absent\n" % where
-    lines = ["# %s: schema %d, %s, updated %s" % (where, 3 if state.mode == SHARED_ROOT else 2, state.mode, state.updated_at)]
+    lines = ["# %s: schema %d, %s, updated %s" % (where, state.schema_version, state.mode, state.updated_at)]
     for owner in state.owners:
         lines.append("# owner %s: source %s created %s (%s), %s" % (
             owner.key, owner.manifest.id, owner.manifest.created, owner.manifest.digest, owner.reconciliation))

@@ -25,6 +25,7 @@ from .base import LOCK_EXPIRY_SECONDS, Storage, holder_record, lock_is_expired, 
 
 CONNECT_TIMEOUT = 30.0
 HOST_KEY_POLICIES = ("reject", "accept_new")
+LOCK_CREATE_ATTEMPTS = 3
 
 
 class SftpStorage(Storage):
@@ -324,32 +325,65 @@ class SftpStorage(Storage):
     def _try_lock(self, remote: str, expiry: float) -> bool:
         if self._create_lock(remote, expiry):
             return True
-        if not self._lock_is_stale(remote, expiry):
-            return False
-        self._remove(remote, "break expired lock")
-        return self._create_lock(remote, expiry)
-
-    def _create_lock(self, remote: str, expiry: float) -> bool:
-        record = json.dumps(holder_record(time.time(), expiry)).encode()
-        try:
-            with self._errors("create lock", remote):
-                with self._open().open(remote, "wx") as handle:
-                    handle.write(record)
-        except DistributorError:
-            # SFTP reports an existing file only as a generic failure.
-            if self._lstat(remote) is None:
-                raise
-            return False
-        self._held = record
-        return True
-
-    def _lock_is_stale(self, remote: str, expiry: float) -> bool:
-        """See base.lock_is_expired: an empty or partial record is judged by the file's age."""
         attrs = self._lstat(remote)
         raw = self._read(remote) if attrs is not None else None
-        if attrs is None or raw is None:
+        if raw is None:
+            # Its holder released it since our create failed: the way is free, not broken.
+            return self._create_lock(remote, expiry)
+        # An empty or partial record is a lock being created: judged by the file's age.
+        if not lock_is_expired(raw, time.time(), (attrs.st_mtime or 0) + expiry):
+            return False
+        return self._break_lock(remote, raw) and self._create_lock(remote, expiry)
+
+    def _create_lock(self, remote: str, expiry: float) -> bool:
+        """Exclusive create, then the holder record. SFTP reports an existing file only as a
+        generic failure, so a failed create is judged by looking: a file there is another
+        holder's lock; none there means it was released in the meantime (try again) or the
+        failure is real (it repeats, and is raised)."""
+        for attempt in range(LOCK_CREATE_ATTEMPTS):
+            try:
+                with self._errors("create lock", remote):
+                    handle = self._open().open(remote, "wx")
+            except DistributorError:
+                if self._lstat(remote) is not None:
+                    return False
+                if attempt == LOCK_CREATE_ATTEMPTS - 1:
+                    raise
+                continue
+            record = json.dumps(holder_record(time.time(), expiry)).encode()
+            try:
+                with self._errors("write lock", remote):
+                    with handle:
+                        handle.write(record)
+            except BaseException:
+                # Our own empty lock would otherwise block everyone until its age expires it.
+                with suppress(Exception):
+                    self._open().remove(remote)
+                raise
+            self._held = record
             return True
-        return lock_is_expired(raw, time.time(), (attrs.st_mtime or 0) + expiry)
+        return False
+
+    def _break_lock(self, remote: str, expired: bytes) -> bool:
+        """Move the expired lock aside under a name of this attempt's own, and make sure it was
+        the expired one: publishers waiting on the same dead holder all judge its lock expired,
+        and a slower one must not remove the lock a faster one has just created (S3 uses
+        If-Match for this). True when the expired lock is gone."""
+        aside = "%s.broken.%s" % (remote, self.token)
+        with self._errors("break expired lock", remote):
+            try:
+                self._open().posix_rename(remote, aside)
+            except FileNotFoundError:
+                return True  # another publisher broke it first; the create that follows decides
+        moved = self._read(aside)
+        if moved != expired:
+            # A fresh lock: put it back, unless yet another one has appeared meanwhile.
+            with suppress(Exception):
+                self._open().rename(aside, remote)
+            self._discard(aside)
+            return False
+        self._remove(aside, "remove expired lock")
+        return True
 
     def _release(self, remote: str) -> None:
         """Remove the lock only while it is still ours: a holder that outlived its expiry may
