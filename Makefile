@@ -172,7 +172,7 @@ demo: export ANSIBLE_INVENTORY_UNPARSED_WARNING := False
 
 # ---------------------------------------------------------------------------------------------
 # Benchmarks (not part of `make test`): distributor against cp, rsync, sftp and `aws s3 sync` on
-# 127.0.0.1; about 6-10 minutes on 2 cores, BENCH_ARGS=--quick for about a minute. awscli goes
+# 127.0.0.1; about 5 minutes on 2 cores, BENCH_ARGS=--quick for under a minute. awscli goes
 # into a virtual environment of its own: it pins botocore, which .venv must not have changed.
 # See benchmarks/README.md.
 

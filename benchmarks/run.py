@@ -125,6 +125,7 @@ class Run:
         for tool in tools:
             self.record(backend, spec, "replace", tool.name, tool.run(source, theirs[tool.name]), changed=len(changed))
             self._check_copy(backend, spec, tool.name, theirs[tool.name])
+            self._check_changed(backend, tool.name, theirs[tool.name], source, changed)
 
         shutil.rmtree(source)
         for root in [mine, *theirs.values()]:
@@ -141,6 +142,20 @@ class Run:
             found = sum(len([n for n in names if n != "manifest.json"]) for _d, _s, names in os.walk(root["target"]))
         if found != spec.count:
             raise RuntimeError("%s %s: %s left %d files at %s, expected %d" % (backend, spec.name, tool, found, root["target"], spec.count))
+
+    def _check_changed(self, backend: str, tool: str, root: dict, source: str, changed: list) -> None:
+        """An incremental baseline that missed a change (an mtime not newer, say) would look fast."""
+        for path in changed[:3]:
+            with open(os.path.join(source, path), "rb") as handle:
+                wanted = handle.read()
+            if backend == "s3":
+                key = "%s/%s" % (harness.BUNDLE_PATH, path)
+                found = self.servers.s3.client().get_object(Bucket=root["bucket"], Key=key)["Body"].read()
+            else:
+                with open(os.path.join(root["target"], path), "rb") as handle:
+                    found = handle.read()
+            if found != wanted:
+                raise RuntimeError("%s: %s did not copy the changed %s" % (backend, tool, path))
 
     # -- ansible-playbook -------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ import tracemalloc
 
 import pytest
 
-from ansible_collections.distributor.core.plugins.module_utils.distributor import schemas
+from ansible_collections.distributor.core.plugins.module_utils.distributor import manifest as manifest_module, schemas
 from ansible_collections.distributor.core.plugins.module_utils.distributor.errors import DistributorError, MissingLibrary
 from ansible_collections.distributor.core.plugins.module_utils.distributor.manifest import (
     Bundle, Manifest, ManifestFile, compute_digest, create_manifest, parse_manifest)
@@ -185,6 +185,7 @@ def test_reason_is_the_callers_for_an_embedded_manifest():
 
 
 def test_missing_jsonschema_is_reported_as_a_missing_library(monkeypatch):
+    monkeypatch.setattr(manifest_module, "_VALID", {})
     monkeypatch.setattr(schemas, "HAS_JSONSCHEMA", False)
     monkeypatch.setattr(schemas, "JSONSCHEMA_IMPORT_ERROR", "Traceback: no jsonschema")
     schemas._validator.cache_clear()
@@ -539,3 +540,11 @@ def test_to_dict_is_a_fresh_copy_that_leaves_the_input_alone():
     parsed.to_dict()["files"].clear()
     assert data == original
     assert parsed.to_dict() == original
+
+
+def test_a_manifest_seen_again_is_not_validated_again(monkeypatch):
+    data = manifest_dict()
+    first = parse_manifest(data, "manifest.json")
+    monkeypatch.setattr(schemas, "validate", lambda *args: pytest.fail("validated twice"))
+    monkeypatch.setattr(manifest_module, "validate", lambda *args: pytest.fail("validated twice"))
+    assert parse_manifest(json.loads(json.dumps(data)), ".distributor.json: source.manifest", "invalid_state") == first

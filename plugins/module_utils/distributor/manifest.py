@@ -76,11 +76,20 @@ def compute_digest(files: Iterable[ManifestFile]) -> str:
     return "sha256:" + hasher.hexdigest()
 
 
+_VALID: dict[str, Manifest] = {}
+_VALID_KEPT = 8
+
+
 def parse_manifest(data: object, where: str, reason: str = "invalid_manifest") -> Manifest:
     """A Manifest from decoded JSON, or DistributorError(reason) naming `where` and the field.
 
     The state parser passes reason="invalid_state" for the manifest embedded in a record.
+    A publish meets the same manifest twice (the bundle's, and the one its state embeds) and
+    validating a large one costs far more than recognising it, so valid ones are remembered.
     """
+    canonical = json.dumps(data, sort_keys=True, default=repr)
+    if canonical in _VALID:
+        return _VALID[canonical]
     validate("manifest", data, where, reason)
     manifest = Manifest(
         schema_version=data["schema_version"],
@@ -92,6 +101,9 @@ def parse_manifest(data: object, where: str, reason: str = "invalid_manifest") -
     _check_created(manifest, where, reason)
     _check_paths(manifest.files, where, reason)
     _check_digest(manifest, where, reason)
+    if len(_VALID) >= _VALID_KEPT:
+        _VALID.clear()
+    _VALID[canonical] = manifest
     return manifest
 
 
