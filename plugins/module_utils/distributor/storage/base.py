@@ -14,6 +14,7 @@ import os
 import socket
 import time
 from typing import Callable, ContextManager, Iterable
+from urllib.parse import quote, quote_plus
 
 from ..errors import DistributorError
 from ..paths import LOCK_NAME, RESERVED_PREFIX
@@ -172,14 +173,46 @@ def lock_is_expired(raw: bytes | None, now: float, fallback_deadline: float | No
 
 
 REDACTED = "********"
+MIN_DERIVED_SECRET = 4
+
+
+def secret_forms(secret: str) -> list[str]:
+    """The ways a secret shows up in an error message, longest first: as given, without its
+    surrounding whitespace (a token read from a file keeps its newline; an HTTP client refuses
+    it and quotes it back), and escaped as Python's repr, JSON or URL encoding write it.
+    Ansible's no_log masks only the value as given."""
+    forms = {
+        secret.strip(),
+        repr(secret)[1:-1],
+        repr(secret.encode("utf-8"))[2:-1],
+        json.dumps(secret)[1:-1],
+        quote(secret, safe=""),
+        quote_plus(secret),
+    }
+    derived = [form for form in forms if len(form) >= MIN_DERIVED_SECRET]
+    return sorted(set(derived) | {secret}, key=len, reverse=True)
 
 
 def redact(text: str, secrets) -> str:
     """No SDK is known to echo a secret in an error, but a message of ours must never be the first."""
     for secret in secrets:
         if secret:
-            text = text.replace(secret, REDACTED)
+            for form in secret_forms(secret):
+                text = text.replace(form, REDACTED)
     return text
+
+
+def mentions_secret(exc: BaseException, secrets) -> bool:
+    """Whether an exception or any exception it was raised from quotes a secret: then it must not
+    travel on as the cause of our error, where a traceback would print it."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        text = "%s %r" % (exc, exc.args)
+        if redact(text, secrets) != text:
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 __all__ = [
@@ -191,6 +224,7 @@ __all__ = [
     "describe_holder",
     "holder_record",
     "lock_is_expired",
+    "mentions_secret",
     "redact",
     "temp_name",
     "wait_for_lock",

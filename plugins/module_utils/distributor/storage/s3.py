@@ -18,7 +18,8 @@ from typing import Callable, Iterable, Iterator
 
 from ..errors import DistributorError, MissingLibrary
 from ..paths import LOCK_NAME, join
-from .base import LOCK_EXPIRY_SECONDS, Storage, content_type, holder_record, lock_is_expired, redact, wait_for_lock
+from .base import (
+    LOCK_EXPIRY_SECONDS, Storage, content_type, holder_record, lock_is_expired, mentions_secret, redact, wait_for_lock)
 
 PART_SIZE = 8 * 1024 * 1024
 DELETE_BATCH = 1000
@@ -47,11 +48,18 @@ class S3Storage(Storage):
         self._client_error = ClientError
         self._sdk_errors = (ClientError, BotoCoreError)
         with self._errors("connect to", self.prefix):
-            self.client = _session(boto3, storage).client(
-                "s3",
-                endpoint_url=storage.get("endpoint_url") or None,
-                config=Config(max_pool_connections=WORKERS),
-            )
+            try:
+                self.client = _session(boto3, storage).client(
+                    "s3",
+                    endpoint_url=storage.get("endpoint_url") or None,
+                    config=Config(max_pool_connections=WORKERS),
+                )
+            except ValueError as exc:
+                # boto3 refuses a malformed endpoint_url with a bare ValueError.
+                raise DistributorError(
+                    "invalid_config",
+                    self._redact("cannot connect to s3://%s/%s: %s; check storage.endpoint_url" % (self.bucket, self.prefix, exc)),
+                ) from None
 
     # -- locations and errors -------------------------------------------------------------
 
@@ -68,7 +76,9 @@ class S3Storage(Storage):
             yield
         except self._sdk_errors as exc:
             message = "cannot %s s3://%s/%s: %s" % (action, self.bucket, key, exc)
-            raise DistributorError("storage_error", self._redact(message)) from exc
+            error = DistributorError("storage_error", self._redact(message))
+            # A cause quoting a secret would print it in a traceback: the message says enough.
+            raise error from (None if mentions_secret(exc, self._secrets) else exc)
 
     def _redact(self, text: str) -> str:
         return redact(text, self._secrets)

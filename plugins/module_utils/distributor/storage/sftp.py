@@ -10,6 +10,7 @@ unknown key is refused unless the operator chose trust-on-first-use (`accept_new
 from __future__ import annotations
 
 import getpass
+import hashlib
 import json
 import os
 import posixpath
@@ -21,11 +22,13 @@ from typing import Iterable, Iterator
 
 from ..errors import DistributorError, MissingLibrary
 from ..paths import LOCK_NAME, join
-from .base import LOCK_EXPIRY_SECONDS, Storage, holder_record, lock_is_expired, redact, temp_name, wait_for_lock
+from .base import (
+    LOCK_EXPIRY_SECONDS, Storage, holder_record, lock_is_expired, mentions_secret, redact, temp_name, wait_for_lock)
 
 CONNECT_TIMEOUT = 30.0
 HOST_KEY_POLICIES = ("reject", "accept_new")
 LOCK_CREATE_ATTEMPTS = 3
+BREAK_GUARD_EXPIRY = 60.0
 
 
 class SftpStorage(Storage):
@@ -76,7 +79,9 @@ class SftpStorage(Storage):
             ) from exc
         except self._sdk_errors as exc:
             message = "cannot %s %s: %s" % (action, self._url(remote), _cause(exc))
-            raise DistributorError("storage_error", self._redact(message)) from exc
+            error = DistributorError("storage_error", self._redact(message))
+            # A cause quoting the password would print it in a traceback: the message says enough.
+            raise error from (None if mentions_secret(exc, [self._password]) else exc)
 
     def _redact(self, text: str) -> str:
         return redact(text, [self._password])
@@ -365,25 +370,33 @@ class SftpStorage(Storage):
         return False
 
     def _break_lock(self, remote: str, expired: bytes) -> bool:
-        """Move the expired lock aside under a name of this attempt's own, and make sure it was
-        the expired one: publishers waiting on the same dead holder all judge its lock expired,
-        and a slower one must not remove the lock a faster one has just created (S3 uses
-        If-Match for this). True when the expired lock is gone."""
-        aside = "%s.broken.%s" % (remote, self.token)
-        with self._errors("break expired lock", remote):
-            try:
-                self._open().posix_rename(remote, aside)
-            except FileNotFoundError:
-                return True  # another publisher broke it first; the create that follows decides
-        moved = self._read(aside)
-        if moved != expired:
-            # A fresh lock: put it back, unless yet another one has appeared meanwhile.
-            with suppress(Exception):
-                self._open().rename(aside, remote)
-            self._discard(aside)
+        """Remove an expired lock, True when it is gone.
+
+        Publishers waiting on the same dead holder all find its lock expired at once, and SFTP
+        has no conditional delete (S3 uses If-Match): a slower one must not remove the lock a
+        faster one has just created. So breaking that record takes a guard named after it,
+        created exclusively, and the lock is read again under the guard: whoever gets the guard
+        later finds a different record there and leaves it alone. A guard older than
+        BREAK_GUARD_EXPIRY was left by a publisher that died while breaking, and is removed.
+        """
+        guard = "%s.break.%s" % (remote, hashlib.sha256(expired).hexdigest()[:16])
+        try:
+            with self._errors("break expired lock", guard):
+                self._open().open(guard, "wx").close()
+        except DistributorError:
+            attrs = self._lstat(guard)
+            if attrs is None:
+                return False  # another publisher has just broken it: retry the create
+            if (attrs.st_mtime or 0) + BREAK_GUARD_EXPIRY < time.time():
+                self._remove(guard, "remove abandoned guard")
             return False
-        self._remove(aside, "remove expired lock")
-        return True
+        try:
+            current = self._read(remote)
+            if current == expired:
+                self._remove(remote, "break expired lock")
+            return current is None or current == expired
+        finally:
+            self._remove(guard, "remove guard")
 
     def _release(self, remote: str) -> None:
         """Remove the lock only while it is still ours: a holder that outlived its expiry may
