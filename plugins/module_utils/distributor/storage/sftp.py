@@ -137,11 +137,13 @@ class SftpStorage(Storage):
 
     # -- paths ----------------------------------------------------------------------------
 
-    def _remote(self, path: str, create_parents: bool = False) -> str:
+    def _remote(self, path: str, create_parents: bool = False, check_name: bool = True) -> str:
         """The remote path of `path`, refusing any symlink between the root and it.
 
         Directories already checked on this connection are remembered: a publish touches the
-        same few directories for every file, and each check is a round trip.
+        same few directories for every file, and each check is a round trip. A staged name
+        (`check_name=False`) needs none: it is reserved, derived from this attempt's token, and
+        only ever created and renamed away by this attempt.
         """
         current = self.root
         if create_parents and current not in self._dirs:
@@ -149,7 +151,7 @@ class SftpStorage(Storage):
         parts = [part for part in join(self.base, path).split("/") if part]
         for index, part in enumerate(parts):
             current = posixpath.join(current, part)
-            if current in self._dirs:
+            if current in self._dirs or (not check_name and index == len(parts) - 1):
                 continue
             attrs = self._lstat(current)
             if attrs is None:
@@ -214,7 +216,7 @@ class SftpStorage(Storage):
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
         target = self._remote(path, create_parents=True)
-        staged = self._remote(temp_name(path, self.token))
+        staged = self._remote(temp_name(path, self.token), check_name=False)
         try:
             self._upload(staged, chunks)
             with self._errors("rename into place", target):
