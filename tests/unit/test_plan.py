@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils.distributor.decide import decide
@@ -196,3 +198,23 @@ def test_migration_writes_schema_3_state_for_the_same_owner():
     assert the_plan.decision.action == "migrate"
     assert the_plan.after.mode == "shared_root" and the_plan.writes == ()
     assert the_plan.changed
+
+
+
+def recorded_with(state, path, data):
+    """`state` recording `data` as the bytes of `path`."""
+    outputs = tuple(replace(o, sha256=sha(data), size=len(data)) if o.path == path else o for o in state.outputs)
+    return replace(state, outputs=outputs)
+
+
+def test_outputs_already_there_with_the_same_bytes_are_not_written_again_but_their_records_are_renewed():
+    same_b = manifest(created="2026-06-04T11:55:00Z", files={"b.md": b"b", "c.md": b"c"})
+    the_plan = make_plan(m=same_b, recorded=recorded_with(single_state(OLD, ["a.md", "b.md"]), "b.md", b"b"))
+    assert [w.path for w in the_plan.writes] == ["c.md"]
+    assert records(the_plan)["b.md"].updated_at == LATER_S
+
+
+def test_an_unchanged_output_missing_from_storage_is_written_again():
+    same_b = manifest(created="2026-06-04T11:55:00Z", files={"b.md": b"b"})
+    recorded = recorded_with(single_state(OLD, ["b.md"]), "b.md", b"b")
+    assert [w.path for w in make_plan(m=same_b, recorded=recorded, present=set()).writes] == ["b.md"]

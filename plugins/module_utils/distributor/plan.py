@@ -200,5 +200,15 @@ def plan(
     else:
         created_at = before.created_at if before is not None and before.mode == SINGLE_OWNER else stamp
         after = State(SINGLE_OWNER, 2, created_at, stamp, stamp, DISTRIBUTOR_VERSION, (owner,), tuple(records))
-    writes = tuple(Write(p.path, p.source_path, contents[p.path]) for p in planned)
+    writes = tuple(
+        Write(p.path, p.source_path, contents[p.path]) for p in planned
+        if not _already_there(previous.get(p.path), contents[p.path], p.path in present)
+    )
     return Plan(decision, key, bundle_path, writes, deletes, before, after, retained)
+
+
+def _already_there(recorded: Output | None, content: Content, present: bool) -> bool:
+    """A managed output whose recorded digest and size equal the planned bytes, and whose file is
+    present, is not written again: a republish with a few changed files writes just those. Its
+    record is still renewed, so `updated_at` keeps saying which publication last produced it."""
+    return present and recorded is not None and (recorded.sha256, recorded.size) == (content.sha256, content.size)
