@@ -15,7 +15,6 @@ from .errors import DistributorError
 from .manifest import Manifest
 from .state import SHARED_ROOT, SINGLE_OWNER, Owner, OwnerKey, State, to_shared
 
-ACTIONS = ("publish", "skip", "replace", "merge", "takeover", "force_replace", "migrate")
 SHOWN = 5
 
 

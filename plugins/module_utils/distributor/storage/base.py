@@ -17,9 +17,8 @@ from typing import Callable, ContextManager, Iterable
 from urllib.parse import quote, quote_plus
 
 from ..errors import DistributorError
-from ..paths import LOCK_NAME, RESERVED_PREFIX
+from ..paths import RESERVED_PREFIX
 
-CHUNK_SIZE = 1024 * 1024
 LOCK_EXPIRY_SECONDS = 600.0
 LOCK_POLL_SECONDS = 0.2
 
@@ -214,18 +213,3 @@ def mentions_secret(exc: BaseException, secrets) -> bool:
         exc = exc.__cause__ or exc.__context__
     return False
 
-
-__all__ = [
-    "CHUNK_SIZE",
-    "LOCK_EXPIRY_SECONDS",
-    "LOCK_NAME",
-    "Storage",
-    "content_type",
-    "describe_holder",
-    "holder_record",
-    "lock_is_expired",
-    "mentions_secret",
-    "redact",
-    "temp_name",
-    "wait_for_lock",
-]
