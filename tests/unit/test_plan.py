@@ -200,7 +200,6 @@ def test_migration_writes_schema_3_state_for_the_same_owner():
     assert the_plan.changed
 
 
-
 def recorded_with(state, path, data):
     """`state` recording `data` as the bytes of `path`."""
     outputs = tuple(replace(o, sha256=sha(data), size=len(data)) if o.path == path else o for o in state.outputs)
