@@ -212,4 +212,3 @@ def mentions_secret(exc: BaseException, secrets) -> bool:
             return True
         exc = exc.__cause__ or exc.__context__
     return False
-
