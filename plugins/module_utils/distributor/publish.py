@@ -8,19 +8,18 @@ what check mode reports is, by construction, what a real run does.
 from __future__ import annotations
 
 import hashlib
-from contextlib import nullcontext
 from datetime import datetime
 
 from . import report
 from .config import parse_destination, parse_pipeline, render_bundle_path, render_template
 from .decide import decide
-from .errors import DistributorError
-from .execute import Journal, execute, parse_journal, recover, recovery_deletes
+from .execute import Journal, execute, recover, recovery_deletes
 from .manifest import Bundle
-from .paths import JOURNAL_NAME, STATE_NAME, is_reserved
+from .paths import STATE_NAME
 from .plan import Content, plan, plan_outputs
-from .state import OwnerKey, output_to_dict, parse_state, state_to_dict
-from .storage.select import new_token, open_storage
+from .root import inspect, opened
+from .state import OwnerKey, output_to_dict, state_to_dict
+from .storage.select import open_storage
 from .timestamps import utc_now
 from .transforms import render_markdown
 
@@ -39,23 +38,6 @@ def render_contents(bundle: Bundle, planned, allow_raw_html: bool) -> dict:
     return contents
 
 
-def inspect(storage, where: str):
-    """(state, state_error, journal, present): everything `decide` needs to know of the root."""
-    raw = storage.read_bytes(STATE_NAME)
-    state, state_error = None, None
-    if raw is not None:
-        try:
-            state = parse_state(raw, where)
-        except DistributorError as error:
-            if error.reason != "invalid_state":
-                raise
-            state_error = error
-    raw_journal = storage.read_bytes(JOURNAL_NAME)
-    journal = parse_journal(raw_journal, storage.describe(JOURNAL_NAME)) if raw_journal is not None else None
-    present = frozenset(p for p in storage.list_files() if not is_reserved(p))
-    return state, state_error, journal, present
-
-
 def publish(source: str, pipeline: dict, destination: dict, force: bool = False, lock_timeout: float = 60.0,
             check_mode: bool = False, now: datetime | None = None, opener=open_storage) -> dict:
     """Publish one bundle to one destination; `opener` lets tests hand in a fault-injecting backend."""
@@ -68,35 +50,30 @@ def publish(source: str, pipeline: dict, destination: dict, force: bool = False,
     bundle_path = render_bundle_path(destination_cfg, pipeline_cfg.id, manifest.id, manifest.created_at)
     base_url = render_template(destination_cfg.base_url or "", pipeline_cfg.id, destination_cfg.id, manifest.id, manifest.created_at) or None
     key = OwnerKey(pipeline_cfg.id, destination_cfg.id)
-    storage = opener(destination_cfg.storage, bundle_path, new_token())
     warnings = []
-    try:
-        with nullcontext() if check_mode else storage.lock(lock_timeout):
-            state, state_error, journal, present = inspect(storage, storage.describe(STATE_NAME))
-            if journal is not None and state_error is None:
-                present = _recover(storage, journal, state, present, check_mode, warnings)
-            decision = decide(manifest, key, destination_cfg, state, state_error, present,
-                              frozenset(p.path for p in planned), force, storage.describe())
-            needs_content = decision.action != "skip" and decision.reconciliation != "none"
-            contents = render_contents(bundle, planned, pipeline_cfg.allow_raw_html) if needs_content else {}
-            the_plan = plan(decision, key, destination_cfg, manifest, planned, contents, state, present,
-                            bundle_path, base_url, now)
-            if not check_mode and the_plan.changed:
-                execute(the_plan, storage, bundle)
-    finally:
-        storage.close()
+    with opened(destination_cfg.storage, bundle_path, lock_timeout, check_mode, opener) as storage:
+        state, state_error, journal, present = inspect(storage)
+        if journal is not None and state_error is None:
+            present = _recover(storage, journal, state, present, check_mode, warnings)
+        decision = decide(manifest, key, destination_cfg, state, state_error, present,
+                          frozenset(p.path for p in planned), force, storage.describe())
+        needs_content = decision.action != "skip" and decision.reconciliation != "none"
+        contents = render_contents(bundle, planned, pipeline_cfg.allow_raw_html) if needs_content else {}
+        the_plan = plan(decision, key, destination_cfg, manifest, planned, contents, state, present,
+                        bundle_path, base_url, now)
+        if not check_mode and the_plan.changed:
+            execute(the_plan, storage, bundle)
     return result(the_plan, warnings, storage.describe(STATE_NAME))
 
 
 def _recover(storage, journal: Journal, state, present, check_mode: bool, warnings: list) -> frozenset:
     """Resolve a dead attempt's journal before deciding; check mode only says what it would do."""
     managed = set(state.by_path()) if state else set()
-    leftovers, _staged = recovery_deletes(journal, managed)
-    leftovers = [p for p in leftovers if p in present]
     if check_mode:
+        leftovers = [p for p in recovery_deletes(journal, managed)[0] if p in present]
         warnings.append("an interrupted publish left %d unrecorded output(s); a real run removes them first" % len(leftovers))
     else:
-        recover(storage, journal, managed)
+        leftovers = recover(storage, journal, managed)
         warnings.append("removed %d output(s) left by an interrupted publish (attempt %s)" % (len(leftovers), journal.token))
     return present - set(leftovers)
 

@@ -11,7 +11,7 @@ opened the same way and refused for the same reasons.
 
 from __future__ import annotations
 
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Iterator
@@ -21,10 +21,10 @@ from .config import Destination, parse_destination, render_bundle_path
 from .errors import DistributorError
 from .paths import JOURNAL_NAME, STATE_NAME
 from .plan import DISTRIBUTOR_VERSION
-from .publish import inspect
+from .root import inspect, opened
 from .state import SHARED_ROOT, Output, OwnerKey, State, serialize_state, state_to_dict
 from .storage.base import Storage
-from .storage.select import new_token, open_storage
+from .storage.select import open_storage
 from .timestamps import format_rfc3339, parse_rfc3339, utc_now
 
 
@@ -129,28 +129,23 @@ def parse_created(created: str | None) -> datetime | None:
 @contextmanager
 def open_managed_root(pipeline_id: str, destination: Destination, selector: tuple, lock_timeout: float,
                       check_mode: bool, opener) -> Iterator[ManagedRoot]:
-    """Open the selected root, hold its lock (not in check mode, which must leave no trace) and
-    read its record; the body runs while the lock is held, so what it decides is still true when
-    it writes. `selector` is (source_id, created): what fills the bundle path's placeholders."""
+    """Open the selected root under its lock and read the record the body may act on.
+    `selector` is (source_id, created): what fills the bundle path's placeholders."""
     source_id, created = selector
     bundle_path = render_bundle_path(destination, pipeline_id, source_id, parse_created(created))
-    storage = opener(destination.storage, bundle_path, new_token())
-    try:
-        with nullcontext() if check_mode else storage.lock(lock_timeout):
-            where = storage.describe(STATE_NAME)
-            state, state_error, journal, present = inspect(storage, where)
-            key = OwnerKey(pipeline_id, destination.id)
-            state = check_owner(state, state_error, key, destination, where)
-            warnings = []
-            if state.owner(key) is None:
-                warnings.append("owner %s has no record in %s" % (key, where))
-            if journal is not None:
-                warnings.append(
-                    "%s records an interrupted publish (attempt %s); its unrecorded outputs are left for "
-                    "the next publish to remove" % (storage.describe(JOURNAL_NAME), journal.token))
-            yield ManagedRoot(storage, key, bundle_path, state, present, warnings)
-    finally:
-        storage.close()
+    with opened(destination.storage, bundle_path, lock_timeout, check_mode, opener) as storage:
+        where = storage.describe(STATE_NAME)
+        state, state_error, journal, present = inspect(storage)
+        key = OwnerKey(pipeline_id, destination.id)
+        state = check_owner(state, state_error, key, destination, where)
+        warnings = []
+        if state.owner(key) is None:
+            warnings.append("owner %s has no record in %s" % (key, where))
+        if journal is not None:
+            warnings.append(
+                "%s records an interrupted publish (attempt %s); its unrecorded outputs are left for "
+                "the next publish to remove" % (storage.describe(JOURNAL_NAME), journal.token))
+        yield ManagedRoot(storage, key, bundle_path, state, present, warnings)
 
 
 def owner_to_dict(key: OwnerKey) -> dict:

@@ -1,0 +1,49 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Opening one destination bundle path: the lock and the reading every operation starts with.
+
+Publish, reconcile-state and prune all act on what they read under the lock, so what they
+decide is still true when they write. Check mode takes no lock: it must leave no trace.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager, nullcontext
+from typing import Iterator
+
+from .errors import DistributorError
+from .execute import parse_journal
+from .paths import JOURNAL_NAME, STATE_NAME, is_reserved
+from .state import parse_state
+from .storage.base import Storage
+from .storage.select import new_token
+
+
+@contextmanager
+def opened(storage_config: dict, bundle_path: str, lock_timeout: float, check_mode: bool, opener) -> Iterator[Storage]:
+    storage = opener(storage_config, bundle_path, new_token())
+    try:
+        with nullcontext() if check_mode else storage.lock(lock_timeout):
+            yield storage
+    finally:
+        storage.close()
+
+
+def inspect(storage: Storage):
+    """(state, state_error, journal, present): everything a decision needs to know of the root.
+
+    Invalid state is returned, not raised: single-owner force may replace it, and the other
+    operations word their own refusal.
+    """
+    raw = storage.read_bytes(STATE_NAME)
+    state, state_error = None, None
+    if raw is not None:
+        try:
+            state = parse_state(raw, storage.describe(STATE_NAME))
+        except DistributorError as error:
+            if error.reason != "invalid_state":
+                raise
+            state_error = error
+    raw_journal = storage.read_bytes(JOURNAL_NAME)
+    journal = parse_journal(raw_journal, storage.describe(JOURNAL_NAME)) if raw_journal is not None else None
+    present = frozenset(p for p in storage.list_files() if not is_reserved(p))
+    return state, state_error, journal, present
