@@ -29,7 +29,7 @@ def render_contents(bundle: Bundle, planned, allow_raw_html: bool) -> dict:
     generated outputs are rendered now (reading verifies their source) so the plan knows them."""
     contents = {}
     for item in planned:
-        if item.transform == "copy":
+        if item.kind == "source":
             entry = bundle.manifest.file(item.source_path)
             contents[item.path] = Content(entry.sha256, entry.size)
         else:
