@@ -13,6 +13,7 @@ import traceback
 from functools import lru_cache
 
 from .errors import DistributorError, MissingLibrary
+from .fastcheck import without_checked_items
 
 try:
     import jsonschema
@@ -410,6 +411,6 @@ def _validator(name: str):
 def validate(name: str, data: object, where: str, reason: str) -> None:
     """Raise DistributorError(reason) naming `where` and the field when `data` breaks schema `name`."""
     validator = _validator(name)
-    error = jsonschema.exceptions.best_match(validator.iter_errors(data))
+    error = jsonschema.exceptions.best_match(validator.iter_errors(without_checked_items(name, data)))
     if error is not None:
         raise DistributorError(reason, "%s: %s" % (where, _describe(error, name)))

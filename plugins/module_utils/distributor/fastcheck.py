@@ -1,0 +1,81 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Plain-Python checks of the large arrays (manifest `files[]`, state `outputs[]`), so jsonschema
+runs on the rest of a document instead of on 100,000 entries.
+
+Each check is sufficient, never necessary: it accepts an item only when the item's schema in
+schemas.py certainly accepts it too (it may be stricter, as `type(v) is int` or a full-match
+pattern are). When every item passes, validating the document with that array emptied finds
+exactly the errors the whole document has, since items cannot fail; when any item does not pass,
+the caller validates the whole document with jsonschema, so acceptances, rejections and error
+wording stay jsonschema's. tests/unit/test_fastcheck.py holds the two paths to that.
+"""
+
+from __future__ import annotations
+
+import re
+
+_SHA256 = re.compile(r"sha256:[0-9a-f]{64}")
+_HTTP_URL = re.compile(r"[Hh][Tt][Tt][Pp][Ss]?://[^\s]+")
+
+
+def _text(value) -> bool:
+    return type(value) is str
+
+
+def _id(value) -> bool:
+    return type(value) is str and value != ""
+
+
+def _sha256(value) -> bool:
+    return type(value) is str and _SHA256.fullmatch(value) is not None
+
+
+def _size(value) -> bool:
+    return type(value) is int and value >= 0
+
+
+def _url(value) -> bool:
+    return type(value) is str and _HTTP_URL.fullmatch(value) is not None
+
+
+def _manifest_file(item) -> bool:
+    return (type(item) is dict and len(item) == 3 and _id(item.get("path"))
+            and _sha256(item.get("sha256")) and _size(item.get("size")))
+
+
+_OUTPUT = {"path": _text, "source_path": _text, "transform": _id, "url": _url, "sha256": _sha256, "size": _size}
+_OUTPUT_V2 = dict(_OUTPUT, created_at=_id, updated_at=_id)
+_OUTPUT_V3 = dict(_OUTPUT_V2, pipeline_id=_id, destination_id=_id, source_id=_id, source_digest=_sha256, source_created=_id)
+
+
+def _output_check(checks: dict, required: tuple):
+    def check(item) -> bool:
+        if type(item) is not dict or any(key not in item for key in required):
+            return False
+        kind = item["kind"]
+        if type(kind) is not str or not (kind == "source" or (kind == "generated" and "transform" in item)):
+            return False
+        return all(valid(item[key]) for key, valid in checks.items() if key in item)
+    return check
+
+
+_OUTPUT_REQUIRED = ("path", "kind", "source_path", "sha256", "size")
+_OUTPUT_REQUIRED_V2 = _OUTPUT_REQUIRED + ("created_at", "updated_at")
+_OUTPUT_REQUIRED_V3 = _OUTPUT_REQUIRED_V2 + ("destination_id", "pipeline_id", "source_created", "source_digest", "source_id")
+
+ITEM_CHECKS = {
+    "manifest": ("files", _manifest_file),
+    "state-v1": ("outputs", _output_check(_OUTPUT, _OUTPUT_REQUIRED)),
+    "state-v2": ("outputs", _output_check(_OUTPUT_V2, _OUTPUT_REQUIRED_V2)),
+    "state-v3": ("outputs", _output_check(_OUTPUT_V3, _OUTPUT_REQUIRED_V3)),
+}
+
+
+def without_checked_items(name: str, data: object) -> object:
+    """`data` with its large array emptied when every item passes its check, else `data` itself."""
+    key, check = ITEM_CHECKS.get(name, (None, None))
+    if key is None or type(data) is not dict or type(data.get(key)) is not list:
+        return data
+    if not all(map(check, data[key])):
+        return data
+    return dict(data, **{key: []})
