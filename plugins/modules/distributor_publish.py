@@ -33,6 +33,13 @@ options:
     description: Seconds to wait for another publisher of the same root before failing with C(locked).
     type: float
     default: 60
+  return_state:
+    description:
+      - Return the full C(.distributor.json) record as RV(state) even without C(--diff).
+      - It embeds the whole manifest and every output record, so for bundles of thousands of files
+        it is the largest part of the result; with C(--diff) it is always returned.
+    type: bool
+    default: false
 extends_documentation_fragment:
   - distributor.core.distributor.DESTINATION
   - distributor.core.distributor.PIPELINE
@@ -138,7 +145,7 @@ outputs:
             created_at: "2026-06-04T12:00:00Z", updated_at: "2026-06-04T12:00:00Z"}]
 state:
   description: The C(.distributor.json) record written, or that would be written in check mode.
-  returned: success
+  returned: with C(--diff) or I(return_state=true)
   type: dict
   sample: {schema_version: 2, pipeline_id: reports, destination_id: archive}
 """
@@ -155,12 +162,15 @@ def main():
         destination=DESTINATION,
         force=dict(type="bool", default=False),
         lock_timeout=dict(type="float", default=60.0),
+        return_state=dict(type="bool", default=False),
     )
     run_module(
         argument_spec,
-        lambda params, check_mode: publish(
-            params["source"], params["pipeline"], params["destination"], params["force"], params["lock_timeout"], check_mode
+        lambda params, check_mode, diff_mode: publish(
+            params["source"], params["pipeline"], params["destination"], params["force"], params["lock_timeout"], check_mode,
+            full_result=diff_mode or params["return_state"],
         ),
+        diff_aware=True,
     )
 
 

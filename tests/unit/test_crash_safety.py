@@ -111,3 +111,14 @@ def test_failed_attempt_cleanup_removes_only_newly_created_outputs(tmp_path):
     assert "d.png" not in store
     assert store["b.png"] == b"b2"
     assert sorted(o["path"] for o in read_json(store[STATE_NAME])["outputs"]) == ["a.html", "b.png", "c.png"]
+
+
+def test_a_skip_lists_nothing_and_writes_nothing(tmp_path):
+    store = {}
+    bundle = write_bundle(tmp_path / "b", {"a.md": b"# A\n", "b.png": b"b"})
+    publish(bundle, PIPELINE, destination(), now=NOW, opener=opener(store, Cut()))
+    operations = []
+    result = publish(bundle, PIPELINE, destination(), now=LATER, opener=opener(store, lambda op, path: operations.append(op)),
+                     full_result=False)
+    assert result["action"] == "skip" and "state" not in result and "diff" not in result
+    assert "list" not in operations and "write" not in operations, operations

@@ -198,3 +198,29 @@ def test_migration_of_an_unchanged_source_rewrites_state_only():
 
 def test_migration_of_another_owners_single_owner_state_is_a_conflict():
     fails("conflict", recorded=single_state(NEW, pipeline_id="events"), present={"report.md"}, **SHARED)
+
+
+# Deciding before listing the root (present=None): only what needs no listing is decided.
+
+def unlisted(**kwargs):
+    return decide(kwargs.pop("m", NEW), KEY, destination(**kwargs.pop("dest", {})), kwargs.pop("recorded", None), None, None,
+                  PLANNED, kwargs.pop("force", False), "memory:/")
+
+
+def test_a_skip_is_decided_without_listing_the_root():
+    assert unlisted(recorded=single_state(NEW)).action == "skip"
+    assert unlisted(recorded=shared_state(("reports", "archive", NEW, ["report.md"])), dest={"state": {"mode": "shared_root"}}).action == "skip"
+
+
+def test_anything_that_writes_asks_for_the_listing_first():
+    assert unlisted() is None
+    assert unlisted(recorded=single_state(OLD)) is None
+    assert unlisted(recorded=shared_state(("reports", "archive", OLD, ["report.md"])), dest={"state": {"mode": "shared_root"}}) is None
+
+
+def test_a_forced_publish_over_a_conflict_lists_first_and_an_unforced_one_fails_alike():
+    same_time = manifest(files={"other.md": b"x"})
+    assert unlisted(m=same_time, recorded=single_state(NEW), force=True) is None
+    with pytest.raises(DistributorError) as caught:
+        unlisted(m=same_time, recorded=single_state(NEW))
+    assert caught.value.reason == "conflict"

@@ -17,11 +17,14 @@ class DistributorModule(AnsibleModule):
         super().fail_json(msg=msg, **kwargs)
 
 
-def run_module(argument_spec: dict, operation) -> None:
-    """`operation(params, check_mode)` returns the result dict (with `changed` and `diff`)."""
+def run_module(argument_spec: dict, operation, diff_aware: bool = False) -> None:
+    """`operation(params, check_mode)` returns the result dict (with `changed` and `diff`); with
+    `diff_aware` it is `operation(params, check_mode, diff_mode)`, for results that are costly
+    to build when nobody asked for the diff."""
     module = DistributorModule(argument_spec=argument_spec, supports_check_mode=True)
     try:
-        result = operation(module.params, module.check_mode)
+        extra = (module._diff,) if diff_aware else ()
+        result = operation(module.params, module.check_mode, *extra)
     except MissingLibrary as error:
         module.fail_json(msg=missing_required_lib(error.library, reason="for " + error.purpose), exception=error.traceback, reason=error.reason)
     except DistributorError as error:

@@ -86,12 +86,16 @@ def decide(
     destination: Destination,
     state: State | None,
     state_error: DistributorError | None,
-    present: frozenset,
+    present: frozenset | None,
     planned: frozenset,
     force: bool,
     where: str,
 ) -> Decision:
-    """The decision for publishing `manifest` as owner `key`; raises the contract's failures."""
+    """The decision for publishing `manifest` as owner `key`; raises the contract's failures.
+
+    `present` None means the root has not been listed: the decision is returned when it needs no
+    listing (a skip, a migration of an unchanged source, or a failure), else None, and the shell
+    lists the root and asks again. A skip of a large bundle thus costs no listing."""
     if destination.shared_root:
         if state_error is not None:
             raise DistributorError(
@@ -113,17 +117,20 @@ def decide(
         return decide_single_owner(manifest, key, destination, state, present, planned, where)
     except DistributorError as error:
         if force and error.reason in ("conflict", "unmanaged", "invalid_state"):
+            if present is None:
+                return None
             return Decision("force_replace", "forced replacement of the bundle path: " + error.message, "replace", state)
         raise
 
 
 def decide_single_owner(manifest, key, destination, state, present, planned, where) -> Decision:
     if state is None:
+        if present is None:
+            return None
         if present:
             raise _unmanaged(present, where)
         return Decision("publish", "no state and no content at the bundle path: publish new outputs", destination.reconciliation)
     owner = state.owners[0]
-    unmanaged = present - set(state.by_path())
     mismatch = _identity_mismatch(owner, key, manifest)
     if mismatch:
         if not _may_take_over(destination):
@@ -132,12 +139,18 @@ def decide_single_owner(manifest, key, destination, state, present, planned, whe
                 "%s: %s. Set takeover.mode: managed (or transfer.on_conflict: replace) to take "
                 "ownership of its managed outputs." % (where, mismatch),
             )
+        if present is None:
+            return None
+        unmanaged = present - set(state.by_path())
         if unmanaged:
             raise _unmanaged(unmanaged, where)
         return Decision("takeover", mismatch + "; takeover replaces its managed outputs", "replace", state)
     update, why = compare_sources(owner.manifest, manifest, destination)
     if not update:
         return Decision("skip", why, destination.reconciliation, state)
+    if present is None:
+        return None
+    unmanaged = present - set(state.by_path())
     blocking = unmanaged if destination.reconciliation == "replace" else unmanaged & planned
     if blocking:
         raise _unmanaged(blocking, where)
@@ -184,6 +197,8 @@ def decide_shared_root(manifest, key, destination, state, present, planned, forc
             )
         action, reconciliation = "takeover", "replace"
         why += "; takes over %s" % _some(taken)
+    if present is None:
+        return None
     unmanaged = frozenset(p for p in planned & present if p not in managed)
     if unmanaged:
         if not force:

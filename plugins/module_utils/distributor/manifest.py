@@ -171,6 +171,7 @@ class Bundle:
     def __init__(self, root: str, manifest: Manifest):
         self.root = root
         self.manifest = manifest
+        self._inside = _Inside(root)
 
     @classmethod
     def load(cls, source_dir: str) -> Bundle:
@@ -180,7 +181,7 @@ class Bundle:
         where = os.path.join(root, MANIFEST_NAME)
         bundle = cls(root, parse_manifest(_read_json(where), where))
         for entry in bundle.manifest.files:
-            size = _listed_file(root, entry.path, where)[1]
+            size = _listed_file(bundle._inside, entry.path, where)[1]
             if size != entry.size:
                 raise _size_mismatch(entry.path, entry.size, "%d bytes" % size)
         return bundle
@@ -193,7 +194,7 @@ class Bundle:
         entry = self.manifest.file(path)
         hasher = hashlib.sha256()
         size = 0
-        for chunk in _read_chunks(_resolve_inside(self.root, path, self.root), "verification_failed"):
+        for chunk in _read_chunks(self._inside.resolve(path, self.root)[0], "verification_failed"):
             size += len(chunk)
             if size > entry.size:
                 raise _size_mismatch(path, entry.size, "more than %d bytes" % entry.size)
@@ -251,23 +252,56 @@ def _refuse_duplicate_keys(pairs: list[tuple[str, object]]) -> dict:
     return result
 
 
-def _resolve_inside(root: str, path: str, where: str) -> str:
-    """The real location of a bundle file; a symlink may point anywhere inside the bundle but
-    never out of it, so a producer cannot make distributor publish the host's files."""
-    real_root = os.path.realpath(root)
-    real = os.path.realpath(os.path.join(root, *path.split("/")))
-    if os.path.commonpath([real_root, real]) != real_root:
-        raise DistributorError("invalid_manifest", "%s: %s resolves to %s, outside the bundle; replace the "
-                               "symbolic link with the file itself" % (where, show(path), real))
-    return real
+class _Inside:
+    """Real locations of a bundle's files; a symlink may point anywhere inside the bundle but
+    never out of it, so a producer cannot make distributor publish the host's files.
+
+    Each directory is resolved once per bundle (not once per file and read), so loading costs
+    one lstat per listed file when no file is a link."""
+
+    def __init__(self, root: str):
+        self.root = root
+        self.real_root = os.path.realpath(root)
+        self._dirs = {"": self.real_root}
+
+    def _outside(self, path: str, real: str, where: str) -> DistributorError:
+        return DistributorError("invalid_manifest", "%s: %s resolves to %s, outside the bundle; replace the "
+                                "symbolic link with the file itself" % (where, show(path), real))
+
+    def _inside(self, real: str) -> bool:
+        return os.path.commonpath([self.real_root, real]) == self.real_root
+
+    def resolve(self, path: str, where: str) -> tuple[str, os.stat_result | None]:
+        """(real location, its lstat or None when it does not exist)."""
+        head, _, name = path.rpartition("/")
+        real_dir = self._dirs.get(head)
+        if real_dir is None:
+            real_dir = os.path.realpath(os.path.join(self.root, *head.split("/")))
+            if not self._inside(real_dir):
+                raise self._outside(path, os.path.join(real_dir, name), where)
+            self._dirs[head] = real_dir
+        real = os.path.join(real_dir, name)
+        try:
+            info = os.lstat(real)
+        except FileNotFoundError:
+            return real, None
+        except OSError as exc:
+            raise DistributorError("invalid_manifest", "%s: cannot read %s: %s" % (
+                where, show(path), exc.strerror or exc)) from None
+        if stat.S_ISLNK(info.st_mode):
+            real = os.path.realpath(real)
+            if not self._inside(real):
+                raise self._outside(path, real, where)
+            info = None
+        return real, info
 
 
-def _listed_file(root: str, path: str, where: str) -> tuple[str, int]:
+def _listed_file(inside: _Inside, path: str, where: str) -> tuple[str, int]:
     """The real location and size of a listed file that exists, inside the bundle, as a
     regular file."""
-    real = _resolve_inside(root, path, where)
+    real, info = inside.resolve(path, where)
     try:
-        info = os.stat(real)
+        info = info or os.stat(real)
     except FileNotFoundError:
         raise DistributorError("invalid_manifest", "%s: %s is listed but does not exist" % (
             where, show(path))) from None
@@ -300,7 +334,8 @@ def build_manifest(source_dir: str, manifest_id: str, created: str, paths: Itera
     """
     root = os.path.abspath(source_dir)
     listed = sorted(_walk(root) if paths is None else paths, key=lambda p: p.encode("utf-8", "surrogateescape"))
-    files = tuple(_hash_file(root, path) for path in listed)
+    inside = _Inside(root)
+    files = tuple(_hash_file(root, inside, path) for path in listed)
     manifest = Manifest(SCHEMA_VERSION, manifest_id, compute_digest(files), created, files)
     return parse_manifest(manifest.to_dict(), os.path.join(root, MANIFEST_NAME))
 
@@ -331,7 +366,7 @@ def _unlistable(exc: OSError) -> None:
     raise DistributorError("invalid_manifest", "cannot list %s: %s" % (exc.filename, exc.strerror or exc))
 
 
-def _hash_file(root: str, path: str) -> ManifestFile:
+def _hash_file(root: str, inside: _Inside, path: str) -> ManifestFile:
     if path == MANIFEST_NAME:
         problem = "is the manifest itself, which cannot list its own hash"
     else:
@@ -339,7 +374,7 @@ def _hash_file(root: str, path: str) -> ManifestFile:
     if problem:
         raise DistributorError("invalid_manifest", "%s: cannot list %s in a manifest: it %s" % (
             root, show(path), problem))
-    real = _listed_file(root, path, root)[0]
+    real = _listed_file(inside, path, root)[0]
     hasher = hashlib.sha256()
     size = 0
     for chunk in _read_chunks(real, "invalid_manifest"):

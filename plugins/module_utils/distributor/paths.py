@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
+import re
+
 RESERVED_PREFIX = ".distributor"
 STATE_NAME = ".distributor.json"
 JOURNAL_NAME = ".distributor.journal.json"
 LOCK_NAME = ".distributor.lock"
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
 
 
 def path_problem(path: object) -> str | None:
@@ -19,7 +22,7 @@ def path_problem(path: object) -> str | None:
         return "is absolute"
     if "\\" in path:
         return "contains a backslash"
-    if any(ord(c) < 32 or ord(c) == 127 for c in path):
+    if _CONTROL.search(path):
         return "contains a control character"
     for segment in path.split("/"):
         if segment in ("", ".", ".."):
@@ -29,7 +32,7 @@ def path_problem(path: object) -> str | None:
 
 def is_reserved(path: str) -> bool:
     """Names starting `.distributor` belong to distributor itself at every level of a destination."""
-    return any(segment.startswith(RESERVED_PREFIX) for segment in path.split("/"))
+    return RESERVED_PREFIX in path and any(segment.startswith(RESERVED_PREFIX) for segment in path.split("/"))
 
 
 def join(*parts: str) -> str:

@@ -17,7 +17,7 @@ from .execute import Journal, execute, recover, recovery_deletes
 from .manifest import Bundle
 from .paths import STATE_NAME
 from .plan import Content, plan, plan_outputs
-from .root import inspect, opened
+from .root import list_present, opened, read_records
 from .state import OwnerKey, output_to_dict, state_to_dict
 from .storage.select import open_storage
 from .timestamps import utc_now
@@ -39,8 +39,11 @@ def render_contents(bundle: Bundle, planned, allow_raw_html: bool) -> dict:
 
 
 def publish(source: str, pipeline: dict, destination: dict, force: bool = False, lock_timeout: float = 60.0,
-            check_mode: bool = False, now: datetime | None = None, opener=open_storage) -> dict:
-    """Publish one bundle to one destination; `opener` lets tests hand in a fault-injecting backend."""
+            check_mode: bool = False, now: datetime | None = None, opener=open_storage, full_result: bool = True) -> dict:
+    """Publish one bundle to one destination; `opener` lets tests hand in a fault-injecting backend.
+
+    Without `full_result` the result leaves out `state` and `diff`, which repeat the whole manifest
+    and every output record: the module asks for them only with --diff or return_state."""
     now = now or utc_now()
     pipeline_cfg = parse_pipeline(pipeline)
     destination_cfg = parse_destination(destination)
@@ -52,18 +55,24 @@ def publish(source: str, pipeline: dict, destination: dict, force: bool = False,
     key = OwnerKey(pipeline_cfg.id, destination_cfg.id)
     warnings = []
     with opened(destination_cfg.storage, bundle_path, lock_timeout, check_mode, opener) as storage:
-        state, state_error, journal, present = inspect(storage)
-        if journal is not None and state_error is None:
-            present = _recover(storage, journal, state, present, check_mode, warnings)
-        decision = decide(manifest, key, destination_cfg, state, state_error, present,
-                          frozenset(p.path for p in planned), force, storage.describe())
+        state, state_error, journal = read_records(storage)
+        planned_paths = frozenset(p.path for p in planned)
+        present = None
+        decision = None
+        if journal is None:
+            decision = decide(manifest, key, destination_cfg, state, state_error, None, planned_paths, force, storage.describe())
+        if decision is None:
+            present = list_present(storage)
+            if journal is not None and state_error is None:
+                present = _recover(storage, journal, state, present, check_mode, warnings)
+            decision = decide(manifest, key, destination_cfg, state, state_error, present, planned_paths, force, storage.describe())
         needs_content = decision.action != "skip" and decision.reconciliation != "none"
         contents = render_contents(bundle, planned, pipeline_cfg.allow_raw_html) if needs_content else {}
         the_plan = plan(decision, key, destination_cfg, manifest, planned, contents, state, present,
                         bundle_path, base_url, now)
         if not check_mode and the_plan.changed:
             execute(the_plan, storage, bundle)
-    return result(the_plan, warnings, storage.describe(STATE_NAME))
+    return result(the_plan, warnings, storage.describe(STATE_NAME), full_result)
 
 
 def _recover(storage, journal: Journal, state, present, check_mode: bool, warnings: list) -> frozenset:
@@ -78,13 +87,13 @@ def _recover(storage, journal: Journal, state, present, check_mode: bool, warnin
     return present - set(leftovers)
 
 
-def result(the_plan, warnings: list, where: str) -> dict:
+def result(the_plan, warnings: list, where: str, full: bool = True) -> dict:
     """The module's return values, named as DESIGN.md fixes them."""
     decision = the_plan.decision
     after = the_plan.after
     shared = after is not None and after.mode == "shared_root"
     owner = after.owner(the_plan.owner) if after else None
-    return {
+    values = {
         "changed": the_plan.changed,
         "action": decision.action,
         "reason": decision.reason,
@@ -94,7 +103,8 @@ def result(the_plan, warnings: list, where: str) -> dict:
         "deleted": list(the_plan.deletes),
         "retained": list(the_plan.retained),
         "outputs": [output_to_dict(o, shared) for o in the_plan.outputs()],
-        "state": state_to_dict(after) if after else None,
-        "diff": report.diff(the_plan.before, after, where),
         "warnings": warnings,
     }
+    if full:
+        values.update(state=state_to_dict(after) if after else None, diff=report.diff(the_plan.before, after, where))
+    return values

@@ -34,6 +34,12 @@ def inspect(storage: Storage):
     Invalid state is returned, not raised: single-owner force may replace it, and the other
     operations word their own refusal.
     """
+    return read_records(storage) + (list_present(storage),)
+
+
+def read_records(storage: Storage):
+    """(state, state_error, journal): what inspect reads before listing; a publish that these
+    alone decide (a skip) lists nothing."""
     raw = storage.read_bytes(STATE_NAME)
     state, state_error = None, None
     if raw is not None:
@@ -45,5 +51,9 @@ def inspect(storage: Storage):
             state_error = error
     raw_journal = storage.read_bytes(JOURNAL_NAME)
     journal = parse_journal(raw_journal, storage.describe(JOURNAL_NAME)) if raw_journal is not None else None
-    present = frozenset(p for p in storage.list_files() if not is_reserved(p))
-    return state, state_error, journal, present
+    return state, state_error, journal
+
+
+def list_present(storage: Storage) -> frozenset:
+    """The non-reserved files under the bundle path."""
+    return frozenset(p for p in storage.list_files() if not is_reserved(p))
