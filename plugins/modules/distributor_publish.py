@@ -33,11 +33,14 @@ options:
     description: Seconds to wait for another publisher of the same root before failing with C(locked).
     type: float
     default: 60
-  return_state:
+  return_records:
     description:
-      - Return the full C(.distributor.json) record as RV(state) even without C(--diff).
-      - It embeds the whole manifest and every output record, so for bundles of thousands of files
-        it is the largest part of the result; with C(--diff) it is always returned.
+      - Return this owner's output records as RV(outputs) and the full C(.distributor.json) record
+        as RV(state) even without C(--diff).
+      - They hold one entry per output (the state also the whole manifest), so for bundles of
+        thousands of files they are most of the result and cost Ansible more than the publish
+        itself; with C(--diff) they are always returned. RV(written), RV(deleted) and
+        RV(primary_url) are always returned.
     type: bool
     default: false
 extends_documentation_fragment:
@@ -137,7 +140,7 @@ retained:
   sample: []
 outputs:
   description: The output records now managed for this pipeline and destination.
-  returned: success
+  returned: with C(--diff) or I(return_records=true)
   type: list
   elements: dict
   sample: [{path: report.html, kind: generated, source_path: report.md, transform: markdown_to_html,
@@ -145,7 +148,7 @@ outputs:
             created_at: "2026-06-04T12:00:00Z", updated_at: "2026-06-04T12:00:00Z"}]
 state:
   description: The C(.distributor.json) record written, or that would be written in check mode.
-  returned: with C(--diff) or I(return_state=true)
+  returned: with C(--diff) or I(return_records=true)
   type: dict
   sample: {schema_version: 2, pipeline_id: reports, destination_id: archive}
 """
@@ -162,13 +165,13 @@ def main():
         destination=DESTINATION,
         force=dict(type="bool", default=False),
         lock_timeout=dict(type="float", default=60.0),
-        return_state=dict(type="bool", default=False),
+        return_records=dict(type="bool", default=False),
     )
     run_module(
         argument_spec,
         lambda params, check_mode, diff_mode: publish(
             params["source"], params["pipeline"], params["destination"], params["force"], params["lock_timeout"], check_mode,
-            full_result=diff_mode or params["return_state"],
+            full_result=diff_mode or params["return_records"],
         ),
         diff_aware=True,
     )

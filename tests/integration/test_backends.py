@@ -89,7 +89,7 @@ def test_publish_skip_replace_older_merge_and_check_mode(playbook, make_bundle, 
         publish(v1, seq),
         publish(v2, seq),
         publish(older, seq),
-        publish(v3, destination(backend, "seq", reconciliation={"mode": "merge"}), return_state=True),
+        publish(v3, destination(backend, "seq", reconciliation={"mode": "merge"}), return_records=True),
         publish(v4, seq, task={"check_mode": True, "diff": True}),
         publish(v1, destination(backend, "dry"), task={"check_mode": True}),
     ])
@@ -101,7 +101,7 @@ def test_publish_skip_replace_older_merge_and_check_mode(playbook, make_bundle, 
     assert sorted(first["written"]) == ["chart.png", "report.html"] and first["bundle_path"] == "seq/" + DAY
     assert first["primary_url"] == "https://reports.example.com/seq/2026-06-04/report.html"
     assert (again["action"], again["changed"], again["written"], again["deleted"]) == ("skip", False, [], [])
-    assert "state" not in again and "state" not in first, "the full state record is returned only when asked for"
+    assert not {"state", "outputs"} & (set(again) | set(first)), "the records are returned only when asked for"
     assert checked["state"]["source"]["manifest"]["id"] == manifest_of(v4)["id"], "--diff returns the state record"
     assert (newer["action"], newer["changed"]) == ("replace", True)
     assert newer["written"] == ["report.html"] and newer["deleted"] == ["chart.png"]
@@ -138,7 +138,7 @@ def test_state_record_unmanaged_refusal_and_force_bounded_to_the_bundle_path(pla
     backend.put("forced/%s-extra/report.html" % DAY, b"a sibling sharing the prefix")
     bundle = make_bundle(REPORT)
     fresh, refused, forced = playbook.run([
-        publish(bundle, destination(backend, "state"), return_state=True),
+        publish(bundle, destination(backend, "state"), return_records=True),
         publish(bundle, destination(backend, "hand")),
         publish(bundle, destination(backend, "forced"), force=True),
     ])

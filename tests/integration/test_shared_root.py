@@ -131,7 +131,7 @@ def test_check_mode_reports_shared_root_actions_without_writing(two_owners, play
 def test_single_owner_state_of_the_same_owner_migrates_to_schema_3(playbook, make_bundle, backend):
     daily = make_bundle({"daily/report.md": b"# Daily\n"}, id="daily")
     single = dict(dest(backend), state={"mode": "single_owner"})
-    first, migrated, again = playbook.run([task(daily, DAILY, single, return_state=True), task(daily, DAILY, dest(backend)),
+    first, migrated, again = playbook.run([task(daily, DAILY, single, return_records=True), task(daily, DAILY, dest(backend)),
                                            task(daily, DAILY, dest(backend))])
     assert first["state"]["schema_version"] == 2
     assert (migrated["action"], migrated["changed"], migrated["written"]) == ("migrate", True, [])

@@ -42,8 +42,10 @@ def publish(source: str, pipeline: dict, destination: dict, force: bool = False,
             check_mode: bool = False, now: datetime | None = None, opener=open_storage, full_result: bool = True) -> dict:
     """Publish one bundle to one destination; `opener` lets tests hand in a fault-injecting backend.
 
-    Without `full_result` the result leaves out `state` and `diff`, which repeat the whole manifest
-    and every output record: the module asks for them only with --diff or return_state."""
+    Without `full_result` the result leaves out `outputs`, `state` and `diff`, which hold every
+    output record (the state the whole manifest too): Ansible copies and scans a result several
+    times, so for 10,000 files they cost more than the publish. The module asks for them only
+    with --diff or return_records."""
     now = now or utc_now()
     pipeline_cfg = parse_pipeline(pipeline)
     destination_cfg = parse_destination(destination)
@@ -102,9 +104,9 @@ def result(the_plan, warnings: list, where: str, full: bool = True) -> dict:
         "written": [w.path for w in the_plan.writes],
         "deleted": list(the_plan.deletes),
         "retained": list(the_plan.retained),
-        "outputs": [output_to_dict(o, shared) for o in the_plan.outputs()],
         "warnings": warnings,
     }
     if full:
-        values.update(state=state_to_dict(after) if after else None, diff=report.diff(the_plan.before, after, where))
+        values.update(outputs=[output_to_dict(o, shared) for o in the_plan.outputs()],
+                      state=state_to_dict(after) if after else None, diff=report.diff(the_plan.before, after, where))
     return values
