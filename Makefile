@@ -186,6 +186,8 @@ $(BENCH_TOOLS)/.installed: benchmarks/requirements.txt
 
 bench: collection $(BENCH_TOOLS)/.installed
 	$(VENV_BIN)/python benchmarks/run.py --aws $(BENCH_TOOLS)/bin/aws $(BENCH_ARGS)
+	$(VENV_BIN)/python benchmarks/scale.py $(filter --quick,$(BENCH_ARGS))
+	$(BENCH_TOOLS)/bin/python benchmarks/plot.py
 bench: export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 
 clean:

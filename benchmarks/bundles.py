@@ -129,4 +129,5 @@ def change(root: str, spec: BundleSpec, seed: int, fraction: float = 0.1) -> lis
     for index in chosen:
         _write_file(root, spec, index, seed + 1)
     create_manifest(root, BUNDLE_ID, CHANGED)
-    return [paths(spec)[i] for i in chosen]
+    every = paths(spec)
+    return [every[i] for i in chosen]

@@ -1,0 +1,100 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A shared root of many owners: what one owner's publish costs as the root grows.
+
+    python benchmarks/shared_root.py [--outputs 1000,10000,100000] [--owners 50] [--quick]
+
+The root's state is written directly (every owner with its manifest and its outputs, as a real
+shared root records them); the owner under test then plans a publish of a changed bundle
+(check mode: reading, parsing, deciding, planning, no writes) and publishes its unchanged one
+(a skip). Output files of the other owners need not exist: neither a plan nor a skip opens them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import replace
+
+from harness import publish, time_call
+from ansible_collections.distributor.core.plugins.module_utils.distributor.manifest import (
+    Manifest, ManifestFile, compute_digest, write_manifest)
+from ansible_collections.distributor.core.plugins.module_utils.distributor.state import (
+    Output, Owner, OwnerKey, State, serialize_state)
+
+STAMP = "2026-06-04T12:00:00Z"
+
+
+LATER = "2026-06-05T12:00:00Z"
+
+
+def _content(owner: int, index: int) -> bytes:
+    return b"%d/%d" % (owner, index)
+
+
+def _manifest(owner: int, count: int, created: str) -> Manifest:
+    files = tuple(ManifestFile("o%02d/f%06d.txt" % (owner, i), "sha256:" + hashlib.sha256(_content(owner, i)).hexdigest(),
+                               len(_content(owner, i))) for i in range(count))
+    return Manifest(1, "owner-%02d" % owner, compute_digest(files), created, files)
+
+
+def _root(root: str, outputs: int, owners: int) -> Manifest:
+    """The root's state; returns the manifest it records for owner p00."""
+    per = outputs // owners
+    records, owner_records = [], []
+    manifests = [_manifest(owner, per, STAMP) for owner in range(owners)]
+    for owner, m in enumerate(manifests):
+        key = OwnerKey("p%02d" % owner, "shared")
+        owner_records.append(Owner(key, "replace", m, None))
+        records += [Output(f.path, "source", f.path, None, None, f.sha256, f.size, STAMP, STAMP, key, m.id, m.digest, m.created)
+                    for f in m.files]
+    state = State("shared_root", 3, STAMP, STAMP, None, "0.1.0", tuple(owner_records), tuple(records))
+    os.makedirs(os.path.join(root, "site"))
+    with open(os.path.join(root, "site", ".distributor.json"), "wb") as handle:
+        handle.write(serialize_state(state))
+    return manifests[0]
+
+
+def _bundle(directory: str, m: Manifest) -> str:
+    for i, f in enumerate(m.files):
+        path = os.path.join(directory, f.path)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as handle:
+            handle.write(_content(0, i))
+    write_manifest(directory, m)
+    return directory
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
+    parser.add_argument("--outputs", default="1000,10000,100000")
+    parser.add_argument("--owners", type=int, default=50)
+    parser.add_argument("--quick", action="store_true", help="up to 10,000 outputs")
+    args = parser.parse_args(argv)
+    counts = [int(c) for c in args.outputs.split(",") if not args.quick or int(c) <= 10000]
+    print("| outputs in the root | owners | state MiB | one owner's plan (check mode) s | its skip s |")
+    print("| ---: | ---: | ---: | ---: | ---: |")
+    for count in counts:
+        workdir = tempfile.mkdtemp(prefix="distributor-shared-")
+        try:
+            root = os.path.join(workdir, "root")
+            mine = _root(root, count, args.owners)
+            dest = {"id": "shared", "storage": {"type": "local", "root": root}, "path": "site", "state": {"mode": "shared_root"}}
+            same = _bundle(os.path.join(workdir, "same"), mine)
+            newer = _bundle(os.path.join(workdir, "newer"), replace(mine, created=LATER))
+            planned, result = time_call(publish, newer, {"id": "p00"}, dest, check_mode=True, full_result=False)
+            assert result["action"] == "replace", result["reason"]
+            skip, result = time_call(publish, same, {"id": "p00"}, dest, full_result=False)
+            assert result["action"] == "skip", result["reason"]
+            size = os.path.getsize(os.path.join(root, "site", ".distributor.json")) / 2**20
+            print("| {:,} | {} | {:.1f} | {:.2f} | {:.2f} |".format(count, args.owners, size, planned.seconds, skip.seconds), flush=True)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
