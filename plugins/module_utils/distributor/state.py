@@ -95,11 +95,21 @@ def parse_state(raw: bytes, where: str) -> State:
 
 
 def _timestamp(value: str, where: str, field: str) -> str:
+    if value in _VALID_TIMES:
+        return value
     try:
         parse_rfc3339(value)
     except ValueError as exc:
         raise DistributorError("invalid_state", "%s: %s: %s" % (where, field, exc)) from exc
+    if len(_VALID_TIMES) >= 4096:
+        _VALID_TIMES.clear()
+    _VALID_TIMES.add(value)
     return value
+
+
+# A state of 100,000 outputs holds a handful of distinct timestamps, each parsed three times per
+# output otherwise; a valid timestamp string stays valid, so remembering them is safe.
+_VALID_TIMES: set = set()
 
 
 def _output(record: dict, owner: OwnerKey, manifest: Manifest | None, fallback_time: str | None, where: str, index: int) -> Output:
