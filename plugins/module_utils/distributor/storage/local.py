@@ -79,27 +79,34 @@ class LocalStorage(Storage):
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
         staged, real = self._stage(path, chunks)
-        self._commit([(staged, real)])
+        self._rename_synced([(staged, real)], [_fsync_path(staged)])
         self._sync_directories({os.path.dirname(real)})
 
     def write_many(self, items: Iterable[tuple[str, Callable[[], Iterable[bytes]]]]) -> None:
-        """Durability in batches: stage a batch, fsync its files concurrently (the filesystem
-        folds concurrent fsyncs into shared journal commits), rename them, and fsync every
-        directory written into (and its parents up to the root) once at the end, so every
-        output and every directory created is durable before the caller writes state."""
+        """Durability in batches: a batch of staged files is fsynced from a small pool (the
+        filesystem folds concurrent fsyncs into shared journal commits) while the next batch is
+        staged, and renamed once all its fsyncs are done; every directory written into (and its
+        parents up to the root) is fsynced once at the end, so every output and every directory
+        created is durable before the caller writes state."""
         directories: set[str] = set()
         batch: list[tuple[str, str]] = []
-        try:
-            for path, factory in items:
-                batch.append(self._stage(path, factory()))
-                if len(batch) >= SYNC_BATCH:
-                    directories.update(self._commit(batch))
-                    batch = []
-            directories.update(self._commit(batch))
-            batch = []
-        finally:
-            for staged, _real in batch:
-                _unlink_quietly(staged)
+        pending: tuple[list, list] | None = None
+        with ThreadPoolExecutor(SYNC_WORKERS) as pool:
+            try:
+                for path, factory in items:
+                    batch.append(self._stage(path, factory()))
+                    if len(batch) >= SYNC_BATCH:
+                        if pending:
+                            directories.update(self._rename_synced(pending[0], [f.result() for f in pending[1]]))
+                        pending, batch = (batch, [pool.submit(_fsync_path, staged) for staged, _ in batch]), []
+                if pending:
+                    directories.update(self._rename_synced(pending[0], [f.result() for f in pending[1]]))
+                pending = None
+                directories.update(self._rename_synced(batch, list(pool.map(_fsync_path, (staged for staged, _ in batch)))))
+                batch = []
+            finally:
+                for staged, _real in batch + (pending[0] if pending else []):
+                    _unlink_quietly(staged)
         self._sync_directories(directories)
 
     def _stage(self, path: str, chunks: Iterable[bytes]) -> tuple[str, str]:
@@ -118,23 +125,24 @@ class LocalStorage(Storage):
             raise
         return staged, real
 
-    def _commit(self, batch: list[tuple[str, str]]) -> set[str]:
-        """fsync the staged files, then rename each over its target; the directories renamed into."""
-        if len(batch) > 1:
-            with ThreadPoolExecutor(SYNC_WORKERS) as pool:
-                failures = [f for f in pool.map(_fsync_path, (staged for staged, _ in batch)) if f]
-        else:
-            failures = [f for f in map(_fsync_path, (staged for staged, _ in batch)) if f]
-        if failures:
-            staged, exc = failures[0]
-            raise DistributorError("storage_error", "cannot write %s: %s" % (staged, exc.strerror or exc)) from exc
-        for index, (staged, real) in enumerate(batch):
-            try:
-                os.replace(staged, real)
-            except OSError as exc:
-                for rest, _ in batch[index:]:
-                    _unlink_quietly(rest)
-                raise DistributorError("storage_error", "cannot write %s: %s" % (real, exc.strerror or exc)) from exc
+    def _rename_synced(self, batch: list[tuple[str, str]], results: list) -> set[str]:
+        """Rename each staged file over its target, once every fsync of the batch succeeded
+        (`results` are _fsync_path's); what is not renamed is removed. The directories renamed into."""
+        failed = next((r for r in results if r), None)
+        done = 0
+        try:
+            if failed:
+                raise DistributorError("storage_error", "cannot write %s: %s" % (failed[0], failed[1].strerror or failed[1])) from failed[1]
+            for staged, real in batch:
+                try:
+                    os.replace(staged, real)
+                except OSError as exc:
+                    raise DistributorError("storage_error", "cannot write %s: %s" % (real, exc.strerror or exc)) from exc
+                done += 1
+        except DistributorError:
+            for staged, _real in batch[done:]:
+                _unlink_quietly(staged)
+            raise
         return {os.path.dirname(real) for _, real in batch}
 
     def _sync_directories(self, directories: set[str]) -> None:
