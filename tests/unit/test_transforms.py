@@ -197,3 +197,19 @@ def test_markdown_links_are_still_cleaned_when_raw_html_is_allowed():
 
 def test_heading_text_with_raw_html_allowed_makes_a_tag_free_title():
     assert "<title>Hello world</title>" in render("# Hello <em>world</em>\n", allow_raw_html=True)
+
+
+def test_the_shared_renderer_keeps_no_state_between_pages():
+    """Pages render to the same bytes whatever was rendered before them (ids, toc, the title)."""
+    from ansible_collections.distributor.core.plugins.module_utils.distributor import transforms
+    pages = [b"# Same\n\n## Same\n\n[x](a.md) <b>raw</b>\n", b"# Other\n\n| a | b |\n| - | - |\n| 1 | 2 |\n",
+             b"no heading\n\n```\ncode\n```\n", b"# Same\n"]
+    first = [transforms.render_markdown(p, "p%d.md" % i) for i, p in enumerate(pages)]
+    again = [transforms.render_markdown(p, "p%d.md" % i) for i, p in reversed(list(enumerate(pages)))][::-1]
+    transforms._renderer.cache_clear()
+    fresh = []
+    for i, p in enumerate(pages):
+        fresh.append(transforms.render_markdown(p, "p%d.md" % i))
+        transforms._renderer.cache_clear()
+    assert first == again == fresh
+    assert transforms.render_markdown(pages[0], "x.md", allow_raw_html=True) != first[0], "the option picks its own renderer"
