@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import socket
 import sys
 import time
@@ -444,6 +445,33 @@ def test_s3_failed_large_upload_leaves_no_object_and_no_pending_upload(backend):
     expect_error("verification_failed", storage.write, "big.bin", failing_chunks(*[b"x" * 1024 * 1024] * 9))
     assert storage.list_files() == []
     assert "Uploads" not in backend.server.client().list_multipart_uploads(Bucket=backend.bucket)
+
+
+@only("s3")
+def test_s3_parts_of_one_file_are_in_flight_together_and_bounded(backend, monkeypatch):
+    storage = backend.open()
+    lock, running, peak = threading.Lock(), [0], [0]
+    upload_part = storage.client.upload_part
+
+    def counting(**kwargs):
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        try:
+            time.sleep(0.2)
+            return upload_part(**kwargs)
+        finally:
+            with lock:
+                running[0] -= 1
+
+    monkeypatch.setattr(storage.client, "upload_part", counting)
+    data = os.urandom(5 * s3_backend.PART_SIZE + 1)
+    storage.write("big.bin", (data[i:i + 1024 * 1024] for i in range(0, len(data), 1024 * 1024)))
+    assert storage.read_bytes("big.bin") == data
+    assert 1 < peak[0] <= s3_backend.PARTS_IN_FLIGHT, peak[0]
+    expect_error("verification_failed", storage.write, "bad.bin", failing_chunks(*[b"x" * 1024 * 1024] * 20))
+    assert "Uploads" not in backend.server.client().list_multipart_uploads(Bucket=backend.bucket)
+    assert all(storage._part_slots.acquire(blocking=False) for _ in range(s3_backend.PARTS_IN_FLIGHT)), "a part slot leaked"
 
 
 @only("s3")

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import threading
 import time
+from collections import deque
 import traceback
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager, suppress
@@ -24,6 +26,7 @@ from .base import (
 PART_SIZE = 8 * 1024 * 1024
 DELETE_BATCH = 1000
 WORKERS = 8
+PARTS_IN_FLIGHT = 4  # per storage, across all files: bounds memory to about 5 parts per writer at most
 NOT_FOUND = ("404", "NoSuchKey", "NotFound")
 CONDITION_FAILED = ("412", "PreconditionFailed", "ConditionalRequestConflict")
 
@@ -39,6 +42,7 @@ class S3Storage(Storage):
         self.prefix = join(storage.get("prefix") or "", base)
         self._secrets = [value for value in (storage.get("secret_key"), storage.get("session_token")) if value]
         self._held: str | None = None
+        self._part_slots = threading.BoundedSemaphore(PARTS_IN_FLIGHT)
         try:
             import boto3
             from botocore.config import Config
@@ -52,7 +56,7 @@ class S3Storage(Storage):
                 self.client = _session(boto3, storage).client(
                     "s3",
                     endpoint_url=storage.get("endpoint_url") or None,
-                    config=Config(max_pool_connections=WORKERS),
+                    config=Config(max_pool_connections=WORKERS + PARTS_IN_FLIGHT),
                 )
             except ValueError as exc:
                 # boto3 refuses a malformed endpoint_url with a bare ValueError.
@@ -119,11 +123,35 @@ class S3Storage(Storage):
         """The object appears only when the upload completes; an abandoned upload is aborted so
         it neither appears nor keeps costing storage."""
         upload = self._call("start upload of", key, "create_multipart_upload", Key=key, ContentType=kind)["UploadId"]
+        in_flight: deque = deque()
+
+        def send(number: int, body: bytes) -> dict:
+            try:
+                reply = self._call("write", key, "upload_part", Key=key, UploadId=upload, PartNumber=number, Body=body)
+                return {"ETag": reply["ETag"], "PartNumber": number}
+            finally:
+                self._part_slots.release()
+
         try:
             done = []
-            for number, (body, _last) in enumerate(parts, 1):
-                reply = self._call("write", key, "upload_part", Key=key, UploadId=upload, PartNumber=number, Body=body)
-                done.append({"ETag": reply["ETag"], "PartNumber": number})
+            with ThreadPoolExecutor(max_workers=PARTS_IN_FLIGHT) as pool:
+                try:
+                    for number, (body, _last) in enumerate(parts, 1):
+                        while in_flight and in_flight[0].done():
+                            done.append(in_flight.popleft().result())
+                        self._part_slots.acquire()
+                        try:
+                            in_flight.append(pool.submit(send, number, body))
+                        except BaseException:
+                            self._part_slots.release()
+                            raise
+                        del body
+                    while in_flight:
+                        done.append(in_flight.popleft().result())
+                finally:
+                    for future in in_flight:
+                        if future.cancel():
+                            self._part_slots.release()
             self._call(
                 "write", key, "complete_multipart_upload", Key=key, UploadId=upload, MultipartUpload={"Parts": done}
             )
@@ -262,6 +290,6 @@ def _parts(chunks: Iterable[bytes], size: int) -> Iterator[tuple[bytes, bool]]:
     for chunk in chunks:
         buffer += chunk
         while len(buffer) > size:
-            yield bytes(buffer[:size]), False
+            yield bytes(memoryview(buffer)[:size]), False
             del buffer[:size]
     yield bytes(buffer), True
