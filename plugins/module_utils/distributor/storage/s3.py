@@ -26,7 +26,7 @@ from .base import (
 PART_SIZE = 8 * 1024 * 1024
 DELETE_BATCH = 1000
 WORKERS = 8
-PARTS_IN_FLIGHT = 4  # per storage, across all files: bounds memory to about 5 parts per writer at most
+PARTS_IN_FLIGHT = 3  # per storage, across all files: bounds memory to a few parts whatever the file count
 NOT_FOUND = ("404", "NoSuchKey", "NotFound")
 CONDITION_FAILED = ("412", "PreconditionFailed", "ConditionalRequestConflict")
 
