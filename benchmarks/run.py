@@ -95,7 +95,7 @@ class Run:
 
     def publish(self, backend: str, spec: BundleSpec, phase: str, source: str, storage: dict, expect: str) -> None:
         timing, result = time_call(publish, source, pipeline(spec.markdown), destination(backend, storage),
-                                  full_result=False)
+                                   full_result=False)
         if result["action"] != expect:
             raise RuntimeError("%s %s %s: expected action %s, got %s (%s)" % (
                 backend, spec.name, phase, expect, result["action"], result["reason"]))

@@ -471,7 +471,7 @@ def test_s3_parts_of_one_file_are_in_flight_together_and_bounded(backend, monkey
     assert 1 < peak[0] <= s3_backend.PARTS_IN_FLIGHT, peak[0]
     expect_error("verification_failed", storage.write, "bad.bin", failing_chunks(*[b"x" * 1024 * 1024] * 20))
     assert "Uploads" not in backend.server.client().list_multipart_uploads(Bucket=backend.bucket)
-    assert all(storage._part_slots.acquire(blocking=False) for _ in range(s3_backend.PARTS_IN_FLIGHT)), "a part slot leaked"
+    assert all(storage._part_slots.acquire(blocking=False) for _slot in range(s3_backend.PARTS_IN_FLIGHT)), "a part slot leaked"
 
 
 @only("s3")

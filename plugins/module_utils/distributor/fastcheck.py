@@ -3,11 +3,11 @@
 runs on the rest of a document instead of on 100,000 entries.
 
 Each check is sufficient, never necessary: it accepts an item only when the item's schema in
-schemas.py certainly accepts it too (it may be stricter, as `type(v) is int` or a full-match
-pattern are). When every item passes, validating the document with that array emptied finds
-exactly the errors the whole document has, since items cannot fail; when any item does not pass,
-the caller validates the whole document with jsonschema, so acceptances, rejections and error
-wording stay jsonschema's. tests/unit/test_fastcheck.py holds the two paths to that.
+schemas.py certainly accepts it too (it may be stricter, as a full-match pattern is). When every
+item passes, validating the document with that array emptied finds exactly the errors of the
+whole document, since no item can fail; when any item does not pass, the caller validates the
+whole document with jsonschema, so acceptances, rejections and error wording stay jsonschema's.
+tests/unit/test_fastcheck.py holds the two paths to that.
 """
 
 from __future__ import annotations
@@ -19,27 +19,27 @@ _HTTP_URL = re.compile(r"[Hh][Tt][Tt][Pp][Ss]?://[^\s]+")
 
 
 def _text(value) -> bool:
-    return type(value) is str
+    return isinstance(value, str)
 
 
 def _id(value) -> bool:
-    return type(value) is str and value != ""
+    return isinstance(value, str) and value != ""
 
 
 def _sha256(value) -> bool:
-    return type(value) is str and _SHA256.fullmatch(value) is not None
+    return isinstance(value, str) and _SHA256.fullmatch(value) is not None
 
 
 def _size(value) -> bool:
-    return type(value) is int and value >= 0
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _url(value) -> bool:
-    return type(value) is str and _HTTP_URL.fullmatch(value) is not None
+    return isinstance(value, str) and _HTTP_URL.fullmatch(value) is not None
 
 
 def _manifest_file(item) -> bool:
-    return (type(item) is dict and len(item) == 3 and _id(item.get("path"))
+    return (isinstance(item, dict) and len(item) == 3 and _id(item.get("path"))
             and _sha256(item.get("sha256")) and _size(item.get("size")))
 
 
@@ -50,10 +50,10 @@ _OUTPUT_V3 = dict(_OUTPUT_V2, pipeline_id=_id, destination_id=_id, source_id=_id
 
 def _output_check(checks: dict, required: tuple):
     def check(item) -> bool:
-        if type(item) is not dict or any(key not in item for key in required):
+        if not isinstance(item, dict) or any(key not in item for key in required):
             return False
         kind = item["kind"]
-        if type(kind) is not str or not (kind == "source" or (kind == "generated" and "transform" in item)):
+        if not isinstance(kind, str) or not (kind == "source" or (kind == "generated" and "transform" in item)):
             return False
         return all(valid(item[key]) for key, valid in checks.items() if key in item)
     return check
@@ -74,7 +74,7 @@ ITEM_CHECKS = {
 def without_checked_items(name: str, data: object) -> object:
     """`data` with its large array emptied when every item passes its check, else `data` itself."""
     key, check = ITEM_CHECKS.get(name, (None, None))
-    if key is None or type(data) is not dict or type(data.get(key)) is not list:
+    if key is None or not isinstance(data, dict) or not isinstance(data.get(key), list):
         return data
     if not all(map(check, data[key])):
         return data

@@ -273,7 +273,7 @@ class _Inside:
 
     def resolve(self, path: str, where: str) -> tuple[str, os.stat_result | None]:
         """(real location, its lstat or None when it does not exist)."""
-        head, _, name = path.rpartition("/")
+        head, name = path.rpartition("/")[::2]
         real_dir = self._dirs.get(head)
         if real_dir is None:
             real_dir = os.path.realpath(os.path.join(self.root, *head.split("/")))

@@ -98,11 +98,11 @@ class LocalStorage(Storage):
                     if len(batch) >= SYNC_BATCH:
                         if pending:
                             directories.update(self._rename_synced(pending[0], [f.result() for f in pending[1]]))
-                        pending, batch = (batch, [pool.submit(_fsync_path, staged) for staged, _ in batch]), []
+                        pending, batch = (batch, [pool.submit(_fsync_path, staged) for staged, _real in batch]), []
                 if pending:
                     directories.update(self._rename_synced(pending[0], [f.result() for f in pending[1]]))
                 pending = None
-                directories.update(self._rename_synced(batch, list(pool.map(_fsync_path, (staged for staged, _ in batch)))))
+                directories.update(self._rename_synced(batch, list(pool.map(_fsync_path, (staged for staged, _real in batch)))))
                 batch = []
             finally:
                 for staged, _real in batch + (pending[0] if pending else []):
@@ -143,7 +143,7 @@ class LocalStorage(Storage):
             for staged, _real in batch[done:]:
                 _unlink_quietly(staged)
             raise
-        return {os.path.dirname(real) for _, real in batch}
+        return {os.path.dirname(real) for _staged, real in batch}
 
     def _sync_directories(self, directories: set[str]) -> None:
         """fsync each directory and every parent up to the root's parent: a created directory is
