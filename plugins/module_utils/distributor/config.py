@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from urllib.parse import quote
 
+from .attributes import check_storage
 from .errors import DistributorError
 from .paths import is_reserved, path_problem
 from .schemas import validate
@@ -28,6 +29,7 @@ class Pipeline:
     id: str
     rules: tuple[Rule, ...]
     allow_raw_html: bool
+    exclude: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,7 @@ def parse_pipeline(data: object) -> Pipeline:
         id=data["id"],
         rules=rules,
         allow_raw_html=data.get("markdown", {}).get("allow_raw_html", False),
+        exclude=tuple(data.get("exclude", ())),
     )
 
 
@@ -96,6 +99,10 @@ def parse_destination(data: object) -> Destination:
         ),
     )
     _check_templates(destination, where)
+    try:
+        check_storage(destination.storage)
+    except DistributorError as error:
+        raise DistributorError(error.reason, "%s: %s" % (where, error.message)) from None
     if destination.base_url and not re.match(r"(?i)https?://[^\s/]", destination.base_url):
         raise DistributorError("invalid_config", "%s: links.base_url %r must be an absolute http:// or https:// URL" % (where, destination.base_url))
     return destination
