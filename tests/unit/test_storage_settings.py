@@ -135,3 +135,22 @@ def test_ownership_by_name_or_id(tmp_path):
     with pytest.raises(DistributorError) as caught:
         publish(source, {"id": "p"}, local_destination(tmp_path / "www2", owner="no-such-user-here"))
     assert caught.value.reason == "invalid_config" and "owner" in caught.value.message
+
+
+def test_amazon_aws_spellings_are_aliases():
+    storage = parse_destination({"id": "d", "storage": dict(S3, aws_region="eu-west-3", aws_access_key="AK", aws_secret_key="SK",
+                                                              aws_profile="p", aws_endpoint_url="http://127.0.0.1:9")}).storage
+    assert (storage["region"], storage["access_key"], storage["secret_key"], storage["profile"], storage["endpoint_url"]) == (
+        "eu-west-3", "AK", "SK", "p", "http://127.0.0.1:9")
+    assert "aws_region" not in storage
+
+
+def test_aws_region_is_honoured_like_aws_default_region(monkeypatch):
+    import boto3
+
+    from ansible_collections.distributor.core.plugins.module_utils.distributor.storage.s3 import _session
+
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-2")
+    monkeypatch.setenv("AWS_REGION", "eu-west-3")
+    assert _session(boto3, dict(S3)).region_name == "eu-west-3"
+    assert _session(boto3, dict(S3, region="ap-south-1")).region_name == "ap-south-1"

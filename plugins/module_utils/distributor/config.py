@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from urllib.parse import quote
 
+from .argspec import STORAGE
 from .attributes import check_storage
 from .errors import DistributorError
 from .paths import is_reserved, path_problem
@@ -62,6 +63,23 @@ def _without_none(data: dict) -> dict:
     return {k: (_without_none(v) if isinstance(v, dict) else v) for k, v in data.items() if v is not None}
 
 
+_STORAGE_ALIASES = {alias: name for name, spec in STORAGE.items() for alias in spec.get("aliases", ())}
+
+
+def _canonical_storage(data: dict) -> dict:
+    """The amazon.aws spellings (aws_region, ...) under their own names: Ansible hands a module
+    both the alias and the option it fills, and the role or a direct caller only the alias."""
+    storage = data.get("storage")
+    if not isinstance(storage, dict):
+        return data
+    canonical = {}
+    for key, value in storage.items():
+        name = _STORAGE_ALIASES.get(key, key)
+        if name not in canonical or canonical[name] is None:
+            canonical[name] = value
+    return dict(data, storage=canonical)
+
+
 def parse_pipeline(data: object) -> Pipeline:
     data = _without_none(data) if isinstance(data, dict) else data
     validate("pipeline", data, "pipeline", "invalid_config")
@@ -77,7 +95,7 @@ def parse_pipeline(data: object) -> Pipeline:
 
 
 def parse_destination(data: object) -> Destination:
-    data = _without_none(data) if isinstance(data, dict) else data
+    data = _without_none(_canonical_storage(data)) if isinstance(data, dict) else data
     validate("destination", data, "destination", "invalid_config")
     where = "destination %s" % data["id"]
     links = data.get("links", {})
