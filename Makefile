@@ -1,6 +1,6 @@
 # distributor.core: set-up, build and test entry points.
 #
-#   make demo   create .venv, build and install the collection, publish the example bundle
+#   make demo   install requirements.txt into .build/demo-venv, build the collection, publish the example bundle
 #   make test   unit tests, release lint, playbook integration tests, ansible-test sanity, molecule
 #   make bench  benchmarks against cp, rsync, sftp and aws s3 sync (not part of make test)
 #
@@ -46,7 +46,7 @@ endef
 .PHONY: help venv collection unit integration sanity molecule lint test demo bench changelog schemas clean
 
 help:
-	@echo "make demo         set up .venv, build and install the collection, run playbooks/demo.yml"
+	@echo "make demo         publish the example bundle (installs only requirements.txt, in .build/demo-venv)"
 	@echo "make test         unit tests, sanity, integration (playbook) tests, molecule"
 	@echo "make bench        speed and memory benchmarks against cp/rsync/sftp/aws (BENCH_ARGS=--quick)"
 	@echo "make venv         create .venv from requirements-test.txt"
@@ -189,12 +189,29 @@ test: venv
 # ---------------------------------------------------------------------------------------------
 # Demo: publish the example bundle to a local directory through ansible-playbook.
 
-demo: collection
-	$(VENV_BIN)/ansible-playbook playbooks/demo.yml -e distributor_demo_dir=$(DEMO_DIR)
+# The demo needs only what a user installs (requirements.txt), not the test toolchain: its own
+# virtual environment, .build/demo-venv, and its own build of the collection.
+DEMO_VENV := $(BUILD)/demo-venv
+DEMO_COLLECTIONS := $(BUILD)/demo-collections
+DEMO_PLAYBOOK = $(DEMO_VENV)/bin/ansible-playbook playbooks/demo.yml -e distributor_demo_dir=$(DEMO_DIR)
+
+$(DEMO_VENV)/.installed: requirements.txt
+	@if [ ! -x $(DEMO_VENV)/bin/python ]; then $(PYTHON) -m venv $(DEMO_VENV); fi
+	$(DEMO_VENV)/bin/python -m pip install --quiet -r requirements.txt
+	@touch $@
+
+demo: $(DEMO_VENV)/.installed
+	@rm -rf $(DEMO_COLLECTIONS) && mkdir -p $(DEMO_COLLECTIONS)
+	$(DEMO_VENV)/bin/ansible-galaxy collection build --force --output-path $(DEMO_COLLECTIONS) . >/dev/null
+	$(DEMO_VENV)/bin/ansible-galaxy collection install --force --offline -p $(DEMO_COLLECTIONS) \
+		$(DEMO_COLLECTIONS)/$(notdir $(TARBALL)) >/dev/null
+	$(DEMO_PLAYBOOK)
 	@echo
-	@echo "The demo published the example bundle under $(DEMO_DIR)/www:"
-	@find $(DEMO_DIR)/www -type f | sort | sed 's/^/  /'
-demo: export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
+	@echo "Open the published report:  file://$$(cat $(DEMO_DIR)/primary-page)"
+	@echo "Run make demo again: the publish is a skip and the recap says changed=0."
+	@echo "Next, see what a run would change without changing anything (--check --diff):"
+	@echo "  ANSIBLE_COLLECTIONS_PATH=$(DEMO_COLLECTIONS) $(DEMO_PLAYBOOK) --check --diff"
+demo: export ANSIBLE_COLLECTIONS_PATH := $(DEMO_COLLECTIONS)
 demo: export ANSIBLE_LOCALHOST_WARNING := False
 demo: export ANSIBLE_INVENTORY_UNPARSED_WARNING := False
 
