@@ -175,6 +175,12 @@ lint: venv $(LINT_TOOLS)/.installed
 	cd $(LINT_DIST) && PATH=$(LINT_TOOLS)/bin:$$PATH $(LINT_TOOLS)/bin/python -m galaxy_importer.main $(notdir $(TARBALL)) 2>&1 | tee importer.log
 	@if grep -Eq '^(WARNING|ERROR)' $(LINT_DIST)/importer.log; then echo "==> galaxy-importer reported the problems above"; exit 1; fi
 	PATH=$(LINT_TOOLS)/bin:$$PATH $(LINT_TOOLS)/bin/ansible-lint --profile production
+	@# The execution environment example of the docs: its build context (no container runtime
+	@# needed) and the dependencies ansible-builder collects from the collection as installed.
+	$(LINT_TOOLS)/bin/ansible-builder create -f examples/execution-environment/execution-environment.yml \
+		-c $(LINT_DIST)/ee
+	$(VENV_BIN)/ansible-galaxy collection install --force --offline -p $(LINT_DIST)/installed $(LINT_DIST)/$(notdir $(TARBALL))
+	$(LINT_TOOLS)/bin/ansible-builder introspect --sanitize $(LINT_DIST)/installed
 lint: export GALAXY_IMPORTER_CONFIG := $(CURDIR)/tests/lint/galaxy-importer.cfg
 
 # Fast failures first: unit tests and sanity take seconds (sanity about a minute the first time,

@@ -9,6 +9,14 @@ from __future__ import annotations
 class ModuleDocFragment:
     """`destination` is the same dict for every module; its text lives here once."""
 
+    ATTRIBUTES = r"""
+attributes:
+  platform:
+    description: Runs on the host that reaches the storage (the Ansible controller or a POSIX managed node).
+    support: full
+    platforms: posix
+"""
+
     DESTINATION = r"""
 options:
   destination:
