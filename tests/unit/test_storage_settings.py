@@ -138,8 +138,9 @@ def test_ownership_by_name_or_id(tmp_path):
 
 
 def test_amazon_aws_spellings_are_aliases():
-    storage = parse_destination({"id": "d", "storage": dict(S3, aws_region="eu-west-3", aws_access_key="AK", aws_secret_key="SK",
-                                                              aws_profile="p", aws_endpoint_url="http://127.0.0.1:9")}).storage
+    aliased = dict(S3, aws_region="eu-west-3", aws_access_key="AK", aws_secret_key="SK", aws_profile="p",
+                   aws_endpoint_url="http://127.0.0.1:9")
+    storage = parse_destination({"id": "d", "storage": aliased}).storage
     assert (storage["region"], storage["access_key"], storage["secret_key"], storage["profile"], storage["endpoint_url"]) == (
         "eu-west-3", "AK", "SK", "p", "http://127.0.0.1:9")
     assert "aws_region" not in storage

@@ -22,6 +22,7 @@ from ..paths import RESERVED_PREFIX
 LOCK_EXPIRY_SECONDS = 600.0
 LOCK_POLL_SECONDS = 0.2
 
+
 def temp_name(path: str, token: str) -> str:
     """Where a write of `path` is staged before its rename: reserved, so never an output, and
     derived from the attempt token so recovery can find leftovers without listing."""
