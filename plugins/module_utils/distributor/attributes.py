@@ -52,9 +52,9 @@ def check_storage(storage: dict) -> None:
             if value is not None and not str(value).isdigit():
                 raise DistributorError(
                     "invalid_config", "storage.%s %r: SFTP sets ownership by numeric id only (for example \"1001\")" % (field, value))
-    for field in ("ca_bundle",):
-        if storage.get(field) and not os.path.isabs(os.path.expanduser(storage[field])):
-            raise DistributorError("invalid_config", "storage.%s %r must be an absolute path" % (field, storage[field]))
+    bundle = storage.get("ca_bundle")
+    if bundle and not os.path.isabs(os.path.expanduser(bundle)):
+        raise DistributorError("invalid_config", "storage.ca_bundle %r must be an absolute path" % bundle)
 
 
 def _glob(pattern: str, path: str) -> bool:
