@@ -1,7 +1,7 @@
 # distributor.core: set-up, build and test entry points.
 #
-#   make demo   create .venv, build and install the collection, publish the example bundle
-#   make test   unit tests, playbook integration tests, ansible-test sanity, molecule
+#   make demo   install requirements.txt into .build/demo-venv, build the collection, publish the example bundle
+#   make test   unit tests, release lint, playbook integration tests, ansible-test sanity, molecule
 #   make bench  benchmarks against cp, rsync, sftp and aws s3 sync (not part of make test)
 #
 # Everything runs from .venv (created from requirements-test.txt) and uses the collection as a
@@ -43,14 +43,15 @@ define pytest
 	exit $$rc
 endef
 
-.PHONY: help venv collection unit integration sanity molecule test demo bench changelog schemas clean
+.PHONY: help venv collection unit integration sanity molecule lint test demo bench changelog schemas clean
 
 help:
-	@echo "make demo         set up .venv, build and install the collection, run playbooks/demo.yml"
+	@echo "make demo         publish the example bundle (installs only requirements.txt, in .build/demo-venv)"
 	@echo "make test         unit tests, sanity, integration (playbook) tests, molecule"
 	@echo "make bench        speed and memory benchmarks against cp/rsync/sftp/aws (BENCH_ARGS=--quick)"
 	@echo "make venv         create .venv from requirements-test.txt"
 	@echo "make collection   build the collection and install it under .build/collections"
+	@echo "make lint         galaxy-importer on the tarball and ansible-lint --profile production"
 	@echo "make unit | integration | sanity | molecule | changelog | clean"
 
 # ---------------------------------------------------------------------------------------------
@@ -150,10 +151,43 @@ export EXPORT_SCHEMAS
 changelog: venv
 	$(VENV_BIN)/antsibull-changelog lint
 
+# ---------------------------------------------------------------------------------------------
+# Release checks: what Galaxy runs on an upload (galaxy-importer on the built tarball) and
+# ansible-lint's production profile on the repository; either failing, or the importer printing
+# a warning, fails `make lint`. The tools live in .build/lint-tools, a virtual environment of
+# their own (tests/lint/requirements.txt): they pin ansible-core and friends, which .venv must
+# not have changed. galaxy-importer would also run ansible-test sanity in a container image;
+# tests/lint/galaxy-importer.cfg turns that off (no docker/podman, no network here), and
+# `make sanity` runs ansible-test sanity itself.
+
+LINT_TOOLS := $(BUILD)/lint-tools
+LINT_DIST := $(BUILD)/lint
+
+$(LINT_TOOLS)/.installed: tests/lint/requirements.txt
+	@if [ ! -x $(LINT_TOOLS)/bin/python ]; then $(PYTHON) -m venv $(LINT_TOOLS); fi
+	$(LINT_TOOLS)/bin/python -m pip install --quiet -r tests/lint/requirements.txt
+	@touch $@
+
+lint: venv $(LINT_TOOLS)/.installed
+	$(VENV_BIN)/antsibull-changelog lint
+	@rm -rf $(LINT_DIST) && mkdir -p $(LINT_DIST)
+	$(VENV_BIN)/ansible-galaxy collection build --force --output-path $(LINT_DIST) .
+	cd $(LINT_DIST) && PATH=$(LINT_TOOLS)/bin:$$PATH $(LINT_TOOLS)/bin/python -m galaxy_importer.main $(notdir $(TARBALL)) 2>&1 | tee importer.log
+	@if grep -Eq '^(WARNING|ERROR)' $(LINT_DIST)/importer.log; then echo "==> galaxy-importer reported the problems above"; exit 1; fi
+	PATH=$(LINT_TOOLS)/bin:$$PATH $(LINT_TOOLS)/bin/ansible-lint --profile production
+	@# The execution environment example of the docs: its build context (no container runtime
+	@# needed) and the dependencies ansible-builder collects from the collection as installed.
+	$(LINT_TOOLS)/bin/ansible-builder create -f examples/execution-environment/execution-environment.yml \
+		-c $(LINT_DIST)/ee
+	$(VENV_BIN)/ansible-galaxy collection install --force --offline -p $(LINT_DIST)/installed $(LINT_DIST)/$(notdir $(TARBALL))
+	$(LINT_TOOLS)/bin/ansible-builder introspect --sanitize $(LINT_DIST)/installed
+lint: export GALAXY_IMPORTER_CONFIG := $(CURDIR)/tests/lint/galaxy-importer.cfg
+
 # Fast failures first: unit tests and sanity take seconds (sanity about a minute the first time,
 # while ansible-test creates its virtual environments); playbook tests and molecule take minutes.
 test: venv
 	$(MAKE) --no-print-directory unit
+	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory sanity
 	$(MAKE) --no-print-directory integration
 	$(MAKE) --no-print-directory molecule
@@ -161,12 +195,29 @@ test: venv
 # ---------------------------------------------------------------------------------------------
 # Demo: publish the example bundle to a local directory through ansible-playbook.
 
-demo: collection
-	$(VENV_BIN)/ansible-playbook playbooks/demo.yml -e distributor_demo_dir=$(DEMO_DIR)
+# The demo needs only what a user installs (requirements.txt), not the test toolchain: its own
+# virtual environment, .build/demo-venv, and its own build of the collection.
+DEMO_VENV := $(BUILD)/demo-venv
+DEMO_COLLECTIONS := $(BUILD)/demo-collections
+DEMO_PLAYBOOK = $(DEMO_VENV)/bin/ansible-playbook playbooks/demo.yml -e distributor_demo_dir=$(DEMO_DIR)
+
+$(DEMO_VENV)/.installed: requirements.txt
+	@if [ ! -x $(DEMO_VENV)/bin/python ]; then $(PYTHON) -m venv $(DEMO_VENV); fi
+	$(DEMO_VENV)/bin/python -m pip install --quiet -r requirements.txt
+	@touch $@
+
+demo: $(DEMO_VENV)/.installed
+	@rm -rf $(DEMO_COLLECTIONS) && mkdir -p $(DEMO_COLLECTIONS)
+	$(DEMO_VENV)/bin/ansible-galaxy collection build --force --output-path $(DEMO_COLLECTIONS) . >/dev/null
+	$(DEMO_VENV)/bin/ansible-galaxy collection install --force --offline -p $(DEMO_COLLECTIONS) \
+		$(DEMO_COLLECTIONS)/$(notdir $(TARBALL)) >/dev/null
+	$(DEMO_PLAYBOOK)
 	@echo
-	@echo "The demo published the example bundle under $(DEMO_DIR)/www:"
-	@find $(DEMO_DIR)/www -type f | sort | sed 's/^/  /'
-demo: export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
+	@echo "Open the published report:  file://$$(cat $(DEMO_DIR)/primary-page)"
+	@echo "Run make demo again: the publish is a skip and the recap says changed=0."
+	@echo "Next, see what a run would change without changing anything (--check --diff):"
+	@echo "  ANSIBLE_COLLECTIONS_PATH=$(DEMO_COLLECTIONS) $(DEMO_PLAYBOOK) --check --diff"
+demo: export ANSIBLE_COLLECTIONS_PATH := $(DEMO_COLLECTIONS)
 demo: export ANSIBLE_LOCALHOST_WARNING := False
 demo: export ANSIBLE_INVENTORY_UNPARSED_WARNING := False
 

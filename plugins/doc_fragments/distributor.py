@@ -9,6 +9,14 @@ from __future__ import annotations
 class ModuleDocFragment:
     """`destination` is the same dict for every module; its text lives here once."""
 
+    ATTRIBUTES = r"""
+attributes:
+  platform:
+    description: Runs on the host that reaches the storage (the Ansible controller or a POSIX managed node).
+    support: full
+    platforms: posix
+"""
+
     DESTINATION = r"""
 options:
   destination:
@@ -66,23 +74,83 @@ options:
             description: S3 key prefix of the root.
             type: str
           region:
-            description: S3 region.
+            description:
+              - S3 region. When unset, the E(AWS_REGION) environment variable, then E(AWS_DEFAULT_REGION)
+                and the AWS configuration files.
             type: str
+            aliases: [aws_region]
           endpoint_url:
             description: URL of an S3-compatible service.
             type: str
+            aliases: [aws_endpoint_url]
           profile:
             description: AWS profile; the standard AWS credential chain is used when no keys are given.
             type: str
+            aliases: [aws_profile]
           access_key:
             description: AWS access key id.
             type: str
+            aliases: [aws_access_key]
           secret_key:
             description: AWS secret access key. Never logged.
             type: str
+            aliases: [aws_secret_key]
           session_token:
             description: AWS session token. Never logged.
             type: str
+          file_mode:
+            description:
+              - Mode of every output (C(local), C(sftp)) as an octal string, for example V("0640"). Quote it in
+                YAML, an unquoted V(0640) is an integer and is refused.
+              - Set on the staged file before it is renamed into place, so an output never appears with another mode.
+              - When unset, C(local) writes V("0644") and C(sftp) keeps the server's default.
+              - A change of this setting alone rewrites the outputs.
+            type: str
+          directory_mode:
+            description:
+              - Mode of the directories distributor creates (C(local), C(sftp)), for example V("0750").
+                Existing directories are left alone.
+            type: str
+          owner:
+            description:
+              - Owner of every output and of the directories distributor creates. C(local) takes a user name
+                or a numeric id; C(sftp) a numeric id only. Changing owners usually needs root.
+            type: str
+          group:
+            description: Group, like O(destination.storage.owner).
+            type: str
+          acl:
+            description: Canned ACL of every S3 object, for example V(public-read) or V(bucket-owner-full-control).
+            type: str
+          cache_control:
+            description:
+              - C(Cache-Control) of the S3 objects. A string applies to every object; a list of
+                C({match, value}) rules (glob over output paths) applies the first matching rule's value.
+            type: raw
+          storage_class:
+            description: S3 storage class, for example V(STANDARD_IA).
+            type: str
+          server_side_encryption:
+            description: S3 server-side encryption.
+            type: str
+            choices: [AES256, aws:kms]
+          sse_kms_key_id:
+            description: KMS key for O(destination.storage.server_side_encryption=aws:kms).
+            type: str
+          metadata:
+            description: User metadata (C(x-amz-meta-*)) of every S3 object.
+            type: dict
+          content_types:
+            description:
+              - Content types by extension (V(.atom) or V(atom)) for S3 objects, on top of Python's C(mimetypes).
+                Text types are sent with C(charset=utf-8).
+            type: dict
+          validate_certs:
+            description: Verify the S3 endpoint's TLS certificate. V(true) when unset.
+            type: bool
+          ca_bundle:
+            description: CA bundle file to verify the S3 endpoint with.
+            type: path
       path:
         description:
           - Bundle path under the root. Placeholders C({pipeline_id}), C({destination_id}), C({source_id}),
@@ -200,6 +268,10 @@ options:
             type: str
             default: copy
             choices: [copy, markdown_to_html]
+      exclude:
+        description: Globs over manifest paths; matching files produce no output.
+        type: list
+        elements: str
       markdown:
         description: Options of the C(markdown_to_html) transform.
         type: dict

@@ -32,6 +32,8 @@ options:
     description: Paths to list, relative to I(path). Every regular file except C(manifest.json) when unset.
     type: list
     elements: str
+extends_documentation_fragment:
+  - distributor.core.distributor.ATTRIBUTES
 attributes:
   check_mode:
     description: Computes the manifest without writing it.
@@ -39,10 +41,23 @@ attributes:
   diff_mode:
     description: Not supported; the manifest is returned instead.
     support: none
+notes:
+  - Run it where the bundle is (the producer's side); the other modules verify every file against the manifest it writes.
+seealso:
+  - module: distributor.core.distributor_publish
+  - module: distributor.core.distributor_reconcile_state
+  - module: distributor.core.distributor_prune
+  - name: distributor configuration reference
+    description: Every pipeline and destination setting.
+    link: https://github.com/distributor-project/distributor/blob/main/docs/config.md
+  - name: distributor operations guide
+    description: Actions, review with --check --diff, shared roots, recovery.
+    link: https://github.com/distributor-project/distributor/blob/main/docs/operations.md
 author:
   - distributor maintainers (@distributor)
 requirements:
-  - jsonschema
+  - python >= 3.9
+  - jsonschema >= 4.17
 """
 
 EXAMPLES = r"""
@@ -54,6 +69,14 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+reason:
+  description:
+    - On failure, the machine-readable cause, one of the following.
+    - V(invalid_config) - O(created) is not an RFC3339 time.
+    - V(invalid_manifest) - a listed path is not a clean relative path, is reserved, missing, or a symbolic link out of the bundle.
+  returned: failure
+  type: str
+  sample: invalid_config
 manifest:
   description: The manifest as written (or as it would be written in check mode).
   returned: success

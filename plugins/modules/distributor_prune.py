@@ -23,6 +23,7 @@ description:
   - Check mode is the dry run; it deletes and writes nothing, not even a lock. With C(--diff) the result
     holds listings of the managed outputs before and after.
 extends_documentation_fragment:
+  - distributor.core.distributor.ATTRIBUTES
   - distributor.core.distributor.MANAGED_ROOT
   - distributor.core.distributor.DESTINATION
 attributes:
@@ -32,12 +33,25 @@ attributes:
   diff_mode:
     description: Returns listings of the managed outputs and state before and after.
     support: full
+notes:
+  - Check mode is C(prune --dry-run); a normal run deletes the outputs C(planned) lists.
+seealso:
+  - module: distributor.core.distributor_manifest
+  - module: distributor.core.distributor_publish
+  - module: distributor.core.distributor_reconcile_state
+  - name: distributor configuration reference
+    description: Every pipeline and destination setting.
+    link: https://github.com/distributor-project/distributor/blob/main/docs/config.md
+  - name: distributor operations guide
+    description: Actions, review with --check --diff, shared roots, recovery.
+    link: https://github.com/distributor-project/distributor/blob/main/docs/operations.md
 author:
   - distributor maintainers (@distributor)
 requirements:
-  - jsonschema
-  - paramiko (for sftp storage)
-  - boto3 (for s3 storage)
+  - python >= 3.9
+  - jsonschema >= 4.17
+  - paramiko >= 3.4 (for C(sftp) storage)
+  - boto3 >= 1.28 (for C(s3) storage)
 """
 
 EXAMPLES = r"""
@@ -73,6 +87,16 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+reason:
+  description:
+    - On failure, the machine-readable cause, one of the following.
+    - V(invalid_config) - a pipeline or destination setting is wrong (the message names the field).
+    - V(invalid_state) - the destination's C(.distributor.json), journal or lock record is not valid.
+    - V(locked) - another publisher held the root for longer than O(lock_timeout).
+    - V(storage_error) - the storage refused or failed an operation (the message names the location).
+  returned: failure
+  type: str
+  sample: invalid_config
 bundle_path:
   description: The rendered bundle path under the root; empty for the root itself.
   returned: success

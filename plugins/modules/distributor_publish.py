@@ -44,6 +44,7 @@ options:
     type: bool
     default: false
 extends_documentation_fragment:
+  - distributor.core.distributor.ATTRIBUTES
   - distributor.core.distributor.DESTINATION
   - distributor.core.distributor.PIPELINE
 attributes:
@@ -53,13 +54,28 @@ attributes:
   diff_mode:
     description: Returns listings of the managed outputs and state before and after.
     support: full
+notes:
+  - An unchanged source is a skip, but a change of storage settings alone (modes, ownership, S3 object settings) rewrites the outputs it affects.
+  - A file edited by hand at the destination is not repaired by republishing the same bytes; see the operations guide.
+  - O(force=true) never deletes another owner's outputs in a shared root and never forces over invalid shared-root state.
+seealso:
+  - module: distributor.core.distributor_manifest
+  - module: distributor.core.distributor_reconcile_state
+  - module: distributor.core.distributor_prune
+  - name: distributor configuration reference
+    description: Every pipeline and destination setting.
+    link: https://github.com/distributor-project/distributor/blob/main/docs/config.md
+  - name: distributor operations guide
+    description: Actions, review with --check --diff, shared roots, recovery.
+    link: https://github.com/distributor-project/distributor/blob/main/docs/operations.md
 author:
   - distributor maintainers (@distributor)
 requirements:
-  - jsonschema
-  - markdown (for the markdown_to_html transform)
-  - paramiko (for sftp storage)
-  - boto3 (for s3 storage)
+  - python >= 3.9
+  - jsonschema >= 4.17
+  - Markdown >= 3.5 (for the C(markdown_to_html) transform)
+  - paramiko >= 3.4 (for C(sftp) storage)
+  - boto3 >= 1.28 (for C(s3) storage)
 """
 
 EXAMPLES = r"""
@@ -106,8 +122,19 @@ action:
   type: str
   sample: replace
 reason:
-  description: Why, in one sentence.
-  returned: success
+  description:
+    - On success, why the module did what RV(action) says, in one sentence.
+    - On failure, the machine-readable cause, one of the following.
+    - V(conflict) - the destination records the same source id and time with another digest, or another owner's state.
+    - V(invalid_config) - a pipeline or destination setting is wrong (the message names the field).
+    - V(invalid_manifest) - the bundle's C(manifest.json) is not valid or does not match its files.
+    - V(invalid_state) - the destination's C(.distributor.json), journal or lock record is not valid.
+    - V(locked) - another publisher held the root for longer than O(lock_timeout).
+    - V(ownership_conflict) - a planned path is owned by another owner of a shared root.
+    - V(storage_error) - the storage refused or failed an operation (the message names the location).
+    - V(unmanaged) - content distributor does not manage is in the way (use O(force=true) to replace it).
+    - V(verification_failed) - a file's size or sha256 differs from the manifest while it is read.
+  returned: always
   type: str
   sample: source reports.2026-06-04 created 2026-06-04T12:00:00Z is newer than the recorded 2026-06-03T12:00:00Z
 bundle_path:

@@ -28,6 +28,7 @@ options:
     type: bool
     default: false
 extends_documentation_fragment:
+  - distributor.core.distributor.ATTRIBUTES
   - distributor.core.distributor.MANAGED_ROOT
   - distributor.core.distributor.DESTINATION
 attributes:
@@ -37,12 +38,25 @@ attributes:
   diff_mode:
     description: Returns listings of the managed outputs and state before and after.
     support: full
+notes:
+  - It removes records only; it never deletes files, and unmanaged files are only reported.
+seealso:
+  - module: distributor.core.distributor_manifest
+  - module: distributor.core.distributor_publish
+  - module: distributor.core.distributor_prune
+  - name: distributor configuration reference
+    description: Every pipeline and destination setting.
+    link: https://github.com/distributor-project/distributor/blob/main/docs/config.md
+  - name: distributor operations guide
+    description: Actions, review with --check --diff, shared roots, recovery.
+    link: https://github.com/distributor-project/distributor/blob/main/docs/operations.md
 author:
   - distributor maintainers (@distributor)
 requirements:
-  - jsonschema
-  - paramiko (for sftp storage)
-  - boto3 (for s3 storage)
+  - python >= 3.9
+  - jsonschema >= 4.17
+  - paramiko >= 3.4 (for C(sftp) storage)
+  - boto3 >= 1.28 (for C(s3) storage)
 """
 
 EXAMPLES = r"""
@@ -80,6 +94,16 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+reason:
+  description:
+    - On failure, the machine-readable cause, one of the following.
+    - V(invalid_config) - a pipeline or destination setting is wrong (the message names the field).
+    - V(invalid_state) - the destination's C(.distributor.json), journal or lock record is not valid.
+    - V(locked) - another publisher held the root for longer than O(lock_timeout).
+    - V(storage_error) - the storage refused or failed an operation (the message names the location).
+  returned: failure
+  type: str
+  sample: invalid_config
 bundle_path:
   description: The rendered bundle path under the root; empty for the root itself.
   returned: success

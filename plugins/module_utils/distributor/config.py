@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from urllib.parse import quote
 
+from .argspec import STORAGE
+from .attributes import check_storage
 from .errors import DistributorError
 from .paths import is_reserved, path_problem
 from .schemas import validate
@@ -28,6 +30,7 @@ class Pipeline:
     id: str
     rules: tuple[Rule, ...]
     allow_raw_html: bool
+    exclude: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,23 @@ def _without_none(data: dict) -> dict:
     return {k: (_without_none(v) if isinstance(v, dict) else v) for k, v in data.items() if v is not None}
 
 
+_STORAGE_ALIASES = {alias: name for name, spec in STORAGE.items() for alias in spec.get("aliases", ())}
+
+
+def _canonical_storage(data: dict) -> dict:
+    """The amazon.aws spellings (aws_region, ...) under their own names: Ansible hands a module
+    both the alias and the option it fills, and the role or a direct caller only the alias."""
+    storage = data.get("storage")
+    if not isinstance(storage, dict):
+        return data
+    canonical = {}
+    for key, value in storage.items():
+        name = _STORAGE_ALIASES.get(key, key)
+        if name not in canonical or canonical[name] is None:
+            canonical[name] = value
+    return dict(data, storage=canonical)
+
+
 def parse_pipeline(data: object) -> Pipeline:
     data = _without_none(data) if isinstance(data, dict) else data
     validate("pipeline", data, "pipeline", "invalid_config")
@@ -70,11 +90,12 @@ def parse_pipeline(data: object) -> Pipeline:
         id=data["id"],
         rules=rules,
         allow_raw_html=data.get("markdown", {}).get("allow_raw_html", False),
+        exclude=tuple(data.get("exclude", ())),
     )
 
 
 def parse_destination(data: object) -> Destination:
-    data = _without_none(data) if isinstance(data, dict) else data
+    data = _without_none(_canonical_storage(data)) if isinstance(data, dict) else data
     validate("destination", data, "destination", "invalid_config")
     where = "destination %s" % data["id"]
     links = data.get("links", {})
@@ -96,6 +117,10 @@ def parse_destination(data: object) -> Destination:
         ),
     )
     _check_templates(destination, where)
+    try:
+        check_storage(destination.storage)
+    except DistributorError as error:
+        raise DistributorError(error.reason, "%s: %s" % (where, error.message)) from None
     if destination.base_url and not re.match(r"(?i)https?://[^\s/]", destination.base_url):
         raise DistributorError("invalid_config", "%s: links.base_url %r must be an absolute http:// or https:// URL" % (where, destination.base_url))
     return destination

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .attributes import output_attributes
 from .config import Destination
 from .errors import DistributorError
 from .manifest import Manifest
@@ -69,6 +70,13 @@ def compare_sources(recorded: Manifest, new: Manifest, destination: Destination)
         "a bundle must not change without a new created time. Set transfer.on_conflict: replace to "
         "overwrite." % (new.id, new.created, new.digest, recorded.digest),
     )
+
+
+def settings_changed(state: State, key: OwnerKey, destination: Destination) -> tuple[bool, str]:
+    """(changed?, why): whether any output of owner `key` was written with other storage
+    settings (modes, ownership, S3 object settings) than the destination now configures."""
+    changed = [o.path for o in state.outputs_of(key) if o.attributes != output_attributes(destination.storage, o.path)]
+    return bool(changed), "the storage settings of %s changed; those outputs are written again" % _some(changed)
 
 
 def _identity_mismatch(owner: Owner, key: OwnerKey, manifest: Manifest) -> str | None:
@@ -147,7 +155,10 @@ def decide_single_owner(manifest, key, destination, state, present, planned, whe
         return Decision("takeover", mismatch + "; takeover replaces its managed outputs", "replace", state)
     update, why = compare_sources(owner.manifest, manifest, destination)
     if not update:
-        return Decision("skip", why, destination.reconciliation, state)
+        resettle, because = settings_changed(state, key, destination)
+        if not resettle:
+            return Decision("skip", why, destination.reconciliation, state)
+        why += "; " + because
     if present is None:
         return None
     unmanaged = present - set(state.by_path())
@@ -182,9 +193,12 @@ def decide_shared_root(manifest, key, destination, state, present, planned, forc
         else:
             update, why = compare_sources(owner.manifest, manifest, destination)
             if not update:
-                if migrated:
+                resettle, because = settings_changed(state, key, destination)
+                if migrated and not resettle:
                     return Decision("migrate", "single-owner state becomes shared_root state; " + why, "none", state)
-                return Decision("skip", why, reconciliation, state)
+                if not resettle:
+                    return Decision("skip", why, reconciliation, state)
+                why += "; " + because
             action = reconciliation
     taken = frozenset(p for p in planned if p in managed and managed[p].owner != key)
     if taken:

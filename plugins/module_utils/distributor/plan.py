@@ -38,6 +38,7 @@ class Content:
     sha256: str
     size: int
     data: bytes | None = None
+    attributes: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -97,9 +98,12 @@ def glob_match(pattern: str, path: str) -> bool:
 
 
 def plan_outputs(manifest: Manifest, pipeline: Pipeline) -> tuple[PlannedOutput, ...]:
-    """Every rule that matches a file produces one output; two producing one path is an error."""
+    """Every rule that matches a file produces one output; two producing one path is an error.
+    A file matching a pipeline `exclude` glob produces none."""
     produced: dict[str, PlannedOutput] = {}
     for entry in manifest.files:
+        if any(glob_match(pattern, entry.path) for pattern in pipeline.exclude):
+            continue
         for rule in pipeline.rules:
             if not glob_match(rule.match, entry.path):
                 continue
@@ -141,6 +145,7 @@ def _record(planned: PlannedOutput, content: Content, key: OwnerKey, manifest: M
         source_id=manifest.id,
         source_digest=manifest.digest,
         source_created=manifest.created,
+        attributes=content.attributes,
     )
 
 
@@ -208,7 +213,9 @@ def plan(
 
 
 def _already_there(recorded: Output | None, content: Content, present: bool) -> bool:
-    """A managed output whose recorded digest and size equal the planned bytes, and whose file is
-    present, is not written again: a republish with a few changed files writes just those. Its
-    record is still renewed, so `updated_at` keeps saying which publication last produced it."""
-    return present and recorded is not None and (recorded.sha256, recorded.size) == (content.sha256, content.size)
+    """A managed output whose recorded digest, size and storage settings equal the planned ones,
+    and whose file is present, is not written again: a republish with a few changed files writes
+    just those. Its record is still renewed, so `updated_at` keeps saying which publication last
+    produced it."""
+    return present and recorded is not None and (
+        (recorded.sha256, recorded.size, recorded.attributes) == (content.sha256, content.size, content.attributes))

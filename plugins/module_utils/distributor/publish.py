@@ -11,6 +11,7 @@ import hashlib
 from datetime import datetime
 
 from . import report
+from .attributes import output_attributes
 from .config import parse_destination, parse_pipeline, render_bundle_path, render_template
 from .decide import decide
 from .execute import Journal, execute, recover, recovery_deletes
@@ -24,17 +25,19 @@ from .timestamps import utc_now
 from .transforms import render_markdown
 
 
-def render_contents(bundle: Bundle, planned, allow_raw_html: bool) -> dict:
+def render_contents(bundle: Bundle, planned, allow_raw_html: bool, storage: dict) -> dict:
     """Content for each planned output: copies are described by the manifest and streamed later;
-    generated outputs are rendered now (reading verifies their source) so the plan knows them."""
+    generated outputs are rendered now (reading verifies their source) so the plan knows them.
+    Each carries the storage settings it is written with (`storage`: the destination's)."""
     contents = {}
     for item in planned:
+        attributes = output_attributes(storage, item.path)
         if item.kind == "source":
             entry = bundle.manifest.file(item.source_path)
-            contents[item.path] = Content(entry.sha256, entry.size)
+            contents[item.path] = Content(entry.sha256, entry.size, attributes=attributes)
         else:
             data = render_markdown(bundle.read(item.source_path), item.source_path, allow_raw_html)
-            contents[item.path] = Content("sha256:" + hashlib.sha256(data).hexdigest(), len(data), data)
+            contents[item.path] = Content("sha256:" + hashlib.sha256(data).hexdigest(), len(data), data, attributes)
     return contents
 
 
@@ -69,7 +72,7 @@ def publish(source: str, pipeline: dict, destination: dict, force: bool = False,
                 present = _recover(storage, journal, state, present, check_mode, warnings)
             decision = decide(manifest, key, destination_cfg, state, state_error, present, planned_paths, force, storage.describe())
         needs_content = decision.action != "skip" and decision.reconciliation != "none"
-        contents = render_contents(bundle, planned, pipeline_cfg.allow_raw_html) if needs_content else {}
+        contents = render_contents(bundle, planned, pipeline_cfg.allow_raw_html, destination_cfg.storage) if needs_content else {}
         the_plan = plan(decision, key, destination_cfg, manifest, planned, contents, state, present,
                         bundle_path, base_url, now)
         if not check_mode and the_plan.changed:

@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+from .attributes import describe
 from .state import State
 
 
 def listing(state: State | None, where: str) -> str:
-    """`path  sha256  size  owner` per managed output, after a header naming the state record, so
+    """`path  sha256  size  owner  [settings]` per managed output, after a header naming the state record, so
     `--diff` shows added, rewritten and removed paths as changed lines."""
     if state is None:
         return "# %s: absent\n" % where
@@ -16,7 +17,8 @@ def listing(state: State | None, where: str) -> str:
         lines.append("# owner %s: source %s created %s (%s), %s" % (
             owner.key, owner.manifest.id, owner.manifest.created, owner.manifest.digest, owner.reconciliation))
     lines.extend(
-        "%s  %s  %d  %s" % (o.path, o.sha256, o.size, o.owner) for o in sorted(state.outputs, key=lambda o: o.path)
+        ("%s  %s  %d  %s  %s" % (o.path, o.sha256, o.size, o.owner, describe(o.attributes))).rstrip()
+        for o in sorted(state.outputs, key=lambda o: o.path)
     )
     return "\n".join(lines) + "\n"
 

@@ -72,6 +72,7 @@ _OUTPUT_COMMON = {
     "url": HTTP_URL,
     "sha256": SHA256,
     "size": {"type": "integer", "minimum": 0},
+    "attributes": {"type": "object", "additionalProperties": {"type": "string"}},
 }
 _GENERATED_NEEDS_TRANSFORM = {
     "if": {"properties": {"kind": {"const": "generated"}}},
@@ -203,6 +204,7 @@ PIPELINE = {
                 "additionalProperties": False,
             },
         },
+        "exclude": {"type": "array", "items": {"type": "string", "minLength": 1}},
         "markdown": {
             "type": "object",
             "properties": {"allow_raw_html": {"type": "boolean"}},
@@ -216,6 +218,8 @@ PIPELINE = {
 _STORAGE_COMMON = {"type": {"enum": ["local", "sftp", "s3", "memory"]}}
 _STR = {"type": "string"}
 _OPT_STR = {"type": ["string", "null"]}
+_MODE = {"type": "string", "pattern": "^0?[0-7]{3,4}$", "description": "an octal mode string such as \"0640\""}
+_ID_OR_NAME = {"type": ["string", "integer"]}
 
 DESTINATION = {
     "$schema": DRAFT,
@@ -234,7 +238,14 @@ DESTINATION = {
                     "if": {"properties": {"type": {"const": "local"}}},
                     "then": {
                         "required": ["root"],
-                        "properties": {"type": True, "root": _STR},
+                        "properties": {
+                            "type": True,
+                            "root": _STR,
+                            "file_mode": _MODE,
+                            "directory_mode": _MODE,
+                            "owner": _ID_OR_NAME,
+                            "group": _ID_OR_NAME,
+                        },
                         "additionalProperties": False,
                     },
                 },
@@ -256,6 +267,10 @@ DESTINATION = {
                             "known_hosts_file": _OPT_STR,
                             "host_key_policy": {"enum": ["reject", "accept_new"]},
                             "root": _STR,
+                            "file_mode": _MODE,
+                            "directory_mode": _MODE,
+                            "owner": _ID_OR_NAME,
+                            "group": _ID_OR_NAME,
                         },
                         "additionalProperties": False,
                     },
@@ -274,6 +289,21 @@ DESTINATION = {
                             "access_key": _OPT_STR,
                             "secret_key": _OPT_STR,
                             "session_token": _OPT_STR,
+                            "acl": {"enum": ["private", "public-read", "public-read-write", "authenticated-read",
+                                             "aws-exec-read", "bucket-owner-read", "bucket-owner-full-control"]},
+                            "cache_control": {"oneOf": [_STR, {"type": "array", "items": {
+                                "type": "object",
+                                "required": ["match", "value"],
+                                "properties": {"match": {"type": "string", "minLength": 1}, "value": _STR},
+                                "additionalProperties": False,
+                            }}]},
+                            "storage_class": {"type": "string", "minLength": 1},
+                            "server_side_encryption": {"enum": ["AES256", "aws:kms"]},
+                            "sse_kms_key_id": _STR,
+                            "metadata": {"type": "object", "additionalProperties": {"type": ["string", "number", "boolean"]}},
+                            "content_types": {"type": "object", "additionalProperties": {"type": "string", "minLength": 1}},
+                            "validate_certs": {"type": "boolean"},
+                            "ca_bundle": _STR,
                         },
                         "additionalProperties": False,
                     },

@@ -47,6 +47,8 @@ class Output:
     source_id: str
     source_digest: str
     source_created: str
+    # The storage settings the operator configured for it (attributes.output_attributes).
+    attributes: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -130,6 +132,7 @@ def _output(record: dict, owner: OwnerKey, manifest: Manifest | None, fallback_t
         source_id=record["source_id"] if manifest is None else manifest.id,
         source_digest=record["source_digest"] if manifest is None else manifest.digest,
         source_created=_timestamp(record["source_created"], where, field + ".source_created") if manifest is None else manifest.created,
+        attributes=tuple(sorted(record.get("attributes", {}).items())),
     )
 
 
@@ -217,6 +220,8 @@ def output_to_dict(output: Output, shared: bool) -> dict:
             source_created=output.source_created,
         )
     record.update(created_at=output.created_at, updated_at=output.updated_at)
+    if output.attributes:
+        record["attributes"] = dict(output.attributes)
     return record
 
 

@@ -22,31 +22,6 @@ from ..paths import RESERVED_PREFIX
 LOCK_EXPIRY_SECONDS = 600.0
 LOCK_POLL_SECONDS = 0.2
 
-CONTENT_TYPES = {
-    "html": "text/html; charset=utf-8",
-    "htm": "text/html; charset=utf-8",
-    "md": "text/markdown; charset=utf-8",
-    "txt": "text/plain; charset=utf-8",
-    "css": "text/css; charset=utf-8",
-    "js": "text/javascript; charset=utf-8",
-    "json": "application/json",
-    "xml": "application/xml",
-    "svg": "image/svg+xml",
-    "png": "image/png",
-    "jpg": "image/jpeg",
-    "jpeg": "image/jpeg",
-    "gif": "image/gif",
-    "webp": "image/webp",
-    "pdf": "application/pdf",
-    "csv": "text/csv; charset=utf-8",
-}
-
-
-def content_type(path: str) -> str:
-    """The Content-Type a web server should send for an output, chosen from its extension."""
-    ext = path.rsplit(".", 1)[-1].lower() if "." in path.rsplit("/", 1)[-1] else ""
-    return CONTENT_TYPES.get(ext, "application/octet-stream")
-
 
 def temp_name(path: str, token: str) -> str:
     """Where a write of `path` is staged before its rename: reserved, so never an output, and

@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Callable, Iterable, Iterator
 
+from ..attributes import ownership, parse_mode
 from ..errors import DistributorError
 from ..paths import LOCK_NAME, join
 from .base import LOCK_POLL_SECONDS, Storage, describe_holder, holder_record, temp_name
@@ -24,8 +25,12 @@ SYNC_WORKERS = 8
 class LocalStorage(Storage):
     kind = "local"
 
-    def __init__(self, root: str, base: str, token: str):
+    def __init__(self, root: str, base: str, token: str, storage: dict | None = None):
         super().__init__(token)
+        storage = storage or {}
+        self.file_mode = parse_mode(storage.get("file_mode"), "file_mode")
+        self.directory_mode = parse_mode(storage.get("directory_mode"), "directory_mode")
+        self.ids = ownership(storage)
         if not os.path.isabs(root):
             raise DistributorError("invalid_config", "storage.root %r must be an absolute path" % root)
         if os.path.realpath(root) == "/":
@@ -49,6 +54,7 @@ class LocalStorage(Storage):
             except FileNotFoundError:
                 if create_parents and i < len(parts) - 1:
                     self._call(os.mkdir, current, "create directory")
+                    self._settle(current, self.directory_mode)
                     continue
                 return os.path.join(current, *parts[i + 1:])
             if stat.S_ISLNK(mode):
@@ -57,6 +63,14 @@ class LocalStorage(Storage):
                     "%s is a symbolic link; distributor never follows links inside a destination root" % current,
                 )
         return current
+
+    def _settle(self, real: str, mode: int | None) -> None:
+        """Apply the configured mode and ownership: to a staged file before its rename, so an
+        output never appears with other permissions, and to a directory distributor created."""
+        if mode is not None:
+            os.chmod(real, mode)
+        if self.ids != (-1, -1):
+            os.chown(real, *self.ids)
 
     @staticmethod
     def _call(func, target, action, *args):
@@ -117,7 +131,7 @@ class LocalStorage(Storage):
             with open(staged, "wb") as handle:
                 for chunk in chunks:
                     handle.write(chunk)
-            os.chmod(staged, 0o644)
+            self._settle(staged, 0o644 if self.file_mode is None else self.file_mode)
         except BaseException as exc:
             _unlink_quietly(staged)
             if isinstance(exc, OSError):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import threading
 import time
 from collections import deque
@@ -18,10 +19,11 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager, suppress
 from typing import Callable, Iterable, Iterator
 
+from ..attributes import s3_object_args
 from ..errors import DistributorError, MissingLibrary
 from ..paths import LOCK_NAME, join
 from .base import (
-    LOCK_EXPIRY_SECONDS, Storage, content_type, holder_record, lock_is_expired, mentions_secret, redact, wait_for_lock)
+    LOCK_EXPIRY_SECONDS, Storage, holder_record, lock_is_expired, mentions_secret, redact, wait_for_lock)
 
 PART_SIZE = 8 * 1024 * 1024
 DELETE_BATCH = 1000
@@ -43,6 +45,7 @@ class S3Storage(Storage):
         self._secrets = [value for value in (storage.get("secret_key"), storage.get("session_token")) if value]
         self._held: str | None = None
         self._part_slots = threading.BoundedSemaphore(PARTS_IN_FLIGHT)
+        self._settings = storage
         try:
             import boto3
             from botocore.config import Config
@@ -57,6 +60,7 @@ class S3Storage(Storage):
                     "s3",
                     endpoint_url=storage.get("endpoint_url") or None,
                     config=Config(max_pool_connections=WORKERS + PARTS_IN_FLIGHT),
+                    verify=_verify(storage),
                 )
             except ValueError as exc:
                 # boto3 refuses a malformed endpoint_url with a bare ValueError.
@@ -114,15 +118,16 @@ class S3Storage(Storage):
         key = self._key(path)
         parts = _parts(chunks, PART_SIZE)
         body, last = next(parts)
+        settings = s3_object_args(self._settings, path)
         if last:
-            self._call("write", key, "put_object", Key=key, Body=body, ContentType=content_type(path))
+            self._call("write", key, "put_object", Key=key, Body=body, **settings)
         else:
-            self._multipart(key, content_type(path), itertools.chain([(body, last)], parts))
+            self._multipart(key, settings, itertools.chain([(body, last)], parts))
 
-    def _multipart(self, key: str, kind: str, parts: Iterator[tuple[bytes, bool]]) -> None:
+    def _multipart(self, key: str, settings: dict, parts: Iterator[tuple[bytes, bool]]) -> None:
         """The object appears only when the upload completes; an abandoned upload is aborted so
         it neither appears nor keeps costing storage."""
-        upload = self._call("start upload of", key, "create_multipart_upload", Key=key, ContentType=kind)["UploadId"]
+        upload = self._call("start upload of", key, "create_multipart_upload", Key=key, **settings)["UploadId"]
         in_flight: deque = deque()
 
         def send(number: int, body: bytes) -> dict:
@@ -272,7 +277,7 @@ def _write_one(storage: S3Storage, path: str, chunks_factory: Callable[[], Itera
 def _session(boto3, storage: dict):
     """Explicit keys win, then a named profile, then the standard AWS chain (environment,
     shared files, instance and container roles), as the aws command would."""
-    region = storage.get("region") or None
+    region = storage.get("region") or os.environ.get("AWS_REGION") or None
     if storage.get("access_key"):
         return boto3.session.Session(
             aws_access_key_id=storage["access_key"],
@@ -281,6 +286,13 @@ def _session(boto3, storage: dict):
             region_name=region,
         )
     return boto3.session.Session(profile_name=storage.get("profile") or None, region_name=region)
+
+
+def _verify(storage: dict):
+    """botocore's `verify`: a CA bundle path, False to skip TLS verification, or None (default)."""
+    if storage.get("validate_certs") is False:
+        return False
+    return os.path.expanduser(storage["ca_bundle"]) if storage.get("ca_bundle") else None
 
 
 def _parts(chunks: Iterable[bytes], size: int) -> Iterator[tuple[bytes, bool]]:

@@ -26,7 +26,7 @@ def new_token() -> str:
 def open_storage(storage: dict, base: str, token: str) -> Storage:
     kind = storage["type"]
     if kind == "local":
-        return LocalStorage(storage["root"], base, token)
+        return LocalStorage(storage["root"], base, token, storage)
     if kind == "sftp":
         return SftpStorage(storage, base, token)
     if kind == "s3":

@@ -20,6 +20,7 @@ import traceback
 from contextlib import contextmanager, suppress
 from typing import Iterable, Iterator
 
+from ..attributes import parse_mode
 from ..errors import DistributorError, MissingLibrary
 from ..paths import LOCK_NAME, join
 from .base import (
@@ -45,6 +46,9 @@ class SftpStorage(Storage):
         self.host_key_policy = storage.get("host_key_policy") or "reject"
         self._password = storage.get("password")
         self._private_key_file = storage.get("private_key_file")
+        self.file_mode = parse_mode(storage.get("file_mode"), "file_mode")
+        self.directory_mode = parse_mode(storage.get("directory_mode"), "directory_mode")
+        self.ids = tuple(int(storage[f]) if storage.get(f) is not None else -1 for f in ("owner", "group"))
         _check_config(self)
         try:
             import paramiko
@@ -196,7 +200,24 @@ class SftpStorage(Storage):
             attrs = self._lstat(remote)
             if attrs is None or not stat.S_ISDIR(attrs.st_mode):
                 raise
+        else:
+            self._settle(remote, self.directory_mode)
         self._dirs.add(remote)
+
+    def _settle(self, remote: str, mode: int | None) -> None:
+        """Apply the configured mode and numeric ownership: to a staged file before its rename,
+        so an output never appears with other permissions, and to a directory we created. An
+        unset owner or group keeps the server's (-1 is not sent: SFTP sets both ids at once)."""
+        sftp = self._open()
+        with self._errors("set permissions of", remote):
+            if mode is not None:
+                sftp.chmod(remote, mode)
+            if self.ids != (-1, -1):
+                uid, gid = self.ids
+                if -1 in self.ids:
+                    attrs = sftp.lstat(remote)
+                    uid, gid = (attrs.st_uid if uid == -1 else uid), (attrs.st_gid if gid == -1 else gid)
+                sftp.chown(remote, uid, gid)
 
     # -- files ----------------------------------------------------------------------------
 
@@ -219,6 +240,7 @@ class SftpStorage(Storage):
         staged = self._remote(temp_name(path, self.token), check_name=False)
         try:
             self._upload(staged, chunks)
+            self._settle(staged, self.file_mode)
             with self._errors("rename into place", target):
                 self._open().posix_rename(staged, target)
         except BaseException:

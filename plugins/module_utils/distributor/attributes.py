@@ -1,0 +1,148 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The storage settings an output is written with: file modes and ownership (local, SFTP) and S3
+object settings (ACL, headers, storage class, encryption, metadata, content type).
+
+Pure functions of the destination's `storage` settings and an output path. The backends apply
+them when they write; the plan records the ones the operator configured with each output
+(`attributes`), so a change of settings alone is a change of that output (docs/destination-state.md).
+"""
+
+from __future__ import annotations
+
+import mimetypes
+import os
+import re
+
+from .errors import DistributorError
+
+FILE_SETTINGS = ("file_mode", "owner", "group")
+S3_SETTINGS = ("acl", "cache_control", "storage_class", "server_side_encryption", "sse_kms_key_id", "metadata")
+_OCTAL = re.compile(r"0?[0-7]{3,4}")
+# Text types a browser must not guess the charset of: distributor writes UTF-8.
+_UTF8_TYPES = ("text/", "application/javascript", "image/svg+xml")
+_S3_ARGS = {
+    "acl": "ACL",
+    "cache_control": "CacheControl",
+    "storage_class": "StorageClass",
+    "server_side_encryption": "ServerSideEncryption",
+    "sse_kms_key_id": "SSEKMSKeyId",
+    "metadata": "Metadata",
+}
+
+
+def parse_mode(text: str | None, field: str) -> int | None:
+    """`"0640"`, `"640"` or `"2775"` as an int; None when unset. Strings only: YAML reads an
+    unquoted 0640 as the decimal 416, which would be a silent surprise."""
+    if text is None:
+        return None
+    if not isinstance(text, str) or not _OCTAL.fullmatch(text):
+        raise DistributorError("invalid_config", "storage.%s %r must be an octal string such as \"0640\"" % (field, text))
+    return int(text, 8)
+
+
+def check_storage(storage: dict) -> None:
+    """What the JSON Schema cannot say about the settings below (called by parse_destination)."""
+    parse_mode(storage.get("file_mode"), "file_mode")
+    parse_mode(storage.get("directory_mode"), "directory_mode")
+    if storage.get("sse_kms_key_id") and storage.get("server_side_encryption") != "aws:kms":
+        raise DistributorError("invalid_config", "storage.sse_kms_key_id needs storage.server_side_encryption: aws:kms")
+    if storage.get("type") == "sftp":
+        for field in ("owner", "group"):
+            value = storage.get(field)
+            if value is not None and not str(value).isdigit():
+                raise DistributorError(
+                    "invalid_config", "storage.%s %r: SFTP sets ownership by numeric id only (for example \"1001\")" % (field, value))
+    bundle = storage.get("ca_bundle")
+    if bundle and not os.path.isabs(os.path.expanduser(bundle)):
+        raise DistributorError("invalid_config", "storage.ca_bundle %r must be an absolute path" % bundle)
+
+
+def _glob(pattern: str, path: str) -> bool:
+    from .plan import glob_match  # plan imports this module: bound late to avoid a cycle
+
+    return glob_match(pattern, path)
+
+
+def cache_control(storage: dict, path: str) -> str | None:
+    """A string applies to every object; a list of {match, value} rules: the first match wins."""
+    setting = storage.get("cache_control")
+    if setting is None or isinstance(setting, str):
+        return setting
+    return next((rule["value"] for rule in setting if _glob(rule["match"], path)), None)
+
+
+def content_type(path: str, overrides: dict | None = None) -> str:
+    """The Content-Type of an output: the operator's `content_types` (extension → type) first,
+    then Python's mimetypes; text types say UTF-8, the encoding distributor writes."""
+    name = path.rsplit("/", 1)[-1]
+    ext = name.rsplit(".", 1)[-1].lower() if "." in name else ""
+    for key, value in (overrides or {}).items():
+        if key.lstrip(".").lower() == ext:
+            return value
+    guessed = mimetypes.guess_type("x." + ext, strict=False)[0] if ext else None
+    if guessed is None:
+        return "application/octet-stream"
+    return guessed + "; charset=utf-8" if guessed.startswith(_UTF8_TYPES) else guessed
+
+
+def _configured_content_type(storage: dict, path: str) -> str | None:
+    overrides = storage.get("content_types") or {}
+    return content_type(path, overrides) if overrides and content_type(path, overrides) != content_type(path) else None
+
+
+def output_attributes(storage: dict, path: str) -> tuple[tuple[str, str], ...]:
+    """The settings the operator configured for the output at `path`, as sorted (name, text)
+    pairs: () with the defaults, so records written before these settings existed still match."""
+    found = {}
+    if storage.get("type") in ("local", "sftp", "memory"):
+        found.update((name, str(storage[name])) for name in FILE_SETTINGS if storage.get(name) is not None)
+        if "file_mode" in found:
+            found["file_mode"] = "%04o" % parse_mode(found["file_mode"], "file_mode")
+    elif storage.get("type") == "s3":
+        for name in S3_SETTINGS:
+            value = cache_control(storage, path) if name == "cache_control" else storage.get(name)
+            if name == "metadata":
+                found.update(("metadata." + k, str(v)) for k, v in (value or {}).items())
+            elif value:
+                found[name] = str(value)
+        kind = _configured_content_type(storage, path)
+        if kind:
+            found["content_type"] = kind
+    return tuple(sorted(found.items()))
+
+
+def s3_object_args(storage: dict, path: str) -> dict:
+    """put_object / create_multipart_upload arguments for the object at `path`."""
+    args = {"ContentType": content_type(path, storage.get("content_types"))}
+    for name, arg in _S3_ARGS.items():
+        value = cache_control(storage, path) if name == "cache_control" else storage.get(name)
+        if value:
+            args[arg] = {str(k): str(v) for k, v in value.items()} if name == "metadata" else value
+    return args
+
+
+def describe(attributes: tuple[tuple[str, str], ...]) -> str:
+    """`file_mode=0640 owner=www` for the diff listing."""
+    return " ".join("%s=%s" % pair for pair in attributes)
+
+
+def _numeric_id(value, lookup, field: str) -> int:
+    if value is None:
+        return -1
+    if str(value).isdigit():
+        return int(value)
+    try:
+        return lookup(str(value))
+    except KeyError:
+        raise DistributorError("invalid_config", "storage.%s %r: no such %s on this host" % (field, value, field)) from None
+
+
+def ownership(storage: dict) -> tuple[int, int]:
+    """(uid, gid) for chown, -1 for what stays as created; names are looked up on this host."""
+    import grp
+    import pwd
+
+    return (
+        _numeric_id(storage.get("owner"), lambda name: pwd.getpwnam(name).pw_uid, "owner"),
+        _numeric_id(storage.get("group"), lambda name: grp.getgrnam(name).gr_gid, "group"),
+    )

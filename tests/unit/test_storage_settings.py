@@ -1,0 +1,157 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Storage settings (modes, ownership, S3 object settings) and pipeline excludes: validation,
+what an output is written with, and why a change of settings alone is a change."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ansible_collections.distributor.core.plugins.module_utils.distributor.attributes import (
+    content_type, output_attributes, s3_object_args)
+from ansible_collections.distributor.core.plugins.module_utils.distributor.config import parse_destination, parse_pipeline
+from ansible_collections.distributor.core.plugins.module_utils.distributor.errors import DistributorError
+from ansible_collections.distributor.core.plugins.module_utils.distributor.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils.distributor.state import parse_state
+
+from builders import write_bundle
+
+S3 = {"type": "s3", "bucket": "site"}
+
+
+def refused(storage, *words):
+    with pytest.raises(DistributorError) as caught:
+        parse_destination({"id": "d", "storage": storage})
+    assert caught.value.reason == "invalid_config"
+    for word in words:
+        assert word in caught.value.message
+
+
+@pytest.mark.parametrize("mode", ["rw-r-----", "0800", "12345", "0o640"])
+def test_file_mode_must_be_an_octal_string(mode):
+    refused({"type": "local", "root": "/srv/www", "file_mode": mode}, "file_mode")
+
+
+def test_an_unquoted_yaml_mode_is_refused_not_misread():
+    refused({"type": "local", "root": "/srv/www", "directory_mode": 488}, "directory_mode")
+
+
+def test_sftp_ownership_is_numeric():
+    refused({"type": "sftp", "host": "h", "root": "/srv", "owner": "www-data"}, "owner", "numeric")
+
+
+def test_kms_key_needs_kms_encryption():
+    refused(dict(S3, sse_kms_key_id="alias/k", server_side_encryption="AES256"), "sse_kms_key_id", "aws:kms")
+
+
+def test_s3_settings_are_refused_on_local_storage():
+    refused({"type": "local", "root": "/srv/www", "acl": "private"}, "acl")
+
+
+def test_unknown_canned_acl_is_refused():
+    refused(dict(S3, acl="world-writable"), "acl")
+
+
+def test_defaults_record_no_attributes_so_older_records_still_match():
+    assert output_attributes({"type": "local", "root": "/srv"}, "a.html") == ()
+    assert output_attributes(S3, "a.html") == ()
+
+
+def test_cache_control_rules_first_match_wins():
+    storage = dict(S3, cache_control=[{"match": "**/*.html", "value": "no-cache"}, {"match": "**", "value": "max-age=3600"}])
+    assert s3_object_args(storage, "docs/a.html")["CacheControl"] == "no-cache"
+    assert s3_object_args(storage, "img/a.png")["CacheControl"] == "max-age=3600"
+    assert "CacheControl" not in s3_object_args(dict(S3, cache_control=[{"match": "*.css", "value": "x"}]), "a.html")
+
+
+def test_content_types_extend_mimetypes_and_text_says_utf8():
+    assert content_type("index.html") == "text/html; charset=utf-8"
+    assert content_type("data.json") == "application/json"
+    assert content_type("blob") == "application/octet-stream"
+    assert content_type("feed.atom", {".atom": "application/atom+xml"}) == "application/atom+xml"
+    assert content_type("a.MD", {"md": "text/plain"}) == "text/plain"
+
+
+def test_every_s3_setting_becomes_an_object_argument():
+    storage = dict(S3, acl="public-read", cache_control="max-age=60", storage_class="STANDARD_IA",
+                   server_side_encryption="aws:kms", sse_kms_key_id="alias/site", metadata={"team": "docs"})
+    assert s3_object_args(storage, "a.txt") == {
+        "ContentType": "text/plain; charset=utf-8", "ACL": "public-read", "CacheControl": "max-age=60",
+        "StorageClass": "STANDARD_IA", "ServerSideEncryption": "aws:kms", "SSEKMSKeyId": "alias/site",
+        "Metadata": {"team": "docs"}}
+
+
+def test_excluded_files_produce_no_output(tmp_path):
+    from ansible_collections.distributor.core.plugins.module_utils.distributor.manifest import Bundle
+    from ansible_collections.distributor.core.plugins.module_utils.distributor.plan import plan_outputs
+
+    source = write_bundle(tmp_path / "b", {"index.md": b"# i", "drafts/x.md": b"# x", "a.png": b"p"})
+    planned = plan_outputs(Bundle.load(source).manifest, parse_pipeline({"id": "p", "exclude": ["drafts/**", "*.png"]}))
+    assert [p.path for p in planned] == ["index.md"]
+
+
+def local_destination(root, **settings):
+    return {"id": "d", "storage": dict({"type": "local", "root": str(root)}, **settings)}
+
+
+def test_a_change_of_mode_alone_rewrites_the_output_and_is_shown(tmp_path):
+    source = write_bundle(tmp_path / "b", {"index.html": b"<p>", "a/b.txt": b"b"})
+    root = tmp_path / "www"
+    first = publish(source, {"id": "p"}, local_destination(root, file_mode="0640", directory_mode="0750"))
+    assert first["changed"]
+    assert os.stat(root / "index.html").st_mode & 0o777 == 0o640
+    assert os.stat(root / "a").st_mode & 0o777 == 0o750
+    assert not publish(source, {"id": "p"}, local_destination(root, file_mode="0640", directory_mode="0750"))["changed"]
+
+    check = publish(source, {"id": "p"}, local_destination(root, file_mode="0600"), check_mode=True)
+    assert check["changed"] and sorted(check["written"]) == ["a/b.txt", "index.html"]
+    assert "file_mode=0640" in check["diff"]["before"] and "file_mode=0600" in check["diff"]["after"]
+    assert os.stat(root / "index.html").st_mode & 0o777 == 0o640
+
+    again = publish(source, {"id": "p"}, local_destination(root, file_mode="0600"))
+    assert again["changed"] and "storage settings" in again["reason"]
+    assert os.stat(root / "index.html").st_mode & 0o777 == 0o600
+    recorded = parse_state((root / ".distributor.json").read_bytes(), "state").by_path()
+    assert dict(recorded["index.html"].attributes) == {"file_mode": "0600"}
+
+
+def test_default_mode_is_unchanged(tmp_path):
+    source = write_bundle(tmp_path / "b", {"index.html": b"<p>"})
+    publish(source, {"id": "p"}, local_destination(tmp_path / "www"))
+    assert os.stat(tmp_path / "www" / "index.html").st_mode & 0o777 == 0o644
+
+
+def test_ownership_by_name_or_id(tmp_path):
+    import grp
+    import pwd
+
+    me = pwd.getpwuid(os.getuid()).pw_name
+    group = grp.getgrgid(os.getgid()).gr_name
+    source = write_bundle(tmp_path / "b", {"index.html": b"<p>"})
+    publish(source, {"id": "p"}, local_destination(tmp_path / "www", owner=me, group=str(os.getgid())))
+    info = os.stat(tmp_path / "www" / "index.html")
+    assert (info.st_uid, grp.getgrgid(info.st_gid).gr_name) == (os.getuid(), group)
+    with pytest.raises(DistributorError) as caught:
+        publish(source, {"id": "p"}, local_destination(tmp_path / "www2", owner="no-such-user-here"))
+    assert caught.value.reason == "invalid_config" and "owner" in caught.value.message
+
+
+def test_amazon_aws_spellings_are_aliases():
+    aliased = dict(S3, aws_region="eu-west-3", aws_access_key="AK", aws_secret_key="SK", aws_profile="p",
+                   aws_endpoint_url="http://127.0.0.1:9")
+    storage = parse_destination({"id": "d", "storage": aliased}).storage
+    assert (storage["region"], storage["access_key"], storage["secret_key"], storage["profile"], storage["endpoint_url"]) == (
+        "eu-west-3", "AK", "SK", "p", "http://127.0.0.1:9")
+    assert "aws_region" not in storage
+
+
+def test_aws_region_is_honoured_like_aws_default_region(monkeypatch):
+    import boto3
+
+    from ansible_collections.distributor.core.plugins.module_utils.distributor.storage.s3 import _session
+
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-2")
+    monkeypatch.setenv("AWS_REGION", "eu-west-3")
+    assert _session(boto3, dict(S3)).region_name == "eu-west-3"
+    assert _session(boto3, dict(S3, region="ap-south-1")).region_name == "ap-south-1"
