@@ -90,7 +90,13 @@ def render_markdown(source: bytes, source_path: str, allow_raw_html: bool = Fals
         extension_configs={"toc": {"slugify": slugify_unicode}},
         output_format="html",
     )
-    body = renderer.convert(_decode(source, source_path))
+    try:
+        body = renderer.convert(_decode(source, source_path))
+    except RecursionError:
+        # Python-Markdown parses nested inline markup recursively; a fresh renderer per file
+        # means nothing of the failed one is reused.
+        raise DistributorError("invalid_manifest", "%s nests Markdown markup too deeply to render; flatten it or "
+                               "publish it with the copy transform" % source_path) from None
     title = _first_heading(renderer) or posixpath.basename(source_path)
     return (_DOCUMENT % (html.escape(title, quote=False), body)).encode("utf-8")
 
