@@ -28,9 +28,27 @@ def run_module(argument_spec: dict, operation, diff_aware: bool = False) -> None
     except MissingLibrary as error:
         module.fail_json(msg=missing_required_lib(error.library, reason="for " + error.purpose), exception=error.traceback, reason=error.reason)
     except DistributorError as error:
-        module.fail_json(msg=error.message, reason=error.reason)
+        module.fail_json(msg=readable(error.message), reason=error.reason)
+    result = readable(result)
     for warning in result.pop("warnings", ()):
         module.warn(warning)
     if not module._diff:
         result.pop("diff", None)
     module.exit_json(**result)
+
+
+def readable(value):
+    """A destination may hold names that are not UTF-8; backends carry their bytes as lone
+    surrogates (Python's surrogateescape), which no JSON result can hold. They are reported with
+    each such byte written as a backslash escape, `caf\\xe9.html`, as `ls -b` shows them."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+            return value
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    if isinstance(value, dict):
+        return {readable(k): readable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [readable(v) for v in value]
+    return value

@@ -6,13 +6,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from .argspec import STORAGE
 from .attributes import check_storage
 from .errors import DistributorError
 from .paths import is_reserved, path_problem
-from .schemas import validate
+from .schemas import HTTP_URL, validate
 
 DEFAULT_RULES = ({"match": "**", "transform": "copy"},)
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)(?::([^{}]*))?\}")
@@ -121,8 +121,8 @@ def parse_destination(data: object) -> Destination:
         check_storage(destination.storage)
     except DistributorError as error:
         raise DistributorError(error.reason, "%s: %s" % (where, error.message)) from None
-    if destination.base_url and not re.match(r"(?i)https?://[^\s/]", destination.base_url):
-        raise DistributorError("invalid_config", "%s: links.base_url %r must be an absolute http:// or https:// URL" % (where, destination.base_url))
+    if destination.base_url:
+        _check_base_url(destination.base_url, where)
     return destination
 
 
@@ -145,14 +145,58 @@ def _check_templates(destination: Destination, where: str) -> None:
                 )
 
 
-def render_template(template: str, pipeline_id: str, destination_id: str, source_id: str | None, created: datetime | None) -> str:
-    """Fill {pipeline_id}, {destination_id}, {source_id} and {created:<strftime>}.
+def _check_base_url(template: str, where: str) -> None:
+    """The template must be a URL already, and a producer's values ({source_id}, {created}) may
+    only fill its path: whatever a producer writes, the URL keeps the operator's host."""
+    check_http_url(_PLACEHOLDER.sub("x", template), "%s: links.base_url %r" % (where, template))
+    for match in _PLACEHOLDER.finditer(template):
+        if match.group(1) in _PRODUCER_VALUES and not re.match(r"[^:]*://[^/?#]*[/?#]", template[: match.start()]):
+            raise DistributorError(
+                "invalid_config",
+                "%s: links.base_url %r uses {%s} before the URL's path; a producer's values may only fill "
+                "the path, so that they can never choose the host" % (where, template, match.group(1)),
+            )
+
+
+_PRODUCER_VALUES = ("source_id", "created")
+
+
+def check_http_url(url: str, what: str) -> None:
+    """An absolute http(s) URL with a host, as the state schema's url fields require: a publish
+    never records a URL that the next run's state check rejects."""
+    try:
+        parts = urlsplit(url) if re.fullmatch(HTTP_URL["pattern"], url) else None
+        valid = parts is not None and parts.scheme.lower() in ("http", "https") and bool(parts.hostname)
+    except ValueError:  # an unclosed [IPv6] host
+        valid = False
+    if not valid:
+        raise DistributorError("invalid_config", "%s must be an absolute http:// or https:// URL with a host "
+                                                 "and no spaces" % what)
+
+
+def render_url(destination: Destination, pipeline_id: str, source_id: str, created: datetime) -> str | None:
+    """`links.base_url` rendered: each value percent-encoded as output paths are (only letters,
+    digits, `-._~` and `/` stay as they are), then checked as a URL before anything is written."""
+    if not destination.base_url:
+        return None
+    url = render_template(destination.base_url, pipeline_id, destination.id, source_id, created, encode=quote)
+    check_http_url(url, "destination %s: links.base_url rendered as %r" % (destination.id, url))
+    return url
+
+
+def render_template(template: str, pipeline_id: str, destination_id: str, source_id: str | None, created: datetime | None,
+                    encode=str) -> str:
+    """Fill {pipeline_id}, {destination_id}, {source_id} and {created:<strftime>}, each value
+    passed through `encode`.
 
     `source_id` and `created` are None when no bundle is at hand (reconcile-state, prune): then a
     template that needs them is an error naming the missing value.
     """
 
     def fill(match: re.Match) -> str:
+        return encode(value_of(match))
+
+    def value_of(match: re.Match) -> str:
         name, fmt = match.group(1), match.group(2)
         if name == "pipeline_id":
             return pipeline_id

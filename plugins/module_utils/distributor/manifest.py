@@ -20,7 +20,7 @@ from typing import Iterable, Iterator
 
 from .errors import DistributorError
 from .paths import RESERVED_PREFIX, is_reserved, path_problem
-from .schemas import show, validate
+from .schemas import check_nesting, show, validate
 from .timestamps import parse_rfc3339
 
 MANIFEST_NAME = "manifest.json"
@@ -87,6 +87,7 @@ def parse_manifest(data: object, where: str, reason: str = "invalid_manifest") -
     A publish meets the same manifest twice (the bundle's, and the one its state embeds) and
     validating a large one costs far more than recognising it, so valid ones are remembered.
     """
+    check_nesting(data, where, reason)
     canonical = json.dumps(data, sort_keys=True, default=repr)
     if canonical in _VALID:
         return _VALID[canonical]
@@ -121,7 +122,7 @@ def _check_created(manifest: Manifest, where: str, reason: str) -> None:
             % (where, show(manifest.created))) from None
 
 
-def _publishable_path_problem(path: str) -> str | None:
+def publishable_path_problem(path: str) -> str | None:
     """Why `path` may not be listed in a manifest, or None: the shared path rules, plus the
     reserved names and UTF-8, which the digest and every destination need."""
     problem = path_problem(path)
@@ -143,7 +144,7 @@ def _check_paths(files: tuple[ManifestFile, ...], where: str, reason: str) -> No
     seen: dict[str, int] = {}
     for index, entry in enumerate(files):
         field = "%s: files[%d].path %s" % (where, index, show(entry.path))
-        problem = _publishable_path_problem(entry.path)
+        problem = publishable_path_problem(entry.path)
         if problem:
             raise DistributorError(reason, "%s %s" % (field, problem))
         if entry.path in seen:
@@ -370,7 +371,7 @@ def _hash_file(root: str, inside: _Inside, path: str) -> ManifestFile:
     if path == MANIFEST_NAME:
         problem = "is the manifest itself, which cannot list its own hash"
     else:
-        problem = _publishable_path_problem(path)
+        problem = publishable_path_problem(path)
     if problem:
         raise DistributorError("invalid_manifest", "%s: cannot list %s in a manifest: it %s" % (
             root, show(path), problem))

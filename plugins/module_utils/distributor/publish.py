@@ -12,7 +12,7 @@ from datetime import datetime
 
 from . import report
 from .attributes import output_attributes
-from .config import parse_destination, parse_pipeline, render_bundle_path, render_template
+from .config import parse_destination, parse_pipeline, render_bundle_path, render_url
 from .decide import decide
 from .execute import Journal, execute, recover, recovery_deletes
 from .manifest import Bundle
@@ -56,7 +56,7 @@ def publish(source: str, pipeline: dict, destination: dict, force: bool = False,
     manifest = bundle.manifest
     planned = plan_outputs(manifest, pipeline_cfg)
     bundle_path = render_bundle_path(destination_cfg, pipeline_cfg.id, manifest.id, manifest.created_at)
-    base_url = render_template(destination_cfg.base_url or "", pipeline_cfg.id, destination_cfg.id, manifest.id, manifest.created_at) or None
+    base_url = render_url(destination_cfg, pipeline_cfg.id, manifest.id, manifest.created_at)
     key = OwnerKey(pipeline_cfg.id, destination_cfg.id)
     warnings = []
     with opened(destination_cfg.storage, bundle_path, lock_timeout, check_mode, opener) as storage:
@@ -81,15 +81,23 @@ def publish(source: str, pipeline: dict, destination: dict, force: bool = False,
 
 
 def _recover(storage, journal: Journal, state, present, check_mode: bool, warnings: list) -> frozenset:
-    """Resolve a dead attempt's journal before deciding; check mode only says what it would do."""
+    """Resolve a dead attempt's journal before deciding. Check mode names the same outputs a real
+    run removes (the journal's unrecorded paths that are present) and plans as if they were gone."""
     managed = set(state.by_path()) if state else set()
     if check_mode:
         leftovers = [p for p in recovery_deletes(journal, managed)[0] if p in present]
-        warnings.append("an interrupted publish left %d unrecorded output(s); a real run removes them first" % len(leftovers))
     else:
         leftovers = recover(storage, journal, managed)
-        warnings.append("removed %d output(s) left by an interrupted publish (attempt %s)" % (len(leftovers), journal.token))
+    warnings.append("%s %d output(s) left by an interrupted publish (attempt %s)%s" % (
+        "a real run first removes" if check_mode else "removed", len(leftovers), journal.token, _listing(leftovers)))
     return present - set(leftovers)
+
+
+def _listing(paths: list, shown: int = 20) -> str:
+    if not paths:
+        return ""
+    more = " and %d more" % (len(paths) - shown) if len(paths) > shown else ""
+    return ": " + ", ".join(paths[:shown]) + more
 
 
 def result(the_plan, warnings: list, where: str, full: bool = True) -> dict:

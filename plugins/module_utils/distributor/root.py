@@ -15,12 +15,13 @@ from .execute import parse_journal
 from .paths import JOURNAL_NAME, STATE_NAME, is_reserved
 from .state import parse_state
 from .storage.base import Storage
+from .storage.confined import ConfinedStorage
 from .storage.select import new_token
 
 
 @contextmanager
 def opened(storage_config: dict, bundle_path: str, lock_timeout: float, check_mode: bool, opener) -> Iterator[Storage]:
-    storage = opener(storage_config, bundle_path, new_token())
+    storage = ConfinedStorage(opener(storage_config, bundle_path, new_token()))
     try:
         with nullcontext() if check_mode else storage.lock(lock_timeout):
             yield storage

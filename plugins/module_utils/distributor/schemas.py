@@ -438,8 +438,42 @@ def _validator(name: str):
     return jsonschema.validators.extend(base, type_checker=checker)(SCHEMAS[name])
 
 
+MAX_NESTING = 32
+
+
+def check_nesting(data: object, where: str, reason: str) -> None:
+    """Refuse data nested deeper than any record or setting distributor reads (the deepest, a
+    manifest inside a state record, is 7 levels), before a recursive reader sees it: json.dumps
+    and jsonschema recurse and would fail with RecursionError. Iterative, so it cannot."""
+    pending = [(data, 1)]
+    while pending:
+        value, depth = pending.pop()
+        if depth > MAX_NESTING:
+            raise DistributorError(reason, "%s nests arrays or objects deeper than %d levels; no distributor "
+                                           "record or setting does" % (where, MAX_NESTING))
+        if isinstance(value, dict):
+            pending.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, (list, tuple)):
+            pending.extend((v, depth + 1) for v in value)
+
+
+def load_json(raw: bytes, where: str, reason: str) -> object:
+    """Decoded UTF-8 JSON read back from storage, or DistributorError(reason) naming `where`:
+    Python's parser itself raises RecursionError on deep enough input."""
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise DistributorError(reason, "%s is not valid JSON: %s" % (where, exc)) from None
+    except RecursionError:
+        raise DistributorError(reason, "%s nests arrays or objects deeper than %d levels; no distributor "
+                                       "record or setting does" % (where, MAX_NESTING)) from None
+    check_nesting(data, where, reason)
+    return data
+
+
 def validate(name: str, data: object, where: str, reason: str) -> None:
     """Raise DistributorError(reason) naming `where` and the field when `data` breaks schema `name`."""
+    check_nesting(data, where, reason)
     validator = _validator(name)
     error = jsonschema.exceptions.best_match(validator.iter_errors(without_checked_items(name, data)))
     if error is not None:

@@ -12,9 +12,8 @@ from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from .errors import DistributorError
-from .manifest import Manifest, parse_manifest
-from .paths import is_reserved, path_problem
-from .schemas import validate
+from .manifest import Manifest, parse_manifest, publishable_path_problem
+from .schemas import load_json, validate
 from .timestamps import parse_rfc3339
 
 SINGLE_OWNER = "single_owner"
@@ -82,10 +81,7 @@ class State:
 
 def parse_state(raw: bytes, where: str) -> State:
     """Read any schema; every problem is `invalid_state` naming `where` and the field."""
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise DistributorError("invalid_state", "%s is not valid JSON: %s" % (where, exc)) from exc
+    data = load_json(raw, where, "invalid_state")
     if not isinstance(data, dict) or data.get("schema_version") not in (1, 2, 3):
         found = data.get("schema_version") if isinstance(data, dict) else type(data).__name__
         raise DistributorError("invalid_state", "%s: schema_version %r is not 1, 2 or 3" % (where, found))
@@ -191,7 +187,7 @@ def _check_outputs(state: State, where: str) -> None:
     """One path, one record: the invariant every decision relies on."""
     seen = set()
     for i, output in enumerate(state.outputs):
-        problem = path_problem(output.path) or ("uses a reserved .distributor name" if is_reserved(output.path) else None)
+        problem = publishable_path_problem(output.path)
         if problem:
             raise DistributorError("invalid_state", "%s: outputs[%d].path %r %s" % (where, i, output.path, problem))
         if output.path in seen:

@@ -87,7 +87,13 @@ def render_markdown(source: bytes, source_path: str, allow_raw_html: bool = Fals
     if not HAS_MARKDOWN:
         raise MissingLibrary("markdown", "the markdown_to_html transform", MARKDOWN_IMPORT_ERROR)
     renderer = _renderer(allow_raw_html)
-    body = renderer.reset().convert(_decode(source, source_path))
+    try:
+        body = renderer.reset().convert(_decode(source, source_path))
+    except RecursionError:
+        # Python-Markdown parses nested inline markup recursively; the shared renderer is reset
+        # before every page, so nothing of the failed one is reused.
+        raise DistributorError("invalid_manifest", "%s nests Markdown markup too deeply to render; flatten it or "
+                               "publish it with the copy transform" % source_path) from None
     title = _first_heading(renderer) or posixpath.basename(source_path)
     return (_DOCUMENT % (html.escape(title, quote=False), body)).encode("utf-8")
 

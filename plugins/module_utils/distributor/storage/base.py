@@ -10,6 +10,7 @@ with reason `storage_error` (or `locked`) and a message naming the location.
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import time
@@ -18,6 +19,7 @@ from urllib.parse import quote, quote_plus
 
 from ..errors import DistributorError
 from ..paths import RESERVED_PREFIX
+from ..schemas import show
 
 LOCK_EXPIRY_SECONDS = 600.0
 LOCK_POLL_SECONDS = 0.2
@@ -29,6 +31,11 @@ def temp_name(path: str, token: str) -> str:
     head, name = path.rpartition("/")[::2]
     staged = "%s.tmp.%s.%s" % (RESERVED_PREFIX, token, name)
     return "%s/%s" % (head, staged) if head else staged
+
+
+# What a lock record anyone can write may raise when read: garbage, deep nesting, a time
+# out of range (it is read back from storage, so it is untrusted like the state).
+UNREADABLE_RECORD = (ValueError, KeyError, TypeError, RecursionError, OverflowError, OSError)
 
 
 def holder_record(now: float, expiry: float) -> dict:
@@ -45,11 +52,11 @@ def describe_holder(raw: bytes | None) -> str:
     try:
         record = json.loads(raw or b"")
         return "%s (since %s, expires %s)" % (
-            record["holder"],
+            show(record["holder"]),
             time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(record["acquired_at"])),
             time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(record["expires_at"])),
         )
-    except (ValueError, KeyError, TypeError):
+    except UNREADABLE_RECORD:
         return "an unknown holder"
 
 
@@ -141,8 +148,11 @@ def lock_is_expired(raw: bytes | None, now: float, fallback_deadline: float | No
     just after an exclusive create, so an empty or partial record is judged by
     `fallback_deadline` (the file's age plus expiry) when the backend knows it, else broken."""
     try:
-        return float(json.loads(raw or b"")["expires_at"]) < now
-    except (ValueError, KeyError, TypeError):
+        expires = float(json.loads(raw or b"")["expires_at"])
+        if not math.isfinite(expires):
+            raise ValueError("expires_at is not a time")
+        return expires < now
+    except UNREADABLE_RECORD:
         return fallback_deadline is None or fallback_deadline < now
 
 

@@ -111,8 +111,12 @@ class SftpStorage(Storage):
         if self.known_hosts_file:
             path = os.path.expanduser(self.known_hosts_file)
             if os.path.exists(path):
+                _check_known_hosts(path)
                 client.get_host_keys().load(path)
         else:
+            system = os.path.expanduser("~/.ssh/known_hosts")
+            if os.path.exists(system):
+                _check_known_hosts(system)
             client.load_system_host_keys()
         client.set_missing_host_key_policy(_HostKeyPolicy(self))
 
@@ -474,11 +478,38 @@ def _check_config(storage: SftpStorage) -> None:
         raise DistributorError("invalid_config", "storage.host is required for sftp storage")
     if not posixpath.isabs(storage.root):
         raise DistributorError("invalid_config", "storage.root %r must be an absolute remote path" % storage.root)
+    if posixpath.normpath(storage.root) in ("/", "//"):
+        raise DistributorError("invalid_config", "storage.root '/' is refused: publish into a directory of its own")
     if storage.host_key_policy not in HOST_KEY_POLICIES:
         raise DistributorError(
             "invalid_config",
             "storage.host_key_policy %r must be one of %s" % (storage.host_key_policy, ", ".join(HOST_KEY_POLICIES)),
         )
+
+
+def _check_known_hosts(path: str) -> None:
+    """paramiko skips lines of key types it does not know but raises on a damaged line, and on
+    a file that is not text, with no word of where: name the file and line instead."""
+    from paramiko.hostkeys import HostKeyEntry, InvalidHostKey
+    from paramiko.ssh_exception import SSHException
+
+    try:
+        with open(path, "rb") as handle:
+            lines = handle.read().decode("utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise DistributorError("invalid_config", "%s is not a known_hosts file: it is not UTF-8 text (byte %d)"
+                               % (path, exc.start)) from None
+    for number, line in enumerate(lines, 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        try:
+            HostKeyEntry.from_line(line, number)
+        except SSHException:
+            continue
+        except (InvalidHostKey, ValueError, TypeError) as exc:
+            raise DistributorError("invalid_config", "%s line %d is not a valid known_hosts entry (%s); fix or "
+                                   "remove that line" % (path, number, type(exc).__name__)) from None
 
 
 def _cause(exc: BaseException) -> str:

@@ -1,0 +1,126 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A hostile neighbour writes into the destination: planted journals and state that climb out,
+deep JSON, hostile ids for base_url, names that are not UTF-8. Each run fails with a reason and
+no traceback, nothing outside the bundle path changes, and the next run converges."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from conftest import Backend, tree
+
+OUTSIDE = {"outside.txt": b"neighbour's file", "other/keep.html": b"another pipeline's page"}
+
+
+@pytest.fixture(params=["local", "sftp"])
+def root(request, tmp_path):
+    """A root holding a neighbour's files next to the bundle path `site`."""
+    if request.param == "local":
+        backend = Backend("local", {"type": "local", "root": str(tmp_path / "root")}, local_root=tmp_path / "root")
+    else:
+        server = request.getfixturevalue("sshd_server")
+        backend = Backend("sftp", server.storage(str(tmp_path / "sftp-root")), local_root=tmp_path / "sftp-root")
+    for path, data in OUTSIDE.items():
+        backend.put(path, data)
+    return backend
+
+
+def destination(root, **extra):
+    return dict({"id": "archive", "storage": root.storage, "path": "site"}, **extra)
+
+
+def outside(root) -> dict:
+    return {p: d for p, d in tree(root.local_root).items() if not p.startswith("site/")}
+
+
+def assert_refused(result, reason):
+    assert result.get("failed") and result["reason"] == reason, result
+    assert "Traceback" not in json.dumps(result) and "module_stderr" not in result, result
+
+
+@pytest.fixture
+def published(root, playbook, make_bundle):
+    bundle = make_bundle({"index.html": b"<p>v1</p>"})
+    assert playbook.publish(source=bundle, pipeline={"id": "reports"}, destination=destination(root))["changed"]
+    return bundle
+
+
+@pytest.mark.parametrize("journal", [
+    b'{"token": "dead", "writes": ["../outside.txt"]}',
+    b'{"token": "dead", "writes": ["/etc/hostname"]}',
+    b'{"token": "dead", "writes": ["index.html", "x/../../other/keep.html"]}',
+    b'{"token": "../../other", "writes": ["keep.html"]}',
+    b'{"token": "dead", "writes": [".distributor.json"]}',
+    b"[" * 50000 + b"]" * 50000,
+])
+def test_a_planted_journal_is_refused_and_deletes_nothing(root, playbook, published, journal):
+    root.put("site/.distributor.journal.json", journal)
+    before = tree(root.local_root)
+    result = playbook.publish(source=published, pipeline={"id": "reports"}, destination=destination(root))
+    assert_refused(result, "invalid_state")
+    assert ".distributor.journal.json" in result["msg"]
+    assert tree(root.local_root) == before
+    root.remove("site/.distributor.journal.json")  # the documented fix, after checking by hand
+    again = playbook.publish(source=published, pipeline={"id": "reports"}, destination=destination(root))
+    assert again["action"] == "skip" and outside(root) == OUTSIDE
+
+
+def planted_state(root, path):
+    state = root.state("site")
+    state["outputs"][0]["path"] = path
+    return json.dumps(state).encode()
+
+
+@pytest.mark.parametrize("plant", [
+    lambda root: planted_state(root, "../outside.txt"),
+    lambda root: planted_state(root, "/etc/hostname"),
+    lambda root: planted_state(root, ".distributor.lock"),
+    lambda root: b'{"schema_version": 2, "x": ' + b"[" * 50000 + b"]" * 50000 + b"}",
+])
+def test_a_planted_state_is_invalid_state_and_force_converges(root, playbook, make_bundle, published, plant):
+    root.put("site/.distributor.json", plant(root))
+    second = make_bundle({"index.html": b"<p>v2</p>"}, created="2026-06-05T11:55:00Z")
+    result = playbook.publish(source=second, pipeline={"id": "reports"}, destination=destination(root))
+    assert_refused(result, "invalid_state")
+    assert ".distributor.json" in result["msg"] and outside(root) == OUTSIDE
+    forced = playbook.publish(source=second, pipeline={"id": "reports"}, destination=destination(root), force=True)
+    assert forced["changed"] and forced["action"] == "force_replace", forced
+    again = playbook.publish(source=second, pipeline={"id": "reports"}, destination=destination(root))
+    assert again["action"] == "skip" and outside(root) == OUTSIDE
+
+
+def test_a_hostile_source_id_stays_in_the_url_path_and_the_state_stays_valid(root, playbook, make_bundle):
+    bundle = make_bundle({"index.html": b"<p>hi</p>"}, id="x@evil.example/../ ?#")
+    links = {"base_url": "https://docs.example.com/{source_id}/"}
+    first = playbook.publish(source=bundle, pipeline={"id": "reports"}, destination=destination(root, links=links))
+    assert first["changed"] and first["primary_url"].startswith("https://docs.example.com/x%40evil.example/"), first
+    again = playbook.publish(source=bundle, pipeline={"id": "reports"}, destination=destination(root, links=links))
+    assert again["action"] == "skip", again
+
+
+def test_a_base_url_whose_host_a_producer_fills_is_refused_before_writing(root, playbook, make_bundle):
+    bundle = make_bundle({"index.html": b"<p>hi</p>"}, id="evil.example")
+    result = playbook.publish(source=bundle, pipeline={"id": "reports"},
+                              destination=destination(root, links={"base_url": "https://{source_id}/"}))
+    assert_refused(result, "invalid_config")
+    assert tree(root.local_root) == OUTSIDE
+
+
+def test_non_utf8_names_are_reported_readably_and_force_removes_them(root, playbook, make_bundle, published):
+    if root.name != "local":
+        pytest.skip("names are written through the local filesystem; SFTP listing is the backend's")
+    site = os.path.join(str(root.local_root), "site").encode()
+    with open(os.path.join(site, b"caf\xe9.html"), "wb") as handle:
+        handle.write(b"someone else's")
+    second = make_bundle({"index.html": b"<p>v2</p>"}, created="2026-06-05T11:55:00Z")
+    refused = playbook.publish(source=second, pipeline={"id": "reports"}, destination=destination(root))
+    assert_refused(refused, "unmanaged")
+    assert "caf\\xe9.html" in refused["msg"]
+    forced = playbook.publish(source=second, pipeline={"id": "reports"}, destination=destination(root), force=True)
+    assert not forced.get("failed") and forced["changed"], forced
+    assert forced["deleted"] == ["caf\\xe9.html"]
+    assert sorted(os.listdir(site)) == [b".distributor.json", b"index.html"]
+    assert outside(root) == OUTSIDE
