@@ -171,11 +171,7 @@ class LocalStorage(Storage):
         every.add(stop)
         for directory in sorted(every, key=len, reverse=True):
             try:
-                fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-                try:
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
+                _fsync(directory, os.O_DIRECTORY)
             except OSError as exc:
                 raise DistributorError("storage_error", "cannot sync directory %s: %s" % (directory, exc.strerror or exc)) from exc
 
@@ -248,14 +244,18 @@ class LocalStorage(Storage):
                 os.close(fd)
 
 
+def _fsync(path: str, flags: int) -> None:
+    fd = os.open(path, os.O_RDONLY | flags)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _fsync_path(path: str):
     """None, or (path, error): run in worker threads, so errors travel back as values."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        _fsync(path, os.O_NOFOLLOW)
     except OSError as exc:
         return path, exc
     return None
