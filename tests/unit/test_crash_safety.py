@@ -2,7 +2,8 @@
 """A publish cut at every storage operation converges on the next run, without force.
 
 `Killed` models SIGKILL: from the cut on, every storage call fails, so no cleanup can run and
-only the journal speaks for the dead attempt.
+only the journal speaks for the dead attempt. A backend's raw OSError must reach the caller as
+storage_error, never as a traceback, whichever operation it interrupts.
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("error", [Killed, DistributorError], ids=["killed", "storage error"])
+@pytest.mark.parametrize("error", [Killed, DistributorError, PermissionError], ids=["killed", "storage error", "raw OSError"])
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_a_publish_cut_at_any_storage_operation_converges_on_the_next_run(tmp_path, case, error):
     dest, owners = CASES[case]
@@ -85,8 +86,9 @@ def test_a_publish_cut_at_any_storage_operation_converges_on_the_next_run(tmp_pa
     assert total > 5
     for at in range(total):
         store, _first, second = scenario(tmp_path / ("cut-%d" % at), dest, owners)
-        with pytest.raises((Killed, DistributorError)):
+        with pytest.raises((Killed, DistributorError)) as caught:
             publish(second, PIPELINE, dest, now=LATER, opener=opener(store, Cut(at, error)))
+        assert caught.type is Killed or caught.value.reason == "storage_error"
         publish(second, PIPELINE, dest, now=LATER, opener=opener(store, Cut()))
         assert store == expected, "cut after %d operations did not converge" % at
 

@@ -224,3 +224,39 @@ def test_a_forced_publish_over_a_conflict_lists_first_and_an_unforced_one_fails_
     with pytest.raises(DistributorError) as caught:
         unlisted(m=same_time, recorded=single_state(NEW))
     assert caught.value.reason == "conflict"
+
+
+# A file where a planned output needs a directory, or the other way round: caught before any write.
+
+MERGE = {"reconciliation": {"mode": "merge"}}
+NESTED = frozenset({"docs/report.html"})
+
+
+@pytest.mark.parametrize("obstacle", ["docs", "report.md/old.html"], ids=["file where a directory goes", "directory where a file goes"])
+def test_merge_refuses_unmanaged_content_in_the_way_of_a_planned_output(obstacle):
+    planned = NESTED if obstacle == "docs" else PLANNED
+    message = fails("unmanaged", recorded=single_state(OLD), present={obstacle}, planned=planned, **MERGE)
+    assert obstacle in message
+
+
+def test_replace_over_its_own_file_where_a_directory_now_goes_is_a_plain_replace():
+    assert run(recorded=single_state(OLD, paths=("docs",)), present={"docs"}, planned=NESTED).action == "replace"
+
+
+def test_merge_cannot_retain_its_own_output_where_a_planned_output_needs_a_directory():
+    message = fails("conflict", recorded=single_state(OLD, paths=("docs",)), present={"docs"}, planned=NESTED, **MERGE)
+    assert "docs" in message and "replace" in message
+
+
+@pytest.mark.parametrize("obstacle", ["docs", "docs/report.html/index.html"])
+def test_shared_root_unmanaged_content_in_the_way_is_unmanaged_and_force_overwrites_it(obstacle):
+    assert obstacle in fails("unmanaged", present={obstacle}, planned=NESTED, **SHARED)
+    decision = run(present={obstacle}, planned=NESTED, force=True, **SHARED)
+    assert decision.action == "force_replace" and decision.forced == {obstacle}
+
+
+@pytest.mark.parametrize("takeover", ["none", "managed"])
+def test_shared_root_another_owners_file_in_the_way_is_an_ownership_conflict_takeover_or_not(takeover):
+    state = shared_state(("events", "archive", manifest(id="events"), ["docs"]))
+    message = fails("ownership_conflict", recorded=state, present={"docs"}, planned=NESTED, takeover={"mode": takeover}, **SHARED)
+    assert "docs" in message and "events" in message

@@ -14,6 +14,7 @@ from .attributes import output_attributes
 from .config import Destination
 from .errors import DistributorError
 from .manifest import Manifest
+from .paths import in_the_way
 from .state import SHARED_ROOT, SINGLE_OWNER, Owner, OwnerKey, State, to_shared
 
 SHOWN = 5
@@ -161,11 +162,17 @@ def decide_single_owner(manifest, key, destination, state, present, planned, whe
         why += "; " + because
     if present is None:
         return None
-    unmanaged = present - set(state.by_path())
-    blocking = unmanaged if destination.reconciliation == "replace" else unmanaged & planned
+    managed = state.by_path()
+    unmanaged = present - set(managed)
+    if destination.reconciliation == "replace":
+        if unmanaged:
+            raise _unmanaged(unmanaged, where)
+        return Decision("replace", why, "replace", state)
+    blocking = (unmanaged & planned) | in_the_way(planned, unmanaged)
     if blocking:
         raise _unmanaged(blocking, where)
-    return Decision(destination.reconciliation, why, destination.reconciliation, state)
+    _refuse_retained_in_the_way(planned, set(managed) - planned, where)
+    return Decision("merge", why, "merge", state)
 
 
 def decide_shared_root(manifest, key, destination, state, present, planned, force, where) -> Decision:
@@ -211,9 +218,13 @@ def decide_shared_root(manifest, key, destination, state, present, planned, forc
             )
         action, reconciliation = "takeover", "replace"
         why += "; takes over %s" % _some(taken)
+    _refuse_other_owners_in_the_way(planned, managed, key, where)
+    if reconciliation == "merge":
+        _refuse_retained_in_the_way(planned, {p for p, o in managed.items() if o.owner == key} - planned, where)
     if present is None:
         return None
-    unmanaged = frozenset(p for p in planned & present if p not in managed)
+    unmanaged = present - set(managed)
+    unmanaged = (planned & unmanaged) | in_the_way(planned, unmanaged)
     if unmanaged:
         if not force:
             raise _unmanaged(unmanaged, where)
@@ -222,3 +233,31 @@ def decide_shared_root(manifest, key, destination, state, present, planned, forc
     if migrated:
         action, why = "migrate", "single-owner state becomes shared_root state; " + why
     return Decision(action, why, reconciliation, state, taken, unmanaged)
+
+
+def _refuse_retained_in_the_way(planned: frozenset, retained: set, where: str) -> None:
+    """Merge keeps this owner's omitted outputs, but one cannot stay where a planned output
+    needs its path as a directory (or inside a directory where a planned file goes)."""
+    blocking = in_the_way(planned, retained)
+    if blocking:
+        raise DistributorError(
+            "conflict",
+            "%s: merge would retain %s where a planned output needs the path as a directory (or the "
+            "other way round), and a path cannot be both; publish once with reconciliation.mode: "
+            "replace to drop it" % (where, _some(blocking)),
+        )
+
+
+def _refuse_other_owners_in_the_way(planned: frozenset, managed: dict, key: OwnerKey, where: str) -> None:
+    """Takeover moves a path from one owner to another; it cannot turn another owner's file into
+    this owner's directory, so that is refused whatever the takeover mode."""
+    theirs = {p for p, o in managed.items() if o.owner != key}
+    blocking = in_the_way(planned, theirs)
+    if blocking:
+        first = sorted(blocking)[0]
+        raise DistributorError(
+            "ownership_conflict",
+            "%s: %s of owner %s (and %d more) is in the way of this owner's planned outputs: one "
+            "needs the other's path as a directory, and a path cannot be both. Takeover does not "
+            "apply; the owners must agree on their paths" % (where, first, managed[first].owner, len(blocking) - 1),
+        )

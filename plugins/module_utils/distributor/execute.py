@@ -17,7 +17,7 @@ from functools import partial
 
 from .errors import DistributorError
 from .manifest import publishable_path_problem
-from .paths import JOURNAL_NAME, STATE_NAME
+from .paths import JOURNAL_NAME, STATE_NAME, in_the_way
 from .plan import Plan
 from .schemas import load_json, show
 from .state import parse_state, serialize_state
@@ -57,16 +57,18 @@ def _bad_journal(where: str, field: str, problem: str) -> DistributorError:
     )
 
 
-def recovery_deletes(journal: Journal, managed: set) -> tuple[list[str], list[str]]:
-    """(outputs, staged files) a dead attempt left: what it wrote that no state records."""
-    outputs = [p for p in journal.writes if p not in managed]
-    staged = [temp_name(p, journal.token) for p in journal.writes + (STATE_NAME, JOURNAL_NAME)]
+def recovery_deletes(journal: Journal, managed: set, listed: frozenset) -> tuple[list[str], list[str]]:
+    """(outputs, staged files) a dead attempt left: what it wrote that no state records. Only
+    what the listing shows is deleted, so a name the attempt could never create (too long for
+    the filesystem, say) cannot make every later recovery fail."""
+    outputs = [p for p in journal.writes if p not in managed and p in listed]
+    staged = [name for name in (temp_name(p, journal.token) for p in journal.writes + (STATE_NAME, JOURNAL_NAME)) if name in listed]
     return outputs, staged
 
 
-def recover(storage: Storage, journal: Journal, managed: set) -> list[str]:
+def recover(storage: Storage, journal: Journal, managed: set, listed: frozenset) -> list[str]:
     """Undo what a dead attempt left behind; returns the output paths removed."""
-    outputs, staged = recovery_deletes(journal, managed)
+    outputs, staged = recovery_deletes(journal, managed, listed)
     removed = storage.delete_many(outputs)
     storage.delete_many(staged)
     storage.delete(JOURNAL_NAME)
@@ -84,7 +86,8 @@ def execute(plan: Plan, storage: Storage, bundle) -> None:
 
     The contract's replace reads "delete, then write": that is the end state. Writing first
     means a write that fails (a tampered source, a full disk) leaves every old output in place.
-    Only a delete that clears the way for a write (a file where a directory now goes) runs first.
+    Only a delete that clears the way for a write (a file where a directory now goes, or a file
+    inside a directory where a file now goes) runs first.
     """
     if not (plan.writes or plan.deletes):
         storage.write_bytes(STATE_NAME, serialize_state(plan.after))
@@ -92,10 +95,10 @@ def execute(plan: Plan, storage: Storage, bundle) -> None:
     journal = Journal(storage.token, tuple(w.path for w in plan.writes))
     storage.write_bytes(JOURNAL_NAME, json.dumps({"token": journal.token, "writes": journal.writes}).encode("utf-8"))
     try:
-        directories = {w.path.rsplit("/", i)[0] for w in plan.writes for i in range(1, w.path.count("/") + 1)}
-        storage.delete_many([d for d in plan.deletes if d in directories])
+        first = in_the_way((w.path for w in plan.writes), plan.deletes)
+        storage.delete_many(sorted(first))
         storage.write_many((w.path, partial(_chunks, w, bundle)) for w in plan.writes)
-        storage.delete_many([d for d in plan.deletes if d not in directories])
+        storage.delete_many([d for d in plan.deletes if d not in first])
         storage.write_bytes(STATE_NAME, serialize_state(plan.after))
     except BaseException:
         _clean_up(storage, journal)
@@ -111,6 +114,6 @@ def _clean_up(storage: Storage, journal: Journal) -> None:
     try:
         raw = storage.read_bytes(STATE_NAME)
         managed = set(parse_state(raw, storage.describe(STATE_NAME)).by_path()) if raw is not None else set()
-        recover(storage, journal, managed)
+        recover(storage, journal, managed, frozenset(storage.list_files()))
     except DistributorError:
         pass

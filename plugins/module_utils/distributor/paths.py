@@ -38,3 +38,27 @@ def is_reserved(path: str) -> bool:
 def join(*parts: str) -> str:
     """Join relative POSIX paths, ignoring empty parts (an empty bundle path is the root)."""
     return "/".join(p.strip("/") for p in parts if p and p.strip("/"))
+
+
+def directories(paths) -> set:
+    """Every directory the paths lie in ("a/b/c" lies in "a" and "a/b"). A path's parents are
+    added until one is already known, so a bundle of many files in few directories costs one
+    lookup per file."""
+    found = set()
+    for path in paths:
+        end = path.rfind("/")
+        while end > 0 and path[:end] not in found:
+            found.add(path[:end])
+            end = path.rfind("/", 0, end)
+    return found
+
+
+def in_the_way(planned, occupied) -> frozenset:
+    """The occupied paths that a planned file cannot coexist with: a file where a planned path
+    needs a directory, or a file inside a directory where a planned file goes. A destination
+    cannot hold both, so one of them must go before the other is written."""
+    occupied = frozenset(occupied)
+    if not occupied:
+        return frozenset()
+    planned = frozenset(planned)
+    return (occupied & directories(planned)) | frozenset(q for q in occupied if directories((q,)) & planned)

@@ -195,7 +195,8 @@ def plan(
     if decision.action == "force_replace" and not shared:
         deletes = tuple(sorted(present - planned_paths))
     else:
-        deletes = () if decision.reconciliation == "merge" else tuple(omitted)
+        kept = () if decision.reconciliation == "merge" else omitted
+        deletes = tuple(sorted(set(kept) | (decision.forced - planned_paths)))
     others = tuple(o for o in (base.outputs if base and shared else ()) if o.owner != key and o.path not in planned_paths)
 
     owner = Owner(key, destination.reconciliation, manifest, primary_url(planned_paths, destination.primary, base_url))

@@ -18,7 +18,7 @@ from .execute import Journal, execute, recover, recovery_deletes
 from .manifest import Bundle
 from .paths import STATE_NAME
 from .plan import Content, plan, plan_outputs
-from .root import list_present, opened, read_records
+from .root import opened, present_in, read_records
 from .state import OwnerKey, output_to_dict, state_to_dict
 from .storage.select import open_storage
 from .timestamps import utc_now
@@ -67,9 +67,10 @@ def publish(source: str, pipeline: dict, destination: dict, force: bool = False,
         if journal is None:
             decision = decide(manifest, key, destination_cfg, state, state_error, None, planned_paths, force, storage.describe())
         if decision is None:
-            present = list_present(storage)
+            listing = frozenset(storage.list_files())
+            present = present_in(listing)
             if journal is not None and state_error is None:
-                present = _recover(storage, journal, state, present, check_mode, warnings)
+                present = _recover(storage, journal, state, listing, check_mode, warnings)
             decision = decide(manifest, key, destination_cfg, state, state_error, present, planned_paths, force, storage.describe())
         needs_content = decision.action != "skip" and decision.reconciliation != "none"
         contents = render_contents(bundle, planned, pipeline_cfg.allow_raw_html, destination_cfg.storage) if needs_content else {}
@@ -80,17 +81,17 @@ def publish(source: str, pipeline: dict, destination: dict, force: bool = False,
     return result(the_plan, warnings, storage.describe(STATE_NAME), full_result)
 
 
-def _recover(storage, journal: Journal, state, present, check_mode: bool, warnings: list) -> frozenset:
-    """Resolve a dead attempt's journal before deciding. Check mode names the same outputs a real
-    run removes (the journal's unrecorded paths that are present) and plans as if they were gone."""
+def _recover(storage, journal: Journal, state, listing: frozenset, check_mode: bool, warnings: list) -> frozenset:
+    """Resolve a dead attempt's journal before deciding; returns what is present after it. Check
+    mode names the same outputs a real run removes and plans as if they were gone."""
     managed = set(state.by_path()) if state else set()
     if check_mode:
-        leftovers = [p for p in recovery_deletes(journal, managed)[0] if p in present]
+        leftovers = recovery_deletes(journal, managed, listing)[0]
     else:
-        leftovers = recover(storage, journal, managed)
+        leftovers = recover(storage, journal, managed, listing)
     warnings.append("%s %d output(s) left by an interrupted publish (attempt %s)%s" % (
         "a real run first removes" if check_mode else "removed", len(leftovers), journal.token, _listing(leftovers)))
-    return present - set(leftovers)
+    return present_in(listing) - set(leftovers)
 
 
 def _listing(paths: list, shown: int = 20) -> str:

@@ -57,4 +57,9 @@ def read_records(storage: Storage):
 
 def list_present(storage: Storage) -> frozenset:
     """The non-reserved files under the bundle path."""
-    return frozenset(p for p in storage.list_files() if not is_reserved(p))
+    return present_in(storage.list_files())
+
+
+def present_in(listing) -> frozenset:
+    """The non-reserved files of a listing of the bundle path."""
+    return frozenset(p for p in listing if not is_reserved(p))

@@ -7,14 +7,18 @@ naming its field; this wrapper is the backstop under all of them: root.opened ap
 backend, so publish, recovery, a failed attempt's clean-up, reconcile-state and prune cannot
 read, write or delete anything but a clean relative path below the bundle path, whatever a
 caller forgets.
+
+It is also the backstop for storage errors: an OSError a backend did not turn into a reason
+leaves as storage_error naming the location, never as a traceback.
 """
 
 from __future__ import annotations
 
-from typing import Callable, ContextManager, Iterable
+from contextlib import contextmanager
+from typing import Callable, Iterable, Iterator
 
 from ..errors import DistributorError
-from ..paths import path_problem
+from ..paths import LOCK_NAME, path_problem
 from .base import Storage
 
 
@@ -36,37 +40,67 @@ class ConfinedStorage(Storage):
             )
         return path
 
+    @contextmanager
+    def _reported(self, action: str, path: str = "") -> Iterator[None]:
+        try:
+            yield
+        except OSError as exc:
+            raise DistributorError(
+                "storage_error", "cannot %s %s: %s" % (action, self.inner.describe(path), exc.strerror or exc)) from exc
+
     def describe(self, path: str = "") -> str:
         return self.inner.describe(path)
 
     def read_bytes(self, path: str) -> bytes | None:
-        return self.inner.read_bytes(self._inside(path))
+        with self._reported("read", self._inside(path)):
+            return self.inner.read_bytes(path)
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
-        self.inner.write(self._inside(path), chunks)
+        with self._reported("write", self._inside(path)):
+            self.inner.write(path, chunks)
 
     def write_bytes(self, path: str, data: bytes) -> None:
-        self.inner.write_bytes(self._inside(path), data)
+        with self._reported("write", self._inside(path)):
+            self.inner.write_bytes(path, data)
 
     def write_many(self, items: Iterable[tuple[str, Callable[[], Iterable[bytes]]]]) -> None:
-        self.inner.write_many((self._inside(path), factory) for path, factory in items)
+        with self._reported("write outputs under"):
+            self.inner.write_many((self._inside(path), factory) for path, factory in items)
 
     def delete(self, path: str) -> bool:
-        return self.inner.delete(self._inside(path))
+        with self._reported("delete", self._inside(path)):
+            return self.inner.delete(path)
 
     def delete_many(self, paths: Iterable[str]) -> list[str]:
         """Every path is checked before the first is deleted: a bad one deletes nothing."""
-        return self.inner.delete_many([self._inside(p) for p in paths])
+        checked = [self._inside(p) for p in paths]
+        with self._reported("delete files under"):
+            return self.inner.delete_many(checked)
 
     def exists(self, path: str) -> bool:
-        return self.inner.exists(self._inside(path))
+        with self._reported("inspect", self._inside(path)):
+            return self.inner.exists(path)
 
     def list_files(self) -> list[str]:
-        return self.inner.list_files()
+        with self._reported("list"):
+            return self.inner.list_files()
 
-    def lock(self, *args, **kwargs) -> ContextManager[None]:
-        """The lock file's name is the backend's own, never a caller's."""
-        return self.inner.lock(*args, **kwargs)
+    @contextmanager
+    def lock(self, *args, **kwargs) -> Iterator[None]:
+        """The lock file's name is the backend's own, never a caller's. Only taking and releasing
+        the lock are reported here: what the body raises stays the body's."""
+        held = self.inner.lock(*args, **kwargs)
+        with self._reported("take the lock", LOCK_NAME):
+            held.__enter__()
+        failure = None
+        try:
+            yield
+        except BaseException as exc:
+            failure = exc
+            raise
+        finally:
+            with self._reported("release the lock", LOCK_NAME):
+                held.__exit__(type(failure) if failure else None, failure, failure.__traceback__ if failure else None)
 
     def close(self) -> None:
         self.inner.close()

@@ -37,32 +37,65 @@ class LocalStorage(Storage):
             raise DistributorError("invalid_config", "storage.root '/' is refused: publish into a directory of its own")
         self.root = root
         self.base = base
+        self._root_is_directory = False
 
     def describe(self, path: str = "") -> str:
         return os.path.join(self.root, join(self.base, path))
 
     def _real(self, path: str, create_parents: bool = False) -> str:
-        """The filesystem path of `path`, refusing any symlink between the root and it."""
+        """The filesystem path of `path`, refusing any symlink between the root and it, and any
+        file where a directory must be (the root included): those are reported here, naming the
+        file in the way, rather than as whatever error the operation would meet below it."""
         current = self.root
-        if create_parents and not os.path.isdir(current):
+        if create_parents and not os.path.lexists(current):
             self._call(os.makedirs, current, "create the root directory")
         parts = join(self.base, path).split("/") if join(self.base, path) else []
+        self._check_root()
         for i, part in enumerate(parts):
             current = os.path.join(current, part)
             try:
-                mode = os.lstat(current).st_mode
+                self._check_component(current, path, i < len(parts) - 1)
             except FileNotFoundError:
                 if create_parents and i < len(parts) - 1:
                     self._call(os.mkdir, current, "create directory")
-                    self._settle(current, self.directory_mode)
+                    self._call(self._settle, current, "set the mode of", self.directory_mode)
                     continue
                 return os.path.join(current, *parts[i + 1:])
-            if stat.S_ISLNK(mode):
-                raise DistributorError(
-                    "storage_error",
-                    "%s is a symbolic link; distributor never follows links inside a destination root" % current,
-                )
         return current
+
+    def _check_root(self) -> None:
+        """The configured root may be a link (it is the user's own choice), but a directory;
+        once seen to be one, it is not asked again."""
+        if self._root_is_directory:
+            return
+        try:
+            mode = os.stat(self.root).st_mode
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise DistributorError("storage_error", "cannot inspect %s: %s" % (self.root, exc.strerror or exc)) from exc
+        if not stat.S_ISDIR(mode):
+            raise DistributorError("storage_error", "storage.root %s is not a directory" % self.root)
+        self._root_is_directory = True
+
+    def _check_component(self, current: str, path: str, must_be_directory: bool) -> None:
+        try:
+            mode = os.lstat(current).st_mode
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            raise DistributorError("storage_error", "cannot inspect %s: %s" % (current, exc.strerror or exc)) from exc
+        if stat.S_ISLNK(mode):
+            raise DistributorError(
+                "storage_error",
+                "%s is a symbolic link; distributor never follows links inside a destination root" % current,
+            )
+        if must_be_directory and not stat.S_ISDIR(mode):
+            raise DistributorError(
+                "storage_error",
+                "%s is a file where %s needs a directory; move it away so distributor can publish there"
+                % (current, self.describe(path)),
+            )
 
     def _settle(self, real: str, mode: int | None) -> None:
         """Apply the configured mode and ownership: to a staged file before its rename, so an

@@ -174,13 +174,20 @@ class SftpStorage(Storage):
                 )
             if stat.S_ISDIR(attrs.st_mode):
                 self._dirs.add(current)
+            elif index < len(parts) - 1:
+                raise _not_a_directory(self._url(current), self.describe(path))
         return current
 
     def _make_root(self) -> None:
         """Like the local backend, a missing root is created (its parents too) on first write."""
         missing = []
         current = self.root
-        while current not in ("/", "") and self._lstat(current) is None:
+        while current not in ("/", ""):
+            attrs = self._lstat(current)
+            if attrs is not None:
+                if not stat.S_ISDIR(attrs.st_mode):
+                    raise _not_a_directory(self._url(current), "storage.root " + self._url(self.root))
+                break
             missing.append(current)
             current = posixpath.dirname(current)
         for directory in reversed(missing):
@@ -510,6 +517,13 @@ def _check_known_hosts(path: str) -> None:
         except (InvalidHostKey, ValueError, TypeError) as exc:
             raise DistributorError("invalid_config", "%s line %d is not a valid known_hosts entry (%s); fix or "
                                    "remove that line" % (path, number, type(exc).__name__)) from None
+
+
+def _not_a_directory(where: str, needed_by: str) -> DistributorError:
+    return DistributorError(
+        "storage_error",
+        "%s is a file where %s needs a directory; move it away so distributor can publish there" % (where, needed_by),
+    )
 
 
 def _cause(exc: BaseException) -> str:
