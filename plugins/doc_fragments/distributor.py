@@ -35,10 +35,10 @@ options:
         required: true
         suboptions:
           type:
-            description: Backend. C(memory) is for tests only.
+            description: Backend.
             type: str
             required: true
-            choices: [local, sftp, s3, memory]
+            choices: [local, sftp, s3]
           root:
             description:
               - Absolute directory (C(local), C(sftp)). A local root of C(/) is refused.

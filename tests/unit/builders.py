@@ -28,8 +28,13 @@ def manifest(id="reports.example", created="2026-06-04T11:55:00Z", files=None) -
     return Manifest(1, id, compute_digest(entries), created, entries)
 
 
+# What tests configure when they hand the core a MemoryStorage through `opener`: memory is not a
+# storage type a user can configure, so the configuration names a real one the opener replaces.
+MEMORY_STORAGE = {"type": "local", "root": "/nonexistent/in-memory"}
+
+
 def destination(**overrides):
-    data = {"id": "archive", "storage": {"type": "memory", "root": "test"}}
+    data = {"id": "archive", "storage": MEMORY_STORAGE}
     data.update(overrides)
     return parse_destination(data)
 

@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import os
 from datetime import datetime, timezone
 
 import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils.distributor.config import (
     parse_destination, parse_pipeline, render_bundle_path)
+from ansible_collections.distributor.core.plugins.module_utils.distributor import vocabulary
 from ansible_collections.distributor.core.plugins.module_utils.distributor.errors import DistributorError
 
 CREATED = datetime(2026, 6, 4, 11, 55, tzinfo=timezone.utc)
@@ -91,3 +93,24 @@ def test_retention_age_units():
     cfg = parse_destination(destination(retention={"max_age": "2w", "max_outputs": 3}))
     assert (cfg.retention.max_age_seconds, cfg.retention.max_outputs) == (14 * 86400, 3)
     refused(parse_destination, destination(retention={"max_age": "30 days"}), "max_age")
+
+
+def test_memory_is_not_a_storage_type_a_user_can_configure():
+    with pytest.raises(DistributorError) as caught:
+        parse_destination({"id": "archive", "storage": {"type": "memory", "root": "x"}})
+    assert caught.value.reason == "invalid_config" and "storage.type" in caught.value.message
+
+
+def test_an_unknown_storage_type_never_falls_back_to_a_backend():
+    from ansible_collections.distributor.core.plugins.module_utils.distributor.storage.select import open_storage
+    with pytest.raises(DistributorError) as caught:
+        open_storage({"type": "ftp", "root": "/x"}, "", "t")
+    assert caught.value.reason == "invalid_config"
+
+
+@pytest.mark.parametrize("name", [n for n in dir(vocabulary) if n.isupper()])
+def test_every_choice_is_documented_in_config_md(name):
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "config.md")) as handle:
+        text = handle.read()
+    missing = [word for word in getattr(vocabulary, name) if word not in text]
+    assert not missing, "docs/config.md does not mention %s of %s" % (missing, name)

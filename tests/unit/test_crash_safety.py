@@ -15,7 +15,7 @@ from ansible_collections.distributor.core.plugins.module_utils.distributor.paths
 from ansible_collections.distributor.core.plugins.module_utils.distributor.publish import publish
 from ansible_collections.distributor.core.plugins.module_utils.distributor.storage.memory import MemoryStorage
 
-from builders import LATER, NOW, read_json, write_bundle
+from builders import LATER, MEMORY_STORAGE, NOW, read_json, write_bundle
 
 PIPELINE = {"id": "reports", "outputs": [{"match": "*.md", "transform": "markdown_to_html"}, {"match": "*.png"}]}
 
@@ -42,7 +42,7 @@ def opener(store, cut):
 
 
 def destination(**extra):
-    return dict({"id": "archive", "storage": {"type": "memory", "root": "x"}}, **extra)
+    return dict({"id": "archive", "storage": MEMORY_STORAGE}, **extra)
 
 
 def scenario(tmp_path, dest, pipeline_ids=("reports",)):

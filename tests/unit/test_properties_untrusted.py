@@ -17,7 +17,7 @@ from ansible_collections.distributor.core.plugins.module_utils.distributor.publi
 from ansible_collections.distributor.core.plugins.module_utils.distributor.state import parse_state
 from ansible_collections.distributor.core.plugins.module_utils.distributor.storage.memory import MemoryStorage
 
-from builders import LATER, NOW, write_bundle
+from builders import LATER, MEMORY_STORAGE, NOW, write_bundle
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 NAMES = st.sampled_from(["index.html", "../outside.txt", "/etc/passwd", "a/../../b", ".distributor.json", "a//b",
@@ -72,7 +72,7 @@ def test_publish_over_a_mutated_root_stays_inside_the_bundle_path(tmp_path_facto
     first = write_bundle(tmp / "b1", {"index.html": b"v1"}, created="2026-06-03T00:00:00Z")
     second = write_bundle(tmp / "b2", {"index.html": b"v2", "new.html": b"n"})
     store = {"outside.txt": b"keep", "other/page.html": b"keep"}
-    destination = {"id": "archive", "storage": {"type": "memory"}, "path": "site"}
+    destination = {"id": "archive", "storage": MEMORY_STORAGE, "path": "site"}
     publish(first, {"id": "reports"}, destination, now=NOW, opener=spying(store, []))
     state = json.loads(store["site/.distributor.json"])
     if mutation == "journal":
@@ -102,7 +102,7 @@ def test_publish_over_a_mutated_root_stays_inside_the_bundle_path(tmp_path_facto
 def test_a_producer_id_never_moves_the_url_to_another_host(tmp_path_factory, source_id, base_url):
     bundle = write_bundle(tmp_path_factory.mktemp("b"), {"index.html": b"hi"}, id=source_id)
     store = {}
-    destination = {"id": "archive", "storage": {"type": "memory"}, "links": {"base_url": base_url}}
+    destination = {"id": "archive", "storage": MEMORY_STORAGE, "links": {"base_url": base_url}}
     try:
         result = publish(bundle, {"id": "reports"}, destination, now=NOW, opener=spying(store, []))
     except DistributorError as error:

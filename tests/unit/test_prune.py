@@ -16,7 +16,7 @@ from ansible_collections.distributor.core.plugins.module_utils.distributor.state
 from ansible_collections.distributor.core.plugins.module_utils.distributor.storage.memory import MemoryStorage
 from ansible_collections.distributor.core.plugins.module_utils.distributor.timestamps import format_rfc3339
 
-from builders import NOW, manifest, shared_state, single_state
+from builders import MEMORY_STORAGE, NOW, manifest, shared_state, single_state
 
 M = manifest()
 KEY = OwnerKey("reports", "archive")
@@ -108,7 +108,7 @@ def memory(store):
 
 
 def dest(**extra):
-    return dict({"id": "archive", "storage": {"type": "memory", "root": "x"}, "retention": {"max_age": "1d"}}, **extra)
+    return dict({"id": "archive", "storage": MEMORY_STORAGE, "retention": {"max_age": "1d"}}, **extra)
 
 
 def seeded(state, extra=()):

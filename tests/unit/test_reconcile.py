@@ -14,7 +14,7 @@ from ansible_collections.distributor.core.plugins.module_utils.distributor.recon
 from ansible_collections.distributor.core.plugins.module_utils.distributor.state import OwnerKey, parse_state, serialize_state
 from ansible_collections.distributor.core.plugins.module_utils.distributor.storage.memory import MemoryStorage
 
-from builders import LATER, LATER_S, NOW_S, manifest, shared_state, single_state
+from builders import LATER, LATER_S, MEMORY_STORAGE, NOW_S, manifest, shared_state, single_state
 
 M = manifest()
 KEY = OwnerKey("reports", "archive")
@@ -81,7 +81,7 @@ def memory(store):
 
 
 def dest(**extra):
-    return dict({"id": "archive", "storage": {"type": "memory", "root": "x"}}, **extra)
+    return dict({"id": "archive", "storage": MEMORY_STORAGE}, **extra)
 
 
 def seeded(state, base="", gone=(), extra=()):

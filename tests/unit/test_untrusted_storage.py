@@ -16,14 +16,14 @@ from ansible_collections.distributor.core.plugins.module_utils.distributor.stora
 from ansible_collections.distributor.core.plugins.module_utils.distributor.storage.memory import MemoryStorage
 from ansible_collections.distributor.core.plugins.module_utils.distributor.storage.sftp import SftpStorage
 
-from builders import LATER, NOW, write_bundle
+from builders import LATER, MEMORY_STORAGE, NOW, write_bundle
 
 JOURNAL = "site/.distributor.journal.json"
 STATE = "site/.distributor.json"
 
 
 def dest(**extra):
-    return dict({"id": "archive", "storage": {"type": "memory"}, "path": "site"}, **extra)
+    return dict({"id": "archive", "storage": MEMORY_STORAGE, "path": "site"}, **extra)
 
 
 def memory(store):

@@ -6,8 +6,10 @@ Secrets are `no_log` here once, like amazon.aws does for its shared AWS options.
 
 from __future__ import annotations
 
+from . import vocabulary
+
 STORAGE = dict(
-    type=dict(type="str", required=True, choices=["local", "sftp", "s3", "memory"]),
+    type=dict(type="str", required=True, choices=list(vocabulary.STORAGE_TYPES)),
     root=dict(type="str"),
     host=dict(type="str"),
     port=dict(type="int"),
@@ -15,7 +17,7 @@ STORAGE = dict(
     password=dict(type="str", no_log=True),
     private_key_file=dict(type="path"),
     known_hosts_file=dict(type="path"),
-    host_key_policy=dict(type="str", choices=["reject", "accept_new"]),
+    host_key_policy=dict(type="str", choices=list(vocabulary.HOST_KEY_POLICIES)),
     bucket=dict(type="str"),
     prefix=dict(type="str"),
     region=dict(type="str", aliases=["aws_region"]),
@@ -31,7 +33,7 @@ STORAGE = dict(
     acl=dict(type="str"),
     cache_control=dict(type="raw"),
     storage_class=dict(type="str"),
-    server_side_encryption=dict(type="str", choices=["AES256", "aws:kms"]),
+    server_side_encryption=dict(type="str", choices=list(vocabulary.SERVER_SIDE_ENCRYPTION)),
     sse_kms_key_id=dict(type="str", no_log=False),
     metadata=dict(type="dict"),
     content_types=dict(type="dict"),
@@ -40,7 +42,7 @@ STORAGE = dict(
 )
 
 
-def _mode(*choices: str) -> dict:
+def _mode(choices: tuple) -> dict:
     return dict(type="dict", options=dict(mode=dict(type="str", choices=list(choices))))
 
 
@@ -51,16 +53,16 @@ DESTINATION = dict(
         id=dict(type="str", required=True),
         storage=dict(type="dict", required=True, options=STORAGE),
         path=dict(type="str"),
-        state=_mode("single_owner", "shared_root"),
-        reconciliation=_mode("replace", "merge"),
+        state=_mode(vocabulary.STATE_MODES),
+        reconciliation=_mode(vocabulary.RECONCILIATION_MODES),
         transfer=dict(
             type="dict",
             options=dict(
-                on_destination_newer=dict(type="str", choices=["skip", "replace"]),
-                on_conflict=dict(type="str", choices=["fail", "replace"]),
+                on_destination_newer=dict(type="str", choices=list(vocabulary.ON_DESTINATION_NEWER)),
+                on_conflict=dict(type="str", choices=list(vocabulary.ON_CONFLICT)),
             ),
         ),
-        takeover=_mode("none", "managed"),
+        takeover=_mode(vocabulary.TAKEOVER_MODES),
         links=dict(type="dict", options=dict(base_url=dict(type="str"), primary=dict(type="list", elements="str"))),
         retention=dict(type="dict", options=dict(max_age=dict(type="str"), max_outputs=dict(type="int"))),
     ),
@@ -76,7 +78,7 @@ PIPELINE = dict(
             elements="dict",
             options=dict(
                 match=dict(type="str", required=True),
-                transform=dict(type="str", default="copy", choices=["copy", "markdown_to_html"]),
+                transform=dict(type="str", default="copy", choices=list(vocabulary.TRANSFORMS)),
             ),
         ),
         markdown=dict(type="dict", options=dict(allow_raw_html=dict(type="bool", default=False))),

@@ -94,7 +94,7 @@ def output_attributes(storage: dict, path: str) -> tuple[tuple[str, str], ...]:
     """The settings the operator configured for the output at `path`, as sorted (name, text)
     pairs: () with the defaults, so records written before these settings existed still match."""
     found = {}
-    if storage.get("type") in ("local", "sftp", "memory"):
+    if storage.get("type") in ("local", "sftp"):
         found.update((name, str(storage[name])) for name in FILE_SETTINGS if storage.get(name) is not None)
         if "file_mode" in found:
             found["file_mode"] = "%04o" % parse_mode(found["file_mode"], "file_mode")

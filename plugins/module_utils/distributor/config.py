@@ -13,6 +13,7 @@ from .attributes import check_storage
 from .errors import DistributorError
 from .paths import is_reserved, path_problem
 from .schemas import HTTP_URL, validate
+from .timestamps import format_rfc3339
 
 DEFAULT_RULES = ({"match": "**", "transform": "copy"},)
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)(?::([^{}]*))?\}")
@@ -209,7 +210,9 @@ def render_template(template: str, pipeline_id: str, destination_id: str, source
                 "destination %s: %r needs {%s}; give %s or use a path without it"
                 % (destination_id, template, name, "source_id" if name == "source_id" else "created"),
             )
-        return value if name == "source_id" else value.strftime(fmt or "%Y-%m-%dT%H:%M:%SZ")
+        if name == "source_id":
+            return value
+        return value.strftime(fmt) if fmt else format_rfc3339(value)
 
     return _PLACEHOLDER.sub(fill, template)
 

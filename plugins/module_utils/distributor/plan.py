@@ -15,11 +15,10 @@ from .decide import Decision
 from .errors import DistributorError
 from .manifest import Manifest
 from .paths import is_reserved, path_problem
-from .state import SHARED_ROOT, SINGLE_OWNER, Output, Owner, OwnerKey, State
+from .state import SHARED_ROOT, SINGLE_OWNER, Output, Owner, OwnerKey, State, schema_version_for
+from .timestamps import format_rfc3339
 from .transforms import output_kind, output_path
-
-DISTRIBUTOR_VERSION = "0.1.0"
-
+from .version import COLLECTION_VERSION
 
 @dataclass(frozen=True)
 class PlannedOutput:
@@ -171,12 +170,12 @@ def plan(
 ) -> Plan:
     """The complete plan for `decision`; `contents` maps each planned path to its Content and may
     be empty when nothing is written (skip, or a migration of an unchanged source)."""
-    stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    stamp = format_rfc3339(now)
     if decision.action == "skip":
         return Plan(decision, key, bundle_path, (), (), before, before, ())
     base = decision.state
     if decision.reconciliation == "none":
-        after = replace(base, updated_at=stamp, distributor_version=DISTRIBUTOR_VERSION)
+        after = replace(base, updated_at=stamp, distributor_version=COLLECTION_VERSION)
         return Plan(decision, key, bundle_path, (), (), before, after, ())
     shared = destination.shared_root
     previous = base.by_path() if base else {}
@@ -202,10 +201,10 @@ def plan(
     owner = Owner(key, destination.reconciliation, manifest, primary_url(planned_paths, destination.primary, base_url))
     if shared:
         owners = _upsert_owner(base.owners if base else (), owner)
-        after = State(SHARED_ROOT, 3, base.created_at if base else stamp, stamp, None, DISTRIBUTOR_VERSION, owners, others + tuple(records))
+        after = State(SHARED_ROOT, schema_version_for(SHARED_ROOT), base.created_at if base else stamp, stamp, None, COLLECTION_VERSION, owners, others + tuple(records))
     else:
         created_at = before.created_at if before is not None and before.mode == SINGLE_OWNER else stamp
-        after = State(SINGLE_OWNER, 2, created_at, stamp, stamp, DISTRIBUTOR_VERSION, (owner,), tuple(records))
+        after = State(SINGLE_OWNER, schema_version_for(SINGLE_OWNER), created_at, stamp, stamp, COLLECTION_VERSION, (owner,), tuple(records))
     writes = tuple(
         Write(p.path, p.source_path, contents[p.path]) for p in planned
         if not _already_there(previous.get(p.path), contents[p.path], p.path in present)

@@ -20,12 +20,12 @@ from . import report
 from .config import Destination, parse_destination, render_bundle_path
 from .errors import DistributorError
 from .paths import JOURNAL_NAME, STATE_NAME
-from .plan import DISTRIBUTOR_VERSION
 from .root import inspect, opened
-from .state import SHARED_ROOT, Output, OwnerKey, State, serialize_state, state_to_dict
+from .state import SHARED_ROOT, Output, OwnerKey, State, schema_version_for, serialize_state, state_to_dict
 from .storage.base import Storage
 from .storage.select import open_storage
 from .timestamps import format_rfc3339, parse_rfc3339, utc_now
+from .version import COLLECTION_VERSION
 
 
 @dataclass(frozen=True)
@@ -100,10 +100,10 @@ def forget(state: State, outputs, now: datetime) -> State:
     gone = {o.path for o in outputs}
     return replace(
         state,
-        schema_version=3 if state.mode == SHARED_ROOT else 2,
+        schema_version=schema_version_for(state.mode),
         outputs=tuple(o for o in state.outputs if o.path not in gone),
         updated_at=format_rfc3339(now),
-        distributor_version=DISTRIBUTOR_VERSION,
+        distributor_version=COLLECTION_VERSION,
     )
 
 

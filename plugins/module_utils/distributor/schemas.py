@@ -12,6 +12,7 @@ import json
 import traceback
 from functools import lru_cache
 
+from . import vocabulary
 from .errors import DistributorError, MissingLibrary
 from .fastcheck import without_checked_items
 
@@ -66,7 +67,7 @@ MANIFEST = {
 
 _OUTPUT_COMMON = {
     "path": {"type": "string"},
-    "kind": {"enum": ["source", "generated"]},
+    "kind": {"enum": list(vocabulary.OUTPUT_KINDS)},
     "source_path": {"type": "string"},
     "transform": {"type": "string", "minLength": 1},
     "url": HTTP_URL,
@@ -93,7 +94,7 @@ _LINKS = {"type": "object", "properties": {"primary_url": HTTP_URL}}
 _RECONCILIATION = {
     "type": "object",
     "required": ["mode"],
-    "properties": {"mode": {"enum": ["replace", "merge"]}},
+    "properties": {"mode": {"enum": list(vocabulary.RECONCILIATION_MODES)}},
 }
 _SOURCE = {"type": "object", "required": ["manifest"], "properties": {"manifest": {"type": "object"}}}
 _TIMESTAMPS = {"created_at": TIMESTAMP, "updated_at": TIMESTAMP}
@@ -199,7 +200,7 @@ PIPELINE = {
                 "required": ["match"],
                 "properties": {
                     "match": {"type": "string", "minLength": 1},
-                    "transform": {"enum": ["copy", "markdown_to_html"]},
+                    "transform": {"enum": list(vocabulary.TRANSFORMS)},
                 },
                 "additionalProperties": False,
             },
@@ -215,7 +216,7 @@ PIPELINE = {
     "additionalProperties": False,
 }
 
-_STORAGE_COMMON = {"type": {"enum": ["local", "sftp", "s3", "memory"]}}
+_STORAGE_COMMON = {"type": {"enum": list(vocabulary.STORAGE_TYPES)}}
 _STR = {"type": "string"}
 _OPT_STR = {"type": ["string", "null"]}
 _MODE = {"type": "string", "pattern": "^0?[0-7]{3,4}$", "description": "an octal mode string such as \"0640\""}
@@ -250,10 +251,6 @@ DESTINATION = {
                     },
                 },
                 {
-                    "if": {"properties": {"type": {"const": "memory"}}},
-                    "then": {"properties": {"type": True, "root": _STR}, "additionalProperties": False},
-                },
-                {
                     "if": {"properties": {"type": {"const": "sftp"}}},
                     "then": {
                         "required": ["host", "root"],
@@ -265,7 +262,7 @@ DESTINATION = {
                             "password": _OPT_STR,
                             "private_key_file": _OPT_STR,
                             "known_hosts_file": _OPT_STR,
-                            "host_key_policy": {"enum": ["reject", "accept_new"]},
+                            "host_key_policy": {"enum": list(vocabulary.HOST_KEY_POLICIES)},
                             "root": _STR,
                             "file_mode": _MODE,
                             "directory_mode": _MODE,
@@ -289,8 +286,7 @@ DESTINATION = {
                             "access_key": _OPT_STR,
                             "secret_key": _OPT_STR,
                             "session_token": _OPT_STR,
-                            "acl": {"enum": ["private", "public-read", "public-read-write", "authenticated-read",
-                                             "aws-exec-read", "bucket-owner-read", "bucket-owner-full-control"]},
+                            "acl": {"enum": list(vocabulary.S3_ACLS)},
                             "cache_control": {"oneOf": [_STR, {"type": "array", "items": {
                                 "type": "object",
                                 "required": ["match", "value"],
@@ -298,7 +294,7 @@ DESTINATION = {
                                 "additionalProperties": False,
                             }}]},
                             "storage_class": {"type": "string", "minLength": 1},
-                            "server_side_encryption": {"enum": ["AES256", "aws:kms"]},
+                            "server_side_encryption": {"enum": list(vocabulary.SERVER_SIDE_ENCRYPTION)},
                             "sse_kms_key_id": _STR,
                             "metadata": {"type": "object", "additionalProperties": {"type": ["string", "number", "boolean"]}},
                             "content_types": {"type": "object", "additionalProperties": {"type": "string", "minLength": 1}},
@@ -313,25 +309,25 @@ DESTINATION = {
         "path": {"type": "string"},
         "state": {
             "type": "object",
-            "properties": {"mode": {"enum": ["single_owner", "shared_root"]}},
+            "properties": {"mode": {"enum": list(vocabulary.STATE_MODES)}},
             "additionalProperties": False,
         },
         "reconciliation": {
             "type": "object",
-            "properties": {"mode": {"enum": ["replace", "merge"]}},
+            "properties": {"mode": {"enum": list(vocabulary.RECONCILIATION_MODES)}},
             "additionalProperties": False,
         },
         "transfer": {
             "type": "object",
             "properties": {
-                "on_destination_newer": {"enum": ["skip", "replace"]},
-                "on_conflict": {"enum": ["fail", "replace"]},
+                "on_destination_newer": {"enum": list(vocabulary.ON_DESTINATION_NEWER)},
+                "on_conflict": {"enum": list(vocabulary.ON_CONFLICT)},
             },
             "additionalProperties": False,
         },
         "takeover": {
             "type": "object",
-            "properties": {"mode": {"enum": ["none", "managed"]}},
+            "properties": {"mode": {"enum": list(vocabulary.TAKEOVER_MODES)}},
             "additionalProperties": False,
         },
         "links": {

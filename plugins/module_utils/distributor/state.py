@@ -195,9 +195,15 @@ def _check_outputs(state: State, where: str) -> None:
         seen.add(output.path)
 
 
+def schema_version_for(mode: str) -> int:
+    """The schema every record distributor writes in `mode` follows: schema 1 is only ever read
+    (and rewritten as 2), shared roots are schema 3."""
+    return 3 if mode == SHARED_ROOT else 2
+
+
 def to_shared(state: State) -> State:
-    """Single-owner state as schema 3: the migration the contract allows for the same owner."""
-    return replace(state, mode=SHARED_ROOT, schema_version=3, published_at=None)
+    """Single-owner state as shared-root state: the migration the contract allows for the same owner."""
+    return replace(state, mode=SHARED_ROOT, schema_version=schema_version_for(SHARED_ROOT), published_at=None)
 
 
 def output_to_dict(output: Output, shared: bool) -> dict:

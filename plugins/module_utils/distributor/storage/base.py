@@ -14,12 +14,14 @@ import math
 import os
 import socket
 import time
+from datetime import datetime, timezone
 from typing import Callable, ContextManager, Iterable
 from urllib.parse import quote, quote_plus
 
 from ..errors import DistributorError
 from ..paths import RESERVED_PREFIX
 from ..schemas import show
+from ..timestamps import format_rfc3339
 
 LOCK_EXPIRY_SECONDS = 600.0
 LOCK_POLL_SECONDS = 0.2
@@ -53,8 +55,8 @@ def describe_holder(raw: bytes | None) -> str:
         record = json.loads(raw or b"")
         return "%s (since %s, expires %s)" % (
             show(record["holder"]),
-            time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(record["acquired_at"])),
-            time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(record["expires_at"])),
+            format_rfc3339(datetime.fromtimestamp(record["acquired_at"], timezone.utc)),
+            format_rfc3339(datetime.fromtimestamp(record["expires_at"], timezone.utc)),
         )
     except UNREADABLE_RECORD:
         return "an unknown holder"

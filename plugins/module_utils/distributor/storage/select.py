@@ -9,14 +9,11 @@ from __future__ import annotations
 
 import uuid
 
+from ..errors import DistributorError
 from .base import Storage
 from .local import LocalStorage
-from .memory import MemoryStorage
 from .s3 import S3Storage
 from .sftp import SftpStorage
-
-MEMORY_STORES: dict = {}
-
 
 def new_token() -> str:
     """A fresh attempt token: names this run's staged files and journal entry."""
@@ -24,6 +21,8 @@ def new_token() -> str:
 
 
 def open_storage(storage: dict, base: str, token: str) -> Storage:
+    """The backend for a validated storage setting. The in-memory backend of the unit tests is
+    not one of them: tests hand it to the core through the `opener` parameter instead."""
     kind = storage["type"]
     if kind == "local":
         return LocalStorage(storage["root"], base, token, storage)
@@ -31,4 +30,4 @@ def open_storage(storage: dict, base: str, token: str) -> Storage:
         return SftpStorage(storage, base, token)
     if kind == "s3":
         return S3Storage(storage, base, token)
-    return MemoryStorage(MEMORY_STORES.setdefault(storage.get("root", ""), {}), base, token)
+    raise DistributorError("invalid_config", "storage.type %r is not one of local, sftp, s3" % (kind,))

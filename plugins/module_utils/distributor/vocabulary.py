@@ -1,0 +1,22 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Every closed set of words a user writes in a playbook, defined once.
+
+The argument spec and the JSON Schemas are built from these; the module documentation is checked
+against the argument spec by ansible-test sanity, and docs/config.md against these by a unit
+test, so a new choice cannot reach one of them and miss another.
+"""
+
+from __future__ import annotations
+
+STORAGE_TYPES = ("local", "sftp", "s3")
+STATE_MODES = ("single_owner", "shared_root")
+RECONCILIATION_MODES = ("replace", "merge")
+ON_DESTINATION_NEWER = ("skip", "replace")
+ON_CONFLICT = ("fail", "replace")
+TAKEOVER_MODES = ("none", "managed")
+HOST_KEY_POLICIES = ("reject", "accept_new")
+TRANSFORMS = ("copy", "markdown_to_html")
+OUTPUT_KINDS = ("source", "generated")
+SERVER_SIDE_ENCRYPTION = ("AES256", "aws:kms")
+S3_ACLS = ("private", "public-read", "public-read-write", "authenticated-read", "aws-exec-read",
+           "bucket-owner-read", "bucket-owner-full-control")

@@ -1,0 +1,50 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One version and one timestamp form: what state records name and when they say it happened."""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timedelta, timezone
+
+import yaml
+
+from ansible_collections.distributor.core.plugins.module_utils.distributor.config import render_bundle_path
+from ansible_collections.distributor.core.plugins.module_utils.distributor.decide import decide
+from ansible_collections.distributor.core.plugins.module_utils.distributor.plan import Content, plan, plan_outputs
+from ansible_collections.distributor.core.plugins.module_utils.distributor.state import OwnerKey
+from ansible_collections.distributor.core.plugins.module_utils.distributor.storage.base import describe_holder
+from ansible_collections.distributor.core.plugins.module_utils.distributor.version import COLLECTION_VERSION
+
+from builders import destination, manifest, pipeline
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+KEY = OwnerKey("reports", "archive")
+
+
+def test_the_version_records_name_is_the_one_galaxy_yml_releases():
+    with open(os.path.join(REPO, "galaxy.yml")) as handle:
+        assert yaml.safe_load(handle)["version"] == COLLECTION_VERSION
+
+
+def test_a_plan_made_with_a_clock_in_another_zone_records_utc():
+    m = manifest()
+    cfg = destination()
+    planned = plan_outputs(m, pipeline())
+    paths = frozenset(p.path for p in planned)
+    decision = decide(m, KEY, cfg, None, None, frozenset(), paths, False, "memory:/")
+    contents = {p.path: Content("sha256:" + "0" * 64, 1, b"x") for p in planned}
+    berlin = datetime(2026, 6, 4, 14, 0, 0, tzinfo=timezone(timedelta(hours=2)))
+    after = plan(decision, KEY, cfg, m, planned, contents, None, frozenset(), "", None, berlin).after
+    assert after.created_at == after.updated_at == "2026-06-04T12:00:00Z"
+    assert after.distributor_version == COLLECTION_VERSION
+
+
+def test_a_bare_created_placeholder_renders_the_instant_in_utc():
+    cfg = destination(path="archive/{created}")
+    created = datetime(2026, 6, 4, 13, 55, 0, tzinfo=timezone(timedelta(hours=2)))
+    assert render_bundle_path(cfg, "reports", "r", created) == "archive/2026-06-04T11:55:00Z"
+
+
+def test_a_lock_holder_is_described_with_rfc3339_times():
+    raw = b'{"holder": "host:1", "acquired_at": 1780574400, "expires_at": 1780575000}'
+    assert describe_holder(raw) == '"host:1" (since 2026-06-04T12:00:00Z, expires 2026-06-04T12:10:00Z)'
