@@ -73,7 +73,9 @@ def recover(storage: Storage, journal: Journal, managed: set) -> list[str]:
     return removed
 
 
-def _chunks(write, bundle):
+def output_chunks(write, bundle):
+    """The bytes a write puts in place: rendered ones as they are, copies streamed (and verified)
+    from the bundle."""
     if write.content.data is not None:
         return [write.content.data]
     return bundle.chunks(write.source_path)
@@ -94,7 +96,7 @@ def execute(plan: Plan, storage: Storage, bundle) -> None:
     try:
         directories = {w.path.rsplit("/", i)[0] for w in plan.writes for i in range(1, w.path.count("/") + 1)}
         storage.delete_many([d for d in plan.deletes if d in directories])
-        storage.write_many((w.path, partial(_chunks, w, bundle)) for w in plan.writes)
+        storage.write_many((w.path, partial(output_chunks, w, bundle)) for w in plan.writes)
         storage.delete_many([d for d in plan.deletes if d not in directories])
         storage.write_bytes(STATE_NAME, serialize_state(plan.after))
     except BaseException:
