@@ -23,19 +23,9 @@ options:
       - Limits RV(owners) and RV(outputs) to the owner this pipeline and O(destination.id) form.
       - Fills C({pipeline_id}) in O(destination.path); without it O(destination.path) must not use C({pipeline_id}).
     type: str
-  created:
-    description:
-      - RFC3339 time (like C(2026-06-04T11:55:00Z)) that fills C({created:<strftime>}) in O(destination.path),
-        selecting the bundle path one publication used.
-      - Without it O(destination.path) must not use C({created}).
-    type: str
-  source_id:
-    description:
-      - The source id that fills C({source_id}) in O(destination.path).
-      - Without it O(destination.path) must not use C({source_id}).
-    type: str
 extends_documentation_fragment:
   - distributor.core.distributor.ATTRIBUTES
+  - distributor.core.distributor.SELECTOR
   - distributor.core.distributor.DESTINATION
 attributes:
   check_mode:
@@ -228,17 +218,12 @@ lock:
 """
 
 from ansible_collections.distributor.core.plugins.module_utils.distributor.adapter import run_module
-from ansible_collections.distributor.core.plugins.module_utils.distributor.argspec import DESTINATION
+from ansible_collections.distributor.core.plugins.module_utils.distributor.argspec import DESTINATION, SELECTOR
 from ansible_collections.distributor.core.plugins.module_utils.distributor.stateinfo import state_info
 
 
 def main():
-    argument_spec = dict(
-        destination=DESTINATION,
-        pipeline_id=dict(type="str"),
-        created=dict(type="str"),
-        source_id=dict(type="str"),
-    )
+    argument_spec = dict(SELECTOR, destination=DESTINATION, pipeline_id=dict(type="str"))
     run_module(
         argument_spec,
         lambda params, check_mode: state_info(params["destination"], params["pipeline_id"], (params["source_id"], params["created"])),

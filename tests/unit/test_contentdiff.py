@@ -69,7 +69,7 @@ def test_binary_new_content_says_so_in_one_line_and_reads_nothing_old(data):
 
 
 def test_binary_old_content_says_so_in_one_line():
-    [entry], _ = diffs([write("a.txt", b"text\n")], {"a.txt": b"\0\1\2"})
+    [entry] = diffs([write("a.txt", b"text\n")], {"a.txt": b"\0\1\2"})[0]
     assert skipped(entry) == "diff skipped: root/a.txt: old content is binary\n"
 
 
@@ -96,7 +96,7 @@ def test_unmanaged_content_in_the_way_is_never_read():
 def test_after_the_task_bound_the_remaining_outputs_say_so():
     page = b"y" * (FILE_BOUND - 1) + b"\n"
     writes = [write("p%02d.txt" % i, page) for i in range(TASK_BOUND // FILE_BOUND + 2)]
-    entries, _ = diffs(writes, {})
+    entries = diffs(writes, {})[0]
     shown = [e for e in entries if "after" in e]
     assert len(shown) == TASK_BOUND // FILE_BOUND
     assert all("bound of %d bytes of content diffs per task" % TASK_BOUND in skipped(e) for e in entries[len(shown):])
