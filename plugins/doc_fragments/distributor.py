@@ -223,6 +223,17 @@ options:
       - Single-owner state must record this pipeline and destination, else the module fails with C(conflict).
     type: str
     required: true
+  lock_timeout:
+    description:
+      - Seconds to wait for a publisher of the same root before failing with C(locked).
+      - Check mode takes no lock.
+    type: float
+    default: 60
+"""
+
+    # The options that fill a bundle path's placeholders when no bundle is at hand.
+    SELECTOR = r"""
+options:
   created:
     description:
       - RFC3339 time (like C(2026-06-04T11:55:00Z)) that fills C({created:<strftime>}) in I(destination.path),
@@ -234,12 +245,6 @@ options:
       - The source id that fills C({source_id}) in I(destination.path).
       - Without it I(destination.path) must not use C({source_id}).
     type: str
-  lock_timeout:
-    description:
-      - Seconds to wait for a publisher of the same root before failing with C(locked).
-      - Check mode takes no lock.
-    type: float
-    default: 60
 """
 
     PIPELINE = r"""

@@ -25,6 +25,7 @@ description:
 extends_documentation_fragment:
   - distributor.core.distributor.ATTRIBUTES
   - distributor.core.distributor.MANAGED_ROOT
+  - distributor.core.distributor.SELECTOR
   - distributor.core.distributor.DESTINATION
 attributes:
   check_mode:

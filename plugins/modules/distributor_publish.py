@@ -16,8 +16,17 @@ description:
   - Never overwrites or deletes content distributor does not manage unless I(force=true), and then
     only within the bundle path.
   - Check mode is the dry run; it writes nothing, not even a lock. With C(--diff) the result holds
-    listings of the managed outputs before and after.
+    listings of the managed outputs before and after, then a content diff of each text output
+    written (old content read from the destination, in check mode too).
 options:
+  manifest:
+    description:
+      - The bundle's manifest, used in place of its C(manifest.json), which is then not read.
+      - Pass the RV(distributor.core.distributor_manifest#module:manifest) that
+        M(distributor.core.distributor_manifest) returns, so that a play that builds the manifest
+        and publishes predicts the publish in check mode, where the manifest is not written.
+      - Validated exactly like C(manifest.json); every file is verified against it while it is read.
+    type: dict
   source:
     description: Directory of the source bundle (holding C(manifest.json)).
     type: path
@@ -52,11 +61,16 @@ attributes:
     description: Check mode is the dry run; nothing at the destination changes, not even a lock.
     support: full
   diff_mode:
-    description: Returns listings of the managed outputs and state before and after.
+    description:
+      - Returns a list of diffs; the first lists the managed outputs and state before and after.
+      - Then one entry per output written; text (UTF-8) shows the old content against the new, binary
+        content, content over 64 KiB and content distributor does not manage say so in one line, and
+        after 1 MiB of content per task the rest do too.
     support: full
 notes:
   - An unchanged source is a skip, but a change of storage settings alone (modes, ownership, S3 object settings) rewrites the outputs it affects.
   - A file edited by hand at the destination is not repaired by republishing the same bytes; see the operations guide.
+  - With both O(manifest) and a C(manifest.json) in O(source), O(manifest) wins and the file is ignored.
   - O(force=true) never deletes another owner's outputs in a shared root and never forces over invalid shared-root state.
 seealso:
   - module: distributor.core.distributor_manifest
@@ -193,12 +207,13 @@ def main():
         force=dict(type="bool", default=False),
         lock_timeout=dict(type="float", default=60.0),
         return_records=dict(type="bool", default=False),
+        manifest=dict(type="dict"),
     )
     run_module(
         argument_spec,
         lambda params, check_mode, diff_mode: publish(
             params["source"], params["pipeline"], params["destination"], params["force"], params["lock_timeout"], check_mode,
-            full_result=diff_mode or params["return_records"],
+            full_result=diff_mode or params["return_records"], manifest_option=params["manifest"], diff_contents=diff_mode,
         ),
         diff_aware=True,
     )

@@ -30,6 +30,7 @@ options:
 extends_documentation_fragment:
   - distributor.core.distributor.ATTRIBUTES
   - distributor.core.distributor.MANAGED_ROOT
+  - distributor.core.distributor.SELECTOR
   - distributor.core.distributor.DESTINATION
 attributes:
   check_mode:

@@ -72,7 +72,7 @@ def test_check_diff_job_then_real_job_then_rerun_changes_nothing(job):
     assert planned["changed"] is True and planned["action"] == "publish"
     assert sorted(planned["written"]) == OUTPUTS
     for path in OUTPUTS:
-        assert path in planned["diff"]["after"] and path not in planned["diff"]["before"]
+        assert path in planned["diff"][0]["after"] and path not in planned["diff"][0]["before"]
     assert checked.stats["changed"] == {"localhost": 1}
     assert not job.root.exists(), "the check-mode job wrote %s" % sorted(tree(job.root))
 

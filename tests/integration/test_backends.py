@@ -114,8 +114,8 @@ def test_publish_skip_replace_older_merge_and_check_mode(playbook, make_bundle, 
     assert (checked["action"], checked["changed"]) == ("replace", True)
     assert checked["written"] == ["next.html"]
     assert sorted(checked["deleted"]) == ["extra.html", "img/extra.png", "report.html"]
-    assert "report.html" in checked["diff"]["before"] and "report.html" not in checked["diff"]["after"]
-    assert "next.html" in checked["diff"]["after"] and "next.html" not in checked["diff"]["before"]
+    assert "report.html" in checked["diff"][0]["before"] and "report.html" not in checked["diff"][0]["after"]
+    assert "next.html" in checked["diff"][0]["after"] and "next.html" not in checked["diff"][0]["before"]
     assert (dry["action"], dry["changed"], dry["written"]) == ("publish", True, ["chart.png", "report.html"])
     assert backend.files("dry") == {}, "check mode wrote to a root it only planned for"
 

@@ -59,14 +59,14 @@ def test_check_mode_writes_nothing_at_all_and_reports_the_plan(playbook, make_bu
     assert result["changed"] and result["action"] == "publish"
     assert sorted(result["written"]) == ["chart.png", "report.html"]
     assert not root.exists()
-    assert "report.html" in result["diff"]["after"] and "absent" in result["diff"]["before"]
+    assert "report.html" in result["diff"][0]["after"] and "absent" in result["diff"][0]["before"]
 
 
 def test_diff_shows_added_rewritten_and_removed_paths(playbook, make_bundle, root):
     playbook.publish(source=make_bundle(REPORT), pipeline=PIPELINE, destination=destination(root))
     newer = make_bundle({"report.md": b"# Q2\n", "extra.png": b"x"}, created="2026-06-04T18:00:00Z")
     result = playbook.publish(check=True, diff=True, source=newer, pipeline=PIPELINE, destination=destination(root))
-    before, after = result["diff"]["before"], result["diff"]["after"]
+    before, after = result["diff"][0]["before"], result["diff"][0]["after"]
     assert "chart.png" in before and "chart.png" not in after
     assert "extra.png" in after and "extra.png" not in before
     assert result["deleted"] == ["chart.png"]

@@ -102,7 +102,7 @@ def test_check_mode_with_diff_reports_the_plan_and_writes_nothing(role, site, tm
     output, results = role(site, check=True, diff=True)
     assert jobs(results) == [("reports", "archive", True), ("reports", "web", True), ("sources", "archive", True)]
     for result in results:
-        assert all(path in result["diff"]["after"] for path in result["written"])
+        assert all(path in result["diff"][0]["after"] for path in result["written"])
     assert "+report.html  sha256:" in output
     assert not (tmp_path / "www").exists() and not (tmp_path / "archive").exists()
 

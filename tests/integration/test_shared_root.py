@@ -123,8 +123,8 @@ def test_check_mode_reports_shared_root_actions_without_writing(two_owners, play
     newer = make_bundle({"daily/report.md": b"# Daily v2\n"}, id="daily", created="2026-06-04T18:00:00Z")
     result = playbook.publish(check=True, diff=True, source=newer, pipeline=DAILY, destination=dest(backend))
     assert result["changed"] and result["action"] == "replace" and result["deleted"] == ["daily/chart.png"]
-    assert "daily/chart.png" in result["diff"]["before"] and "daily/chart.png" not in result["diff"]["after"]
-    assert "event/watch-123.html" in result["diff"]["after"] and "event/site" in result["diff"]["after"]
+    assert "daily/chart.png" in result["diff"][0]["before"] and "daily/chart.png" not in result["diff"][0]["after"]
+    assert "event/watch-123.html" in result["diff"][0]["after"] and "event/site" in result["diff"][0]["after"]
     assert backend.files("2026-06-04") == before
 
 

@@ -106,7 +106,7 @@ def test_a_change_of_mode_alone_rewrites_the_output_and_is_shown(tmp_path):
 
     check = publish(source, {"id": "p"}, local_destination(root, file_mode="0600"), check_mode=True)
     assert check["changed"] and sorted(check["written"]) == ["a/b.txt", "index.html"]
-    assert "file_mode=0640" in check["diff"]["before"] and "file_mode=0600" in check["diff"]["after"]
+    assert "file_mode=0640" in check["diff"][0]["before"] and "file_mode=0600" in check["diff"][0]["after"]
     assert os.stat(root / "index.html").st_mode & 0o777 == 0o640
 
     again = publish(source, {"id": "p"}, local_destination(root, file_mode="0600"))

@@ -87,11 +87,16 @@ PIPELINE = dict(
     ),
 )
 
-# The options that select one existing managed root without a bundle at hand (reconcile, prune).
-MANAGED_ROOT = dict(
-    pipeline_id=dict(type="str", required=True),
-    destination=DESTINATION,
+# The options that fill a bundle path's placeholders without a bundle at hand.
+SELECTOR = dict(
     created=dict(type="str"),
     source_id=dict(type="str"),
+)
+
+# The options that select one existing managed root without a bundle at hand (reconcile, prune).
+MANAGED_ROOT = dict(
+    SELECTOR,
+    pipeline_id=dict(type="str", required=True),
+    destination=DESTINATION,
     lock_timeout=dict(type="float", default=60.0),
 )

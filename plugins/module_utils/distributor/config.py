@@ -185,39 +185,36 @@ def render_url(destination: Destination, pipeline_id: str, source_id: str, creat
     return url
 
 
-def render_template(template: str, pipeline_id: str, destination_id: str, source_id: str | None, created: datetime | None,
-                    encode=str) -> str:
+def render_template(template: str, pipeline_id: str | None, destination_id: str, source_id: str | None,
+                    created: datetime | None, encode=str) -> str:
     """Fill {pipeline_id}, {destination_id}, {source_id} and {created:<strftime>}, each value
     passed through `encode`.
 
-    `source_id` and `created` are None when no bundle is at hand (reconcile-state, prune): then a
-    template that needs them is an error naming the missing value.
+    `source_id` and `created` are None when no bundle is at hand (reconcile-state, prune, state
+    info), `pipeline_id` too when state info looks at a root as a whole: then a template that
+    needs them is an error naming the missing value.
     """
+    values = {"pipeline_id": pipeline_id, "destination_id": destination_id, "source_id": source_id, "created": created}
 
     def fill(match: re.Match) -> str:
         return encode(value_of(match))
 
     def value_of(match: re.Match) -> str:
         name, fmt = match.group(1), match.group(2)
-        if name == "pipeline_id":
-            return pipeline_id
-        if name == "destination_id":
-            return destination_id
-        value = source_id if name == "source_id" else created
+        value = values[name]
         if value is None:
             raise DistributorError(
                 "invalid_config",
-                "destination %s: %r needs {%s}; give %s or use a path without it"
-                % (destination_id, template, name, "source_id" if name == "source_id" else "created"),
+                "destination %s: %r needs {%s}; give %s or use a path without it" % (destination_id, template, name, name),
             )
-        if name == "source_id":
+        if name != "created":
             return value
         return value.strftime(fmt) if fmt else format_rfc3339(value)
 
     return _PLACEHOLDER.sub(fill, template)
 
 
-def render_bundle_path(destination: Destination, pipeline_id: str, source_id: str | None, created: datetime | None) -> str:
+def render_bundle_path(destination: Destination, pipeline_id: str | None, source_id: str | None, created: datetime | None) -> str:
     """The bundle path under the root: clean, relative, never reserved ("" is the root itself)."""
     rendered = render_template(destination.path, pipeline_id, destination.id, source_id, created).strip("/")
     if rendered == "":

@@ -75,7 +75,9 @@ def recover(storage: Storage, journal: Journal, managed: set, listed: frozenset)
     return removed
 
 
-def _chunks(write, bundle):
+def output_chunks(write, bundle):
+    """The bytes a write puts in place: rendered ones as they are, copies streamed (and verified)
+    from the bundle."""
     if write.content.data is not None:
         return [write.content.data]
     return bundle.chunks(write.source_path)
@@ -97,7 +99,7 @@ def execute(plan: Plan, storage: Storage, bundle) -> None:
     try:
         first = in_the_way((w.path for w in plan.writes), plan.deletes)
         storage.delete_many(sorted(first))
-        storage.write_many((w.path, partial(_chunks, w, bundle)) for w in plan.writes)
+        storage.write_many((w.path, partial(output_chunks, w, bundle)) for w in plan.writes)
         storage.delete_many([d for d in plan.deletes if d not in first])
         storage.write_bytes(STATE_NAME, serialize_state(plan.after))
     except BaseException:

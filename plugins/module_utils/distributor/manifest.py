@@ -175,12 +175,20 @@ class Bundle:
         self._inside = _Inside(root)
 
     @classmethod
-    def load(cls, source_dir: str) -> Bundle:
+    def load(cls, source_dir: str, manifest: dict | None = None) -> Bundle:
         """Parse `<source_dir>/manifest.json` and check each listed file is there, as listed,
-        before anything is planned: a broken bundle fails before a destination is touched."""
+        before anything is planned: a broken bundle fails before a destination is touched.
+
+        `manifest` (decoded JSON, the publish option) is used in place of the file, which is
+        then not read: in check mode distributor_manifest computes the manifest without writing
+        it, so the file is stale or missing. It passes the same checks; messages name the option."""
         root = os.path.abspath(source_dir)
-        where = os.path.join(root, MANIFEST_NAME)
-        bundle = cls(root, parse_manifest(_read_json(where), where))
+        if manifest is None:
+            where = os.path.join(root, MANIFEST_NAME)
+            manifest = _read_json(where)
+        else:
+            where = "%s (manifest option)" % root
+        bundle = cls(root, parse_manifest(manifest, where))
         for entry in bundle.manifest.files:
             size = _listed_file(bundle._inside, entry.path, where)[1]
             if size != entry.size:

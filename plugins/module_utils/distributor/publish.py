@@ -14,7 +14,8 @@ from . import report
 from .attributes import output_attributes
 from .config import parse_destination, parse_pipeline, render_bundle_path, render_url
 from .decide import decide
-from .execute import Journal, execute, recover, recovery_deletes
+from .contentdiff import content_diffs
+from .execute import Journal, execute, output_chunks, recover, recovery_deletes
 from .manifest import Bundle
 from .paths import STATE_NAME
 from .plan import Content, plan, plan_outputs
@@ -42,17 +43,19 @@ def render_contents(bundle: Bundle, planned, allow_raw_html: bool, storage: dict
 
 
 def publish(source: str, pipeline: dict, destination: dict, force: bool = False, lock_timeout: float = 60.0,
-            check_mode: bool = False, now: datetime | None = None, opener=open_storage, full_result: bool = True) -> dict:
+            check_mode: bool = False, now: datetime | None = None, opener=open_storage, full_result: bool = True,
+            manifest_option: dict | None = None, diff_contents: bool = False) -> dict:
     """Publish one bundle to one destination; `opener` lets tests hand in a fault-injecting backend.
 
     Without `full_result` the result leaves out `outputs`, `state` and `diff`, which hold every
     output record (the state the whole manifest too): Ansible copies and scans a result several
     times, so for 10,000 files they cost more than the publish. The module asks for them only
-    with --diff or return_records."""
+    with --diff or return_records. `manifest_option` is used in place of the bundle's manifest.json;
+    `diff_contents` (--diff) adds content diffs of the outputs written to the `diff`."""
     now = now or utc_now()
     pipeline_cfg = parse_pipeline(pipeline)
     destination_cfg = parse_destination(destination)
-    bundle = Bundle.load(source)
+    bundle = Bundle.load(source, manifest_option)
     manifest = bundle.manifest
     planned = plan_outputs(manifest, pipeline_cfg)
     bundle_path = render_bundle_path(destination_cfg, pipeline_cfg.id, manifest.id, manifest.created_at)
@@ -76,9 +79,19 @@ def publish(source: str, pipeline: dict, destination: dict, force: bool = False,
         contents = render_contents(bundle, planned, pipeline_cfg.allow_raw_html, destination_cfg.storage) if needs_content else {}
         the_plan = plan(decision, key, destination_cfg, manifest, planned, contents, state, present,
                         bundle_path, base_url, now)
+        shown = _content_diffs(the_plan, present, storage, bundle) if diff_contents else []
         if not check_mode and the_plan.changed:
             execute(the_plan, storage, bundle)
-    return result(the_plan, warnings, storage.describe(STATE_NAME), full_result)
+    return result(the_plan, warnings, storage.describe(STATE_NAME), full_result, shown)
+
+
+def _content_diffs(the_plan, present, storage, bundle) -> list:
+    """Read before anything is written: the old content is gone once the plan runs."""
+    if not the_plan.writes:
+        return []
+    managed = the_plan.before.by_path() if the_plan.before else {}
+    return content_diffs(the_plan.writes, managed, present, storage.read_bytes,
+                         lambda write: b"".join(output_chunks(write, bundle)), storage.describe)
 
 
 def _recover(storage, journal: Journal, state, listing: frozenset, check_mode: bool, warnings: list) -> frozenset:
@@ -101,8 +114,9 @@ def _listing(paths: list, shown: int = 20) -> str:
     return ": " + ", ".join(paths[:shown]) + more
 
 
-def result(the_plan, warnings: list, where: str, full: bool = True) -> dict:
-    """The module's return values, named as DESIGN.md fixes them."""
+def result(the_plan, warnings: list, where: str, full: bool = True, contents: list = ()) -> dict:
+    """The module's return values, named as DESIGN.md fixes them. The `diff` is a list: the
+    listing of managed outputs and state, then the `contents` diffs of the outputs written."""
     decision = the_plan.decision
     after = the_plan.after
     shared = after is not None and after.mode == "shared_root"
@@ -120,5 +134,5 @@ def result(the_plan, warnings: list, where: str, full: bool = True) -> dict:
     }
     if full:
         values.update(outputs=[output_to_dict(o, shared) for o in the_plan.outputs()],
-                      state=state_to_dict(after) if after else None, diff=report.diff(the_plan.before, after, where))
+                      state=state_to_dict(after) if after else None, diff=[report.diff(the_plan.before, after, where), *contents])
     return values

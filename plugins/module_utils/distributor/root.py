@@ -41,18 +41,26 @@ def inspect(storage: Storage):
 def read_records(storage: Storage):
     """(state, state_error, journal): what inspect reads before listing; a publish that these
     alone decide (a skip) lists nothing."""
+    return read_state(storage) + (read_journal(storage),)
+
+
+def read_state(storage: Storage):
+    """(state, state_error): the record, or the invalid_state error that says why it is unusable."""
     raw = storage.read_bytes(STATE_NAME)
-    state, state_error = None, None
-    if raw is not None:
-        try:
-            state = parse_state(raw, storage.describe(STATE_NAME))
-        except DistributorError as error:
-            if error.reason != "invalid_state":
-                raise
-            state_error = error
-    raw_journal = storage.read_bytes(JOURNAL_NAME)
-    journal = parse_journal(raw_journal, storage.describe(JOURNAL_NAME)) if raw_journal is not None else None
-    return state, state_error, journal
+    if raw is None:
+        return None, None
+    try:
+        return parse_state(raw, storage.describe(STATE_NAME)), None
+    except DistributorError as error:
+        if error.reason != "invalid_state":
+            raise
+        return None, error
+
+
+def read_journal(storage: Storage):
+    """The journal of a dead attempt, or None; an invalid one raises invalid_state."""
+    raw = storage.read_bytes(JOURNAL_NAME)
+    return parse_journal(raw, storage.describe(JOURNAL_NAME)) if raw is not None else None
 
 
 def list_present(storage: Storage) -> frozenset:

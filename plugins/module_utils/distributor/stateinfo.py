@@ -1,0 +1,118 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""distributor_state_info: what one bundle path holds, read without changing anything.
+
+It takes no lock and writes nothing (a look must never make a publisher wait or leave a trace),
+so it may read while a publisher writes: it reports the records as they were at the moment it
+read them. A record that cannot be read is the answer, not a failure: people run this module
+exactly when something looks wrong. Only what stops it from reading at all fails (a wrong setting,
+storage that refuses).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections import Counter
+from datetime import datetime, timezone
+
+from .config import parse_destination, render_bundle_path
+from .errors import DistributorError
+from .execute import Journal
+from .paths import LOCK_NAME
+from .reconcile import parse_created
+from .root import opened, read_journal, read_state
+from .state import OwnerKey, State, output_to_dict
+from .storage.base import UNREADABLE_RECORD, lock_is_expired
+from .storage.select import open_storage
+from .timestamps import format_rfc3339
+
+
+def state_info(destination: dict, pipeline_id: str | None = None, selector: tuple = (None, None),
+               opener=open_storage, now: float | None = None) -> dict:
+    """Read one bundle path's state record, journal and lock record, and describe them.
+    `selector` is (source_id, created), filling the bundle path's placeholders."""
+    destination_cfg = parse_destination(destination)
+    source_id, created = selector
+    bundle_path = render_bundle_path(destination_cfg, pipeline_id, source_id, parse_created(created))
+    with opened(destination_cfg.storage, bundle_path, 0, True, opener) as storage:
+        state, state_error = read_state(storage)
+        exists = state is not None or state_error is not None
+        journal, journal_error = None, None
+        try:
+            journal = read_journal(storage)
+        except DistributorError as error:
+            if error.reason != "invalid_state":
+                raise
+            journal_error = error
+        lock = storage.read_bytes(LOCK_NAME)
+    key = OwnerKey(pipeline_id, destination_cfg.id) if pipeline_id is not None else None
+    errors = [e.message for e in (state_error, journal_error) if e is not None]
+    return dict(describe(state, key, journal, lock, time.time() if now is None else now),
+                changed=False, exists=exists, valid=not errors, error="; ".join(errors) or None, bundle_path=bundle_path)
+
+
+def describe(state: State | None, key: OwnerKey | None, journal: Journal | None, lock: bytes | None, now: float) -> dict:
+    """The module's return values for what was read; `key` limits owners and outputs to one owner.
+
+    Outputs are returned in the shared-root record form, with their owner and source, whatever
+    the state's mode, so a playbook reads every root the same way."""
+    owners = [o for o in state.owners if key is None or o.key == key] if state else []
+    outputs = [o for o in state.outputs if key is None or o.owner == key] if state else []
+    counts = Counter(o.owner for o in outputs)
+    return {
+        "schema_version": state.schema_version if state else None,
+        "mode": state.mode if state else None,
+        "created_at": state.created_at if state else None,
+        "updated_at": state.updated_at if state else None,
+        "owners": [{
+            "pipeline_id": o.key.pipeline_id,
+            "destination_id": o.key.destination_id,
+            "source": {"id": o.manifest.id, "digest": o.manifest.digest, "created": o.manifest.created},
+            "reconciliation": o.reconciliation,
+            "primary_url": o.primary_url,
+            "outputs": counts[o.key],
+        } for o in owners],
+        "outputs": [output_to_dict(o, True) for o in sorted(outputs, key=lambda o: o.path)],
+        "interrupted": _interrupted(journal, state),
+        "lock": _lock(lock, now),
+    }
+
+
+def _interrupted(journal: Journal | None, state: State | None) -> dict | None:
+    """A dead attempt's journal; `unrecorded` are the paths it wrote that no valid state records,
+    which the next publish removes."""
+    if journal is None:
+        return None
+    managed = state.by_path() if state else {}
+    return {"attempt": journal.token, "writes": list(journal.writes),
+            "unrecorded": [p for p in journal.writes if p not in managed]}
+
+
+def _lock(raw: bytes | None, now: float) -> dict | None:
+    """The lock record, as anyone may have written it: fields that cannot be read are None, and
+    a record past its expiry, or unreadable, is `expired`, as a waiting publisher judges it."""
+    if raw is None:
+        return None
+    try:
+        record = json.loads(raw)
+    except UNREADABLE_RECORD:
+        record = None
+    record = record if isinstance(record, dict) else {}
+    holder = record.get("holder")
+    return {
+        "holder": holder if isinstance(holder, str) else None,
+        "acquired_at": _time(record.get("acquired_at")),
+        "expires_at": _time(record.get("expires_at")),
+        "expired": lock_is_expired(raw, now),
+    }
+
+
+def _time(value: object) -> str | None:
+    """A lock record's epoch seconds as RFC3339, or None for anything that is not a time."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    try:
+        return format_rfc3339(datetime.fromtimestamp(value, timezone.utc))
+    except (OverflowError, OSError, ValueError):
+        return None

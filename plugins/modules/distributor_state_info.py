@@ -1,0 +1,234 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, distributor contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: distributor_state_info
+short_description: Show what distributor manages at one destination bundle path
+version_added: 0.1.0
+description:
+  - Reads the C(.distributor.json) record of one destination bundle path, the journal an interrupted
+    publish left there and the lock record, and returns them as data, so playbooks and people need
+    not read the files by hand.
+  - Read-only. It never takes the lock and never writes, so it never makes a publisher wait; while a
+    publish runs it reports the records as they were when it read them.
+  - A record it cannot read is reported (RV(valid=false) with RV(error)), never a failure; only
+    settings it cannot use and storage that refuses it fail.
+options:
+  pipeline_id:
+    description:
+      - Limits RV(owners) and RV(outputs) to the owner this pipeline and O(destination.id) form.
+      - Fills C({pipeline_id}) in O(destination.path); without it O(destination.path) must not use C({pipeline_id}).
+    type: str
+extends_documentation_fragment:
+  - distributor.core.distributor.ATTRIBUTES
+  - distributor.core.distributor.SELECTOR
+  - distributor.core.distributor.DESTINATION
+attributes:
+  check_mode:
+    description: Reads only; runs the same in check mode.
+    support: full
+  diff_mode:
+    description: Returns no diff; it changes nothing.
+    support: none
+notes:
+  - Only O(destination.id), O(destination.storage) and O(destination.path) are used; the other destination keys are accepted so one
+    destination dict serves every module.
+  - A local lock record left by a killed publisher stays until the next publish, although the kernel released its lock;
+    RV(lock.expired) then tells it from a live holder only once its expiry has passed.
+seealso:
+  - module: distributor.core.distributor_publish
+  - module: distributor.core.distributor_reconcile_state
+  - module: distributor.core.distributor_prune
+  - name: distributor operations guide
+    description: Actions, review with --check --diff, shared roots, recovery.
+    link: https://github.com/distributor-project/distributor/blob/main/docs/operations.md
+author:
+  - distributor maintainers (@distributor)
+requirements:
+  - python >= 3.9
+  - jsonschema >= 4.17
+  - paramiko >= 3.4 (for C(sftp) storage)
+  - boto3 >= 1.28 (for C(s3) storage)
+"""
+
+EXAMPLES = r"""
+- name: Look at a dated archive
+  distributor.core.distributor_state_info:
+    created: "2026-06-04T11:55:00Z"
+    destination:
+      id: archive
+      storage:
+        type: local
+        root: /srv/www/reports
+      path: "archive/{created:%Y-%m-%d}"
+  register: archive
+
+- name: Say which source each owner published
+  ansible.builtin.debug:
+    msg: "{{ item.pipeline_id }}/{{ item.destination_id }}: {{ item.source.id }} of {{ item.source.created }}, {{ item.outputs }} outputs"
+  loop: "{{ archive.owners }}"
+
+- name: One owner of a shared S3 root
+  distributor.core.distributor_state_info:
+    pipeline_id: events
+    destination:
+      id: bucket
+      storage:
+        type: s3
+        bucket: reports
+        prefix: site
+  register: events
+
+- name: Stop when the root needs a person
+  ansible.builtin.assert:
+    that:
+      - events.valid
+      - events.interrupted is none
+    fail_msg: "{{ events.error or 'an interrupted publish left ' ~ events.interrupted.unrecorded | length ~ ' outputs' }}"
+"""
+
+RETURN = r"""
+reason:
+  description:
+    - On failure, the machine-readable cause, one of the following.
+    - V(invalid_config) - a destination setting, O(created) or the rendered bundle path is wrong (the message names it).
+    - V(storage_error) - the storage refused or failed a read (the message names the location).
+  returned: failure
+  type: str
+  sample: invalid_config
+bundle_path:
+  description: The rendered bundle path under the root; empty for the root itself.
+  returned: success
+  type: str
+  sample: archive/2026-06-04
+exists:
+  description: Whether C(.distributor.json) exists at the bundle path (valid or not).
+  returned: success
+  type: bool
+  sample: true
+valid:
+  description: Whether the state record and the journal, where they exist, could be read; see RV(error).
+  returned: success
+  type: bool
+  sample: true
+error:
+  description: Why the state record or the journal cannot be read, naming the file and field; V(null) when RV(valid).
+  returned: success
+  type: str
+  sample: "/srv/www/reports/archive/2026-06-04/.distributor.json: outputs[3].path \"../x\" has an empty, '.' or '..' segment"
+schema_version:
+  description: The state record's schema, V(1) or V(2) (single owner) or V(3) (shared root); V(null) without a valid record.
+  returned: success
+  type: int
+  sample: 2
+mode:
+  description: C(single_owner) or C(shared_root); V(null) without a valid record.
+  returned: success
+  type: str
+  sample: single_owner
+created_at:
+  description: When the record was first written; V(null) without a valid record.
+  returned: success
+  type: str
+  sample: "2026-06-04T12:00:00Z"
+updated_at:
+  description: When the record was last written; V(null) without a valid record.
+  returned: success
+  type: str
+  sample: "2026-06-05T08:00:00Z"
+owners:
+  description: The owners recorded (only the one O(pipeline_id) selects, when given).
+  returned: success
+  type: list
+  elements: dict
+  contains:
+    pipeline_id:
+      description: Pipeline id of the owner.
+      type: str
+    destination_id:
+      description: Destination id of the owner.
+      type: str
+    source:
+      description: The source the owner last published, C(id), C(digest) and C(created).
+      type: dict
+    reconciliation:
+      description: C(replace) or C(merge).
+      type: str
+    primary_url:
+      description: URL of the owner's primary output, when links are configured.
+      type: str
+    outputs:
+      description: How many outputs the owner manages.
+      type: int
+  sample: [{pipeline_id: reports, destination_id: archive, reconciliation: replace, outputs: 2,
+            primary_url: "https://reports.example.com/archive/2026-06-04/report.html",
+            source: {id: reports.example, created: "2026-06-04T11:55:00Z",
+                     digest: "sha256:7d5f0b3c9e1a2d4f6b8a0c2e4f6a8b0d2f4a6c8e0b2d4f6a8c0e2a4b6d8f0a2c"}}]
+outputs:
+  description:
+    - The output records (only the selected owner's, when O(pipeline_id) is given), sorted by path.
+    - Each in the shared-root record form, with C(pipeline_id), C(destination_id) and the source, whatever the mode.
+  returned: success
+  type: list
+  elements: dict
+  sample: [{path: report.html, kind: generated, source_path: report.md, transform: markdown_to_html, size: 2345,
+            sha256: "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+            pipeline_id: reports, destination_id: archive, source_id: reports.example,
+            source_digest: "sha256:7d5f0b3c9e1a2d4f6b8a0c2e4f6a8b0d2f4a6c8e0b2d4f6a8c0e2a4b6d8f0a2c",
+            source_created: "2026-06-04T11:55:00Z", created_at: "2026-06-04T12:00:00Z", updated_at: "2026-06-04T12:00:00Z"}]
+interrupted:
+  description: The journal of a publish that died before it finished, or V(null). The next publish resolves it.
+  returned: success
+  type: dict
+  contains:
+    attempt:
+      description: The dead attempt's token (its staged files carry it).
+      type: str
+    writes:
+      description: The output paths it planned to write.
+      type: list
+      elements: str
+    unrecorded:
+      description: Those of RV(interrupted.writes) that no valid state records; the next publish removes the ones that exist.
+      type: list
+      elements: str
+  sample: {attempt: 3f9a0c2b7d1e, writes: [report.html, chart.png], unrecorded: [chart.png]}
+lock:
+  description: The lock record, when one exists, or V(null).
+  returned: success
+  type: dict
+  contains:
+    holder:
+      description: C(host:pid) of the holder; V(null) when the record cannot be read.
+      type: str
+    acquired_at:
+      description: When it was taken (RFC3339); V(null) when unreadable.
+      type: str
+    expires_at:
+      description: When it expires unless renewed (RFC3339); V(null) when unreadable.
+      type: str
+    expired:
+      description: Past its expiry or unreadable, so the next publisher breaks it.
+      type: bool
+  sample: {holder: "web1:4242", acquired_at: "2026-06-04T12:00:00Z", expires_at: "2026-06-04T12:10:00Z", expired: false}
+"""
+
+from ansible_collections.distributor.core.plugins.module_utils.distributor.adapter import run_module
+from ansible_collections.distributor.core.plugins.module_utils.distributor.argspec import DESTINATION, SELECTOR
+from ansible_collections.distributor.core.plugins.module_utils.distributor.stateinfo import state_info
+
+
+def main():
+    argument_spec = dict(SELECTOR, destination=DESTINATION, pipeline_id=dict(type="str"))
+    run_module(
+        argument_spec,
+        lambda params, check_mode: state_info(params["destination"], params["pipeline_id"], (params["source_id"], params["created"])),
+    )
+
+
+if __name__ == "__main__":
+    main()
