@@ -105,7 +105,8 @@ def main():
     run_module(
         argument_spec,
         lambda params, check_mode: ensure_manifest(
-            params["path"], params["id"], params["created"], params["files"], check_mode, format_rfc3339(utc_now())
+            params["path"], manifest_id=params["id"], created=params["created"], paths=params["files"],
+            check_mode=check_mode, now=format_rfc3339(utc_now()),
         ),
     )
 

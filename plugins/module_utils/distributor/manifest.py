@@ -409,7 +409,7 @@ def _write_atomically(where: str, content: bytes) -> None:
         raise DistributorError("invalid_manifest", "cannot write %s: %s" % (where, exc.strerror or exc)) from None
 
 
-def ensure_manifest(source_dir: str, manifest_id: str, created: str | None, paths: Iterable[str] | None,
+def ensure_manifest(source_dir: str, *, manifest_id: str, created: str | None, paths: Iterable[str] | None,
                     check_mode: bool, now: str) -> dict:
     """The distributor_manifest operation: write manifest.json only when its content changes.
 
