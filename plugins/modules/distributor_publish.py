@@ -179,6 +179,21 @@ retained:
   type: list
   elements: str
   sample: []
+taken_over:
+  description:
+    - Planned paths another owner (or, in a single-owner root, the previous pipeline or source)
+      managed before this run; they are this owner's afterwards. Empty unless I(action) is C(takeover).
+  returned: success
+  type: list
+  elements: str
+  sample: []
+forced:
+  description:
+    - Unmanaged paths that I(force=true) overwrites or deletes in this run.
+  returned: success
+  type: list
+  elements: str
+  sample: []
 outputs:
   description: The output records now managed for this pipeline and destination.
   returned: with C(--diff) or I(return_records=true)

@@ -18,7 +18,8 @@ PLANNED = frozenset({"report.md"})
 
 
 def run(m=NEW, recorded=None, present=frozenset(), planned=PLANNED, force=False, state_error=None, key=KEY, **dest):
-    return decide(m, key, destination(**dest), recorded, state_error, frozenset(present), planned, force, "memory:/")
+    return decide(manifest=m, key=key, destination=destination(**dest), state=recorded, state_error=state_error,
+                  present=frozenset(present), planned=planned, force=force, where="memory:/")
 
 
 def fails(reason, **kwargs):
@@ -193,7 +194,7 @@ def test_migration_of_the_same_owners_single_owner_state():
 
 def test_migration_of_an_unchanged_source_rewrites_state_only():
     decision = run(recorded=single_state(NEW), present={"report.md"}, **SHARED)
-    assert (decision.action, decision.reconciliation) == ("migrate", "none")
+    assert (decision.action, decision.rewrites_outputs) == ("migrate", False)
 
 
 def test_migration_of_another_owners_single_owner_state_is_a_conflict():
@@ -203,8 +204,9 @@ def test_migration_of_another_owners_single_owner_state_is_a_conflict():
 # Deciding before listing the root (present=None): only what needs no listing is decided.
 
 def unlisted(**kwargs):
-    return decide(kwargs.pop("m", NEW), KEY, destination(**kwargs.pop("dest", {})), kwargs.pop("recorded", None), None, None,
-                  PLANNED, kwargs.pop("force", False), "memory:/")
+    return decide(manifest=kwargs.pop("m", NEW), key=KEY, destination=destination(**kwargs.pop("dest", {})),
+                  state=kwargs.pop("recorded", None), state_error=None, present=None, planned=PLANNED,
+                  force=kwargs.pop("force", False), where="memory:/")
 
 
 def test_a_skip_is_decided_without_listing_the_root():
@@ -260,3 +262,11 @@ def test_shared_root_another_owners_file_in_the_way_is_an_ownership_conflict_tak
     state = shared_state(("events", "archive", manifest(id="events"), ["docs"]))
     message = fails("ownership_conflict", recorded=state, present={"docs"}, planned=NESTED, takeover={"mode": takeover}, **SHARED)
     assert "docs" in message and "events" in message
+
+
+def test_a_single_owner_takeover_names_the_paths_it_takes_and_force_the_unmanaged_ones():
+    other = single_state(NEW, pipeline_id="events")
+    decision = run(recorded=other, present={"report.md"}, takeover={"mode": "managed"})
+    assert (decision.action, decision.taken_over) == ("takeover", {"report.md"})
+    forced = run(recorded=single_state(OLD), present={"report.md", "stray.txt"}, force=True)
+    assert (forced.action, forced.forced) == ("force_replace", {"stray.txt"})

@@ -25,9 +25,11 @@ def make_plan(m=NEW, recorded=None, present=None, force=False, key=KEY, **dest):
     cfg = destination(**dest)
     planned = plan_outputs(m, pipeline())
     present = frozenset(present if present is not None else (recorded.by_path() if recorded else ()))
-    decision = decide(m, key, cfg, recorded, None, present, frozenset(p.path for p in planned), force, "memory:/")
+    decision = decide(manifest=m, key=key, destination=cfg, state=recorded, state_error=None, present=present,
+                      planned=frozenset(p.path for p in planned), force=force, where="memory:/")
     contents = {p.path: Content(m.file(p.source_path).sha256, m.file(p.source_path).size) for p in planned}
-    return plan(decision, key, cfg, m, planned, contents, recorded, present, "", None, LATER)
+    return plan(decision=decision, key=key, destination=cfg, manifest=m, planned=planned, contents=contents,
+                before=recorded, present=present, bundle_path="", base_url=None, now=LATER)
 
 
 def records(the_plan):

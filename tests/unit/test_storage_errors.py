@@ -105,7 +105,7 @@ def test_shared_root_force_clears_unmanaged_files_in_the_way_and_keeps_other_own
     refused("unmanaged", bundle, PIPELINE, dest, now=NOW)
     forced = publish(bundle, PIPELINE, dest, force=True, now=NOW)
     assert forced["action"] == "force_replace"
-    assert sorted(forced["deleted"]) == ["docs", "index.html/stray.html"]
+    assert sorted(forced["deleted"]) == ["docs", "index.html/stray.html"] == forced["forced"]
     files = tree(tmp_path / "root" / "site")
     assert (files["docs/page.html"], files["index.html"], files["events.html"]) == (b"p", b"i", b"e")
     owners = {o["path"]: o["pipeline_id"] for o in read_json(files[STATE_NAME])["outputs"]}

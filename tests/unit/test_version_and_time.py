@@ -31,10 +31,12 @@ def test_a_plan_made_with_a_clock_in_another_zone_records_utc():
     cfg = destination()
     planned = plan_outputs(m, pipeline())
     paths = frozenset(p.path for p in planned)
-    decision = decide(m, KEY, cfg, None, None, frozenset(), paths, False, "memory:/")
+    decision = decide(manifest=m, key=KEY, destination=cfg, state=None, state_error=None, present=frozenset(),
+                      planned=paths, force=False, where="memory:/")
     contents = {p.path: Content("sha256:" + "0" * 64, 1, b"x") for p in planned}
     berlin = datetime(2026, 6, 4, 14, 0, 0, tzinfo=timezone(timedelta(hours=2)))
-    after = plan(decision, KEY, cfg, m, planned, contents, None, frozenset(), "", None, berlin).after
+    after = plan(decision=decision, key=KEY, destination=cfg, manifest=m, planned=planned, contents=contents,
+                 before=None, present=frozenset(), bundle_path="", base_url=None, now=berlin).after
     assert after.created_at == after.updated_at == "2026-06-04T12:00:00Z"
     assert after.distributor_version == COLLECTION_VERSION
 

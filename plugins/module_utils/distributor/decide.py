@@ -22,9 +22,12 @@ SHOWN = 5
 
 @dataclass(frozen=True)
 class Decision:
-    """`reconciliation` is what the plan applies: takeover and forced replacement always replace,
-    and `none` writes state only (a migration whose source is unchanged). `state` is the state the
-    plan builds on (already migrated to schema 3 when `action` is migrate)."""
+    """What a publish does, as the plan needs it. `reconciliation` is what the plan applies
+    (takeover and forced replacement always replace); `rewrites_outputs` is False when the plan
+    writes the state record only (a skip, or a migration whose source is unchanged), so nothing
+    is rendered; `taken_over` names the paths that move to this owner from another and `forced`
+    the unmanaged paths force overwrites or deletes. `state` is the state the plan builds on
+    (already migrated to schema 3 when `action` is migrate)."""
 
     action: str
     reason: str
@@ -32,6 +35,7 @@ class Decision:
     state: State | None = None
     taken_over: frozenset = frozenset()
     forced: frozenset = frozenset()
+    rewrites_outputs: bool = True
 
 
 def _some(paths) -> str:
@@ -90,6 +94,7 @@ def _identity_mismatch(owner: Owner, key: OwnerKey, manifest: Manifest) -> str |
 
 
 def decide(
+    *,
     manifest: Manifest,
     key: OwnerKey,
     destination: Destination,
@@ -128,7 +133,9 @@ def decide(
         if force and error.reason in ("conflict", "unmanaged", "invalid_state"):
             if present is None:
                 return None
-            return Decision("force_replace", "forced replacement of the bundle path: " + error.message, "replace", state)
+            managed = set(state.by_path()) if state else set()
+            return Decision("force_replace", "forced replacement of the bundle path: " + error.message, "replace", state,
+                            forced=frozenset(present - managed))
         raise
 
 
@@ -153,12 +160,13 @@ def decide_single_owner(manifest, key, destination, state, present, planned, whe
         unmanaged = present - set(state.by_path())
         if unmanaged:
             raise _unmanaged(unmanaged, where)
-        return Decision("takeover", mismatch + "; takeover replaces its managed outputs", "replace", state)
+        return Decision("takeover", mismatch + "; takeover replaces its managed outputs", "replace", state,
+                        taken_over=frozenset(planned & set(state.by_path())))
     update, why = compare_sources(owner.manifest, manifest, destination)
     if not update:
         resettle, because = settings_changed(state, key, destination)
         if not resettle:
-            return Decision("skip", why, destination.reconciliation, state)
+            return Decision("skip", why, destination.reconciliation, state, rewrites_outputs=False)
         why += "; " + because
     if present is None:
         return None
@@ -202,9 +210,10 @@ def decide_shared_root(manifest, key, destination, state, present, planned, forc
             if not update:
                 resettle, because = settings_changed(state, key, destination)
                 if migrated and not resettle:
-                    return Decision("migrate", "single-owner state becomes shared_root state; " + why, "none", state)
+                    return Decision("migrate", "single-owner state becomes shared_root state; " + why, reconciliation, state,
+                                    rewrites_outputs=False)
                 if not resettle:
-                    return Decision("skip", why, reconciliation, state)
+                    return Decision("skip", why, reconciliation, state, rewrites_outputs=False)
                 why += "; " + because
             action = reconciliation
     taken = frozenset(p for p in planned if p in managed and managed[p].owner != key)

@@ -156,6 +156,7 @@ def _upsert_owner(owners: tuple[Owner, ...], owner: Owner) -> tuple[Owner, ...]:
 
 
 def plan(
+    *,
     decision: Decision,
     key: OwnerKey,
     destination: Destination,
@@ -174,7 +175,7 @@ def plan(
     if decision.action == "skip":
         return Plan(decision, key, bundle_path, (), (), before, before, ())
     base = decision.state
-    if decision.reconciliation == "none":
+    if not decision.rewrites_outputs:
         after = replace(base, updated_at=stamp, distributor_version=COLLECTION_VERSION)
         return Plan(decision, key, bundle_path, (), (), before, after, ())
     shared = destination.shared_root

@@ -67,18 +67,19 @@ def publish(source: str, pipeline: dict, destination: dict, force: bool = False,
         planned_paths = frozenset(p.path for p in planned)
         present = None
         decision = None
+        facts = dict(manifest=manifest, key=key, destination=destination_cfg, state=state, state_error=state_error,
+                     planned=planned_paths, force=force, where=storage.describe())
         if journal is None:
-            decision = decide(manifest, key, destination_cfg, state, state_error, None, planned_paths, force, storage.describe())
+            decision = decide(present=None, **facts)
         if decision is None:
             listing = frozenset(storage.list_files())
             present = present_in(listing)
             if journal is not None and state_error is None:
                 present = _recover(storage, journal, state, listing, check_mode, warnings)
-            decision = decide(manifest, key, destination_cfg, state, state_error, present, planned_paths, force, storage.describe())
-        needs_content = decision.action != "skip" and decision.reconciliation != "none"
-        contents = render_contents(bundle, planned, pipeline_cfg.allow_raw_html, destination_cfg.storage) if needs_content else {}
-        the_plan = plan(decision, key, destination_cfg, manifest, planned, contents, state, present,
-                        bundle_path, base_url, now)
+            decision = decide(present=present, **facts)
+        contents = render_contents(bundle, planned, pipeline_cfg.allow_raw_html, destination_cfg.storage) if decision.rewrites_outputs else {}
+        the_plan = plan(decision=decision, key=key, destination=destination_cfg, manifest=manifest, planned=planned,
+                        contents=contents, before=state, present=present, bundle_path=bundle_path, base_url=base_url, now=now)
         shown = _content_diffs(the_plan, present, storage, bundle) if diff_contents else []
         if not check_mode and the_plan.changed:
             execute(the_plan, storage, bundle)
@@ -130,6 +131,8 @@ def result(the_plan, warnings: list, where: str, full: bool = True, contents: li
         "written": [w.path for w in the_plan.writes],
         "deleted": list(the_plan.deletes),
         "retained": list(the_plan.retained),
+        "taken_over": sorted(decision.taken_over),
+        "forced": sorted(decision.forced),
         "warnings": warnings,
     }
     if full:
