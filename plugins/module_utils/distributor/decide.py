@@ -8,7 +8,7 @@ Each row of "Comparison Semantics" is one branch below, with the contract's word
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .attributes import output_attributes
 from .config import Destination
@@ -184,47 +184,21 @@ def decide_single_owner(manifest, key, destination, state, present, planned, whe
 
 
 def decide_shared_root(manifest, key, destination, state, present, planned, force, where) -> Decision:
+    """The contract's shared-root rows, in its order: migrate this owner's own single-owner
+    state, compare within the owner's scope, take over colliding paths, refuse what is in the
+    way, then unmanaged collisions (which force overwrites)."""
     migrated = state is not None and state.mode == SINGLE_OWNER
     if migrated:
-        if state.owners[0].key != key:
-            raise DistributorError(
-                "conflict",
-                "%s holds single-owner state of pipeline %s and destination %s; distributor converts "
-                "only its own single-owner state to a shared root" % (where, *state.owners[0].key),
-            )
-        state = to_shared(state)
-    owner = state.owner(key) if state else None
+        state = _migrated(state, key, where)
     managed = state.by_path() if state else {}
-    action, reconciliation, why = "publish", destination.reconciliation, "owner %s is new in this shared root" % (key,)
-    if owner is not None:
-        if owner.manifest.id != manifest.id:
-            if not _may_take_over(destination):
-                raise DistributorError(
-                    "conflict",
-                    "%s: owner %s records source %s, not %s. Set takeover.mode: managed to replace it."
-                    % (where, key, owner.manifest.id, manifest.id),
-                )
-            action, reconciliation, why = "takeover", "replace", "owner %s moves from source %s to %s" % (key, owner.manifest.id, manifest.id)
-        else:
-            update, why = compare_sources(owner.manifest, manifest, destination)
-            if not update:
-                resettle, because = settings_changed(state, key, destination)
-                if migrated and not resettle:
-                    return Decision("migrate", "single-owner state becomes shared_root state; " + why, reconciliation, state,
-                                    rewrites_outputs=False)
-                if not resettle:
-                    return Decision("skip", why, reconciliation, state, rewrites_outputs=False)
-                why += "; " + because
-            action = reconciliation
-    taken = frozenset(p for p in planned if p in managed and managed[p].owner != key)
+    compared = _compare_owner(manifest, key, destination, state, where)
+    if isinstance(compared, Decision):
+        if migrated and compared.action == "skip":
+            return replace(compared, action="migrate", reason="single-owner state becomes shared_root state; " + compared.reason)
+        return compared
+    action, reconciliation, why = compared
+    taken = _taken_over(planned, managed, key, destination, where)
     if taken:
-        if not _may_take_over(destination):
-            first = sorted(taken)[0]
-            raise DistributorError(
-                "ownership_conflict",
-                "%s: %s is owned by %s (and %d more planned paths by other owners); one path has one "
-                "owner. Set takeover.mode: managed to take it over." % (where, first, managed[first].owner, len(taken) - 1),
-            )
         action, reconciliation = "takeover", "replace"
         why += "; takes over %s" % _some(taken)
     _refuse_other_owners_in_the_way(planned, managed, key, where)
@@ -242,6 +216,54 @@ def decide_shared_root(manifest, key, destination, state, present, planned, forc
     if migrated:
         action, why = "migrate", "single-owner state becomes shared_root state; " + why
     return Decision(action, why, reconciliation, state, taken, unmanaged)
+
+
+def _migrated(state: State, key: OwnerKey, where: str) -> State:
+    """Only an owner's own single-owner state becomes a shared root."""
+    if state.owners[0].key != key:
+        raise DistributorError(
+            "conflict",
+            "%s holds single-owner state of pipeline %s and destination %s; distributor converts "
+            "only its own single-owner state to a shared root" % (where, *state.owners[0].key),
+        )
+    return to_shared(state)
+
+
+def _compare_owner(manifest, key, destination, state, where):
+    """The comparison scoped to this owner: a final Decision (a skip, or a migration of an
+    unchanged source), or (action, reconciliation, why) for a publish that writes outputs."""
+    owner = state.owner(key) if state else None
+    if owner is None:
+        return "publish", destination.reconciliation, "owner %s is new in this shared root" % (key,)
+    if owner.manifest.id != manifest.id:
+        if not _may_take_over(destination):
+            raise DistributorError(
+                "conflict",
+                "%s: owner %s records source %s, not %s. Set takeover.mode: managed to replace it."
+                % (where, key, owner.manifest.id, manifest.id),
+            )
+        return "takeover", "replace", "owner %s moves from source %s to %s" % (key, owner.manifest.id, manifest.id)
+    update, why = compare_sources(owner.manifest, manifest, destination)
+    if not update:
+        resettle, because = settings_changed(state, key, destination)
+        if not resettle:
+            return Decision("skip", why, destination.reconciliation, state, rewrites_outputs=False)
+        why += "; " + because
+    return destination.reconciliation, destination.reconciliation, why
+
+
+def _taken_over(planned: frozenset, managed: dict, key: OwnerKey, destination: Destination, where: str) -> frozenset:
+    """One path has one owner: planned paths another owner manages move to this one only
+    under takeover.mode managed."""
+    taken = frozenset(p for p in planned if p in managed and managed[p].owner != key)
+    if taken and not _may_take_over(destination):
+        first = sorted(taken)[0]
+        raise DistributorError(
+            "ownership_conflict",
+            "%s: %s is owned by %s (and %d more planned paths by other owners); one path has one "
+            "owner. Set takeover.mode: managed to take it over." % (where, first, managed[first].owner, len(taken) - 1),
+        )
+    return taken
 
 
 def _refuse_retained_in_the_way(planned: frozenset, retained: set, where: str) -> None:

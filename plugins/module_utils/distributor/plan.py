@@ -181,36 +181,50 @@ def plan(
     shared = destination.shared_root
     previous = base.by_path() if base else {}
     mine = {o.path: o for o in base.outputs if o.owner == key or not shared} if base else {}
-    planned_paths = {p.path for p in planned}
-    keep_created = shared or decision.reconciliation == "merge"
-
-    records = []
-    for item in planned:
-        old = previous.get(item.path)
-        created = old.created_at if keep_created and old is not None else stamp
-        records.append(_record(item, contents[item.path], key, manifest, base_url, created, stamp))
+    planned_paths = frozenset(p.path for p in planned)
     omitted = sorted(set(mine) - planned_paths)
     retained = tuple(omitted) if decision.reconciliation == "merge" else ()
-    records.extend(mine[p] for p in retained)
-    if decision.action == "force_replace" and not shared:
-        deletes = tuple(sorted(present - planned_paths))
-    else:
-        kept = () if decision.reconciliation == "merge" else omitted
-        deletes = tuple(sorted(set(kept) | (decision.forced - planned_paths)))
-    others = tuple(o for o in (base.outputs if base and shared else ()) if o.owner != key and o.path not in planned_paths)
-
+    keep_created = shared or decision.reconciliation == "merge"
+    records = tuple(
+        _record(item, contents[item.path], key, manifest, base_url, _created_at(previous.get(item.path), keep_created, stamp), stamp)
+        for item in planned
+    ) + tuple(mine[p] for p in retained)
     owner = Owner(key, destination.reconciliation, manifest, primary_url(planned_paths, destination.primary, base_url))
-    if shared:
-        owners = _upsert_owner(base.owners if base else (), owner)
-        after = State(SHARED_ROOT, schema_version_for(SHARED_ROOT), base.created_at if base else stamp, stamp, None, COLLECTION_VERSION, owners, others + tuple(records))
-    else:
-        created_at = before.created_at if before is not None and before.mode == SINGLE_OWNER else stamp
-        after = State(SINGLE_OWNER, schema_version_for(SINGLE_OWNER), created_at, stamp, stamp, COLLECTION_VERSION, (owner,), tuple(records))
+    after = _state_after(base, before, owner, records, planned_paths, shared, stamp)
     writes = tuple(
         Write(p.path, p.source_path, contents[p.path]) for p in planned
         if not _already_there(previous.get(p.path), contents[p.path], p.path in present)
     )
-    return Plan(decision, key, bundle_path, writes, deletes, before, after, retained)
+    return Plan(decision, key, bundle_path, writes, _deletes(decision, omitted, planned_paths, present, shared), before, after, retained)
+
+
+def _created_at(old: Output | None, keep_created: bool, stamp: str) -> str:
+    """Merge keeps a rewritten output's `created_at`, and so does a shared root as long as the
+    output stays managed; replacement starts it anew."""
+    return old.created_at if keep_created and old is not None else stamp
+
+
+def _deletes(decision: Decision, omitted: list, planned_paths: frozenset, present: frozenset, shared: bool) -> tuple:
+    """Replacement deletes this owner's omitted outputs (merge retains them); forced
+    replacement of a single-owner root deletes everything else in the bundle path, and in a
+    shared root the unmanaged files that are in the way of planned outputs."""
+    if decision.action == "force_replace" and not shared:
+        return tuple(sorted(present - planned_paths))
+    dropped = () if decision.reconciliation == "merge" else omitted
+    return tuple(sorted(set(dropped) | (decision.forced - planned_paths)))
+
+
+def _state_after(base: State | None, before: State | None, owner: Owner, records: tuple, planned_paths: frozenset,
+                 shared: bool, stamp: str) -> State:
+    """A shared root carries every other owner's records over unchanged (less the paths this
+    owner takes over); a single-owner root holds this owner alone."""
+    if shared:
+        others = tuple(o for o in (base.outputs if base else ()) if o.owner != owner.key and o.path not in planned_paths)
+        owners = _upsert_owner(base.owners if base else (), owner)
+        return State(SHARED_ROOT, schema_version_for(SHARED_ROOT), base.created_at if base else stamp, stamp, None,
+                     COLLECTION_VERSION, owners, others + records)
+    created_at = before.created_at if before is not None and before.mode == SINGLE_OWNER else stamp
+    return State(SINGLE_OWNER, schema_version_for(SINGLE_OWNER), created_at, stamp, stamp, COLLECTION_VERSION, (owner,), records)
 
 
 def _already_there(recorded: Output | None, content: Content, present: bool) -> bool:
