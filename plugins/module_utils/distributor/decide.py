@@ -162,12 +162,10 @@ def decide_single_owner(manifest, key, destination, state, present, planned, whe
             raise _unmanaged(unmanaged, where)
         return Decision("takeover", mismatch + "; takeover replaces its managed outputs", "replace", state,
                         taken_over=frozenset(planned & set(state.by_path())))
-    update, why = compare_sources(owner.manifest, manifest, destination)
-    if not update:
-        resettle, because = settings_changed(state, key, destination)
-        if not resettle:
-            return Decision("skip", why, destination.reconciliation, state, rewrites_outputs=False)
-        why += "; " + because
+    compared = _compare_same_source(owner, manifest, key, destination, state)
+    if isinstance(compared, Decision):
+        return compared
+    why = compared
     if present is None:
         return None
     managed = state.by_path()
@@ -243,13 +241,22 @@ def _compare_owner(manifest, key, destination, state, where):
                 % (where, key, owner.manifest.id, manifest.id),
             )
         return "takeover", "replace", "owner %s moves from source %s to %s" % (key, owner.manifest.id, manifest.id)
+    compared = _compare_same_source(owner, manifest, key, destination, state)
+    if isinstance(compared, Decision):
+        return compared
+    return destination.reconciliation, destination.reconciliation, compared
+
+
+def _compare_same_source(owner: Owner, manifest: Manifest, key: OwnerKey, destination: Destination, state: State):
+    """An owner whose recorded source has the new one's id: a skip Decision when neither the
+    source nor the storage settings changed, else why its outputs are written."""
     update, why = compare_sources(owner.manifest, manifest, destination)
-    if not update:
-        resettle, because = settings_changed(state, key, destination)
-        if not resettle:
-            return Decision("skip", why, destination.reconciliation, state, rewrites_outputs=False)
-        why += "; " + because
-    return destination.reconciliation, destination.reconciliation, why
+    if update:
+        return why
+    resettle, because = settings_changed(state, key, destination)
+    if not resettle:
+        return Decision("skip", why, destination.reconciliation, state, rewrites_outputs=False)
+    return why + "; " + because
 
 
 def _taken_over(planned: frozenset, managed: dict, key: OwnerKey, destination: Destination, where: str) -> frozenset:
