@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat
 import threading
 import time
 
@@ -18,31 +17,11 @@ import pytest
 
 from conftest import Backend, Playbook
 from services import DROP_ROOT_PERMISSIONS, start_sshd
+from snapshots import snapshot
 from test_hostile_state import assert_refused
 
 NEIGHBOUR = {"outside.txt": b"neighbour's file", "other/keep.html": b"another pipeline's page"}
 VICTIM = {"index.html": b"the victim's index", "docs/page-0.html": b"the victim's page", "a.html": b"victim's a"}
-
-
-def snapshot(top) -> dict:
-    """Every entry below `top` but the bundle path `site`: files with their bytes, links with
-    their targets, directories. Never opens anything but regular files (FIFOs are planted)."""
-    found = {}
-    for directory, dirs, files in os.walk(str(top)):
-        if os.path.relpath(directory, str(top)) == ".":
-            dirs[:] = [d for d in dirs if d != "site"]
-            files = [f for f in files if f != "site"]
-        for name in dirs + files:
-            full = os.path.join(directory, name)
-            info = os.lstat(full)
-            if stat.S_ISLNK(info.st_mode):
-                found[full] = ("link", os.readlink(full))
-            elif stat.S_ISREG(info.st_mode):
-                with open(full, "rb") as handle:
-                    found[full] = ("file", handle.read())
-            else:
-                found[full] = ("other", stat.S_IFMT(info.st_mode), stat.S_IMODE(info.st_mode))
-    return found
 
 
 class Place:
@@ -62,7 +41,7 @@ class Place:
         self.before = self.untouchable()
 
     def untouchable(self) -> tuple:
-        return snapshot(self.backend.local_root), snapshot(self.victim)
+        return snapshot(self.backend.local_root, skip=("site",)), snapshot(self.victim)
 
     def destination(self) -> dict:
         return {"id": "archive", "storage": self.backend.storage, "path": "site"}
@@ -130,13 +109,6 @@ def converges(playbook, place, bundle) -> None:
     place.assert_nothing_outside_changed()
 
 
-def refused_or_done(result: dict) -> None:
-    """A run someone interferes with may finish first or fail: either way with a reason."""
-    if result.get("failed"):
-        assert_refused(result, result.get("reason"))
-        assert result.get("reason"), result
-
-
 # -- symbolic links -----------------------------------------------------------------------
 
 
@@ -160,11 +132,14 @@ def test_a_link_planted_at_an_output_or_its_directory_is_refused(place, playbook
     converges(playbook, place, make_bundle(pages(b"v2"), created="2026-06-05T11:55:00Z"))
 
 
-def watch_and_plant(site: str, plant, stop: threading.Event) -> threading.Thread:
-    """Once the publish has written its journal (which names the attempt's token), call
-    plant(token) as a neighbour would, then stop."""
-    def run():
-        journal = os.path.join(site, ".distributor.journal.json")
+def publish_while(playbook, place, bundle, interfere) -> dict:
+    """Publish while a neighbour interferes: once the journal is written (it names the attempt's
+    token), interfere(token, stop) runs in a thread; `stop` is set when the publish is over. A
+    run someone interferes with may finish first or fail, but never without a reason."""
+    stop = threading.Event()
+
+    def watch():
+        journal = os.path.join(place.site, ".distributor.journal.json")
         while not stop.is_set():
             try:
                 with open(journal, "rb") as handle:
@@ -172,12 +147,20 @@ def watch_and_plant(site: str, plant, stop: threading.Event) -> threading.Thread
             except (OSError, IndexError):
                 time.sleep(0.001)
                 continue
-            plant(token)
+            interfere(token, stop)
             return
 
-    thread = threading.Thread(target=run, daemon=True)
+    thread = threading.Thread(target=watch, daemon=True)
     thread.start()
-    return thread
+    try:
+        result = publish(playbook, place, bundle)
+    finally:
+        stop.set()
+        thread.join()
+    if result.get("failed"):
+        assert_refused(result, result.get("reason"))
+        assert result.get("reason"), result
+    return result
 
 
 def test_links_planted_at_staging_names_during_a_publish_are_not_followed(place, playbook, make_bundle):
@@ -187,7 +170,7 @@ def test_links_planted_at_staging_names_during_a_publish_are_not_followed(place,
     assert publish(playbook, place, make_bundle(pages(b"v1")))["changed"]
     bundle = make_bundle(pages(b"v2", PAGES), created="2026-06-05T11:55:00Z")
 
-    def plant(token):
+    def plant(token, _stop):
         for directory in (place.site, os.path.join(place.site, "docs")):
             staging = os.path.join(directory, ".distributor.tmp." + token)
             try:
@@ -195,12 +178,7 @@ def test_links_planted_at_staging_names_during_a_publish_are_not_followed(place,
             except OSError:
                 pass
 
-    stop = threading.Event()
-    thread = watch_and_plant(place.site, plant, stop)
-    result = publish(playbook, place, bundle)
-    stop.set()
-    thread.join()
-    refused_or_done(result)
+    publish_while(playbook, place, bundle, plant)
     place.assert_nothing_outside_changed()
     for directory, _dirs, names in os.walk(place.site):
         for name in names + _dirs:
@@ -214,20 +192,16 @@ def test_a_directory_swapped_for_a_link_while_a_large_publish_runs_changes_nothi
     bundle = make_bundle(pages(b"v2", PAGES), created="2026-06-05T11:55:00Z")
     docs = os.path.join(place.site, "docs")
 
-    def swap(_token):
+    def swap(_token, stop):
         """Once a third of the pages are in place: docs is then a directory seen and checked.
         (Landing between two files, the swap led the old SFTP backend's next write outside.)"""
         while not os.path.exists(os.path.join(docs, "page-%d.html" % (PAGES // 3))):
-            pass
+            if stop.is_set():
+                return
         os.rename(docs, docs + ".moved")
         os.symlink(os.path.join(place.victim, "docs"), docs)
 
-    stop = threading.Event()
-    thread = watch_and_plant(place.site, swap, stop)
-    result = publish(playbook, place, bundle)
-    stop.set()
-    thread.join()
-    refused_or_done(result)
+    publish_while(playbook, place, bundle, swap)
     assert os.path.islink(docs), "the swap did not happen during the publish"
     place.assert_nothing_outside_changed()
     os.unlink(docs)
@@ -276,8 +250,8 @@ def test_a_fifo_at_a_reserved_name_is_invalid_state_without_hanging(place, playb
 # -- a directory that cannot be listed ----------------------------------------------------
 
 
-def test_an_unlistable_directory_is_storage_error_and_its_files_are_not_overwritten(unprivileged_place, make_bundle,
-                                                                                      tmp_path):
+def test_an_unlistable_directory_is_storage_error_and_its_files_are_not_overwritten(
+        unprivileged_place, make_bundle, tmp_path):
     place = unprivileged_place
     playbook = UnprivilegedPlaybook(str(tmp_path))
     assert publish(playbook, place, make_bundle({"index.html": b"v1"}))["changed"]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import signal
-import stat
 from contextlib import contextmanager
 
 import pytest
@@ -23,6 +22,7 @@ from ansible_collections.distributor.core.plugins.module_utils.distributor.stora
 from ansible_collections.distributor.core.plugins.module_utils.distributor.storage.select import open_storage
 
 from builders import write_bundle
+from snapshots import snapshot
 
 BASE = "site"
 TOKEN = "t1"
@@ -48,24 +48,6 @@ def expect_error(reason: str, call, *args) -> DistributorError:
         call(*args)
     assert caught.value.reason == reason, caught.value.message
     return caught.value
-
-
-def snapshot(root) -> dict:
-    """Every entry under `root` (files with bytes, links with targets, directories), to show
-    that nothing changed there."""
-    found = {}
-    for directory, dirs, files in os.walk(str(root)):
-        for name in dirs + files:
-            full = os.path.join(directory, name)
-            info = os.lstat(full)
-            if stat.S_ISLNK(info.st_mode):
-                found[full] = ("link", os.readlink(full))
-            elif stat.S_ISREG(info.st_mode):
-                with open(full, "rb") as handle:
-                    found[full] = ("file", handle.read())
-            else:
-                found[full] = ("other", stat.S_IFMT(info.st_mode))
-    return found
 
 
 @pytest.fixture(params=["local", "sftp"])
