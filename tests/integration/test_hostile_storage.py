@@ -228,7 +228,7 @@ def test_a_fifo_at_a_bundle_file_is_invalid_manifest_without_hanging(place, play
 
 
 @pytest.mark.parametrize("name", [".distributor.json", ".distributor.journal.json", ".distributor.lock"])
-def test_a_fifo_at_a_reserved_name_is_invalid_state_without_hanging(place, playbook, make_bundle, name):
+def test_a_fifo_at_a_reserved_name_is_storage_error_without_hanging(place, playbook, make_bundle, name):
     bundle = make_bundle(pages(b"v1"))
     assert publish(playbook, place, bundle)["changed"]
     second = make_bundle(pages(b"v2"), created="2026-06-05T11:55:00Z")
@@ -238,7 +238,7 @@ def test_a_fifo_at_a_reserved_name_is_invalid_state_without_hanging(place, playb
         os.unlink(reserved)
     os.mkfifo(reserved)
     result = publish(playbook, place, second)
-    assert_refused(result, "invalid_state")
+    assert_refused(result, "storage_error")
     assert name in result["msg"] and "FIFO" in result["msg"]
     place.assert_nothing_outside_changed()
     os.unlink(reserved)

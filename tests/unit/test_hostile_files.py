@@ -123,23 +123,23 @@ def test_a_fifo_listed_in_a_bundle_or_as_its_manifest_is_refused_at_load(tmp_pat
 
 
 @pytest.mark.parametrize("name", [STATE_NAME, JOURNAL_NAME])
-def test_a_fifo_at_a_reserved_name_is_invalid_state_without_blocking(place, name):
+def test_a_fifo_at_a_reserved_name_is_storage_error_without_blocking(place, name):
     open_one, root, _outside = place
     os.mkfifo(root / BASE / name)
     with no_hang():
-        error = expect_error("invalid_state", open_one().read_bytes, name)
+        error = expect_error("storage_error", open_one().read_bytes, name)
     assert name in error.message and "is a FIFO (named pipe), not a regular file" in error.message
 
 
 @pytest.mark.parametrize("make", [os.mkfifo, os.mkdir], ids=["fifo", "directory"])
-def test_a_fifo_or_directory_at_the_lock_is_invalid_state_without_blocking(place, make):
+def test_a_fifo_or_directory_at_the_lock_is_storage_error_without_blocking(place, make):
     open_one, root, _outside = place
     make(root / BASE / LOCK_NAME)
     with no_hang():
         with pytest.raises(DistributorError) as caught:
             with open_one().lock(timeout=1):
                 pass
-    assert caught.value.reason == "invalid_state" and LOCK_NAME in caught.value.message, caught.value.message
+    assert caught.value.reason == "storage_error" and LOCK_NAME in caught.value.message, caught.value.message
 
 
 # -- staged files: exclusive, in a directory of the attempt's own -------------------------

@@ -47,10 +47,11 @@ def temp_name(path: str, token: str) -> str:
 
 def not_a_record(where: str, kind: str) -> DistributorError:
     """Refusal of a reserved name (state, journal, lock) that holds something other than a regular
-    file: it is not a record distributor wrote, so it is `invalid_state` like a garbled one, and
-    it is never opened for reading (a FIFO would block the run for good)."""
+    file, never opened for reading (a FIFO would block the run for good). `storage_error`, like
+    any other thing in distributor's way at the destination: no record was read, so there is no
+    state to call invalid (and nothing `force` could replace)."""
     return DistributorError(
-        "invalid_state",
+        "storage_error",
         "%s is %s, not a regular file; distributor keeps its state, journal and lock there as regular "
         "files and opens nothing else at those names. Find out who put it there, then remove it." % (where, kind),
     )
