@@ -99,13 +99,15 @@ def _keygen(path: str, comment: str) -> None:
 class SshServer:
     """A running sshd serving SFTP for the current user, who logs in with `private_key_file`.
 
-    `storage(root, **overrides)` gives a ready `storage` dict for the sftp backend.
+    `storage(root, **overrides)` gives a ready `storage` dict for the sftp backend;
+    `sftp_command` replaces OpenSSH's in-process SFTP server (see DROP_ROOT_PERMISSIONS).
     """
 
     directory: str
     host: str = HOST
     port: int = 0
     username: str = field(default_factory=getpass.getuser)
+    sftp_command: str = "internal-sftp"
     process: subprocess.Popen | None = None
 
     @property
@@ -167,7 +169,7 @@ class SshServer:
                         "KbdInteractiveAuthentication no",
                         "UsePAM no",
                         "PermitRootLogin prohibit-password",
-                        "Subsystem sftp internal-sftp",
+                        "Subsystem sftp %s" % self.sftp_command,
                         "MaxStartups 100",
                         "LogLevel ERROR",
                         "",
@@ -199,8 +201,15 @@ class SshServer:
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
-def start_sshd() -> SshServer:
-    return SshServer(tempfile.mkdtemp(prefix="distributor-sshd-")).start()
+# Tests run as root, who reads and writes any directory whatever its permissions. This prefix
+# runs a command as root without that power (the capabilities are dropped for good), so a
+# directory another account cannot list is unlistable for it too.
+DROP_ROOT_PERMISSIONS = ("/usr/bin/setpriv", "--inh-caps=-dac_override,-dac_read_search",
+                         "--bounding-set=-dac_override,-dac_read_search")
+
+
+def start_sshd(sftp_command: str = "internal-sftp") -> SshServer:
+    return SshServer(tempfile.mkdtemp(prefix="distributor-sshd-"), sftp_command=sftp_command).start()
 
 
 @dataclass

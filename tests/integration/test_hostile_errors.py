@@ -68,13 +68,15 @@ def test_an_unmanaged_file_where_a_directory_must_go_is_unmanaged_before_anythin
     assert site(root)["docs/page.html"] == b"page" and outside(root) == OUTSIDE
 
 
-def test_a_name_too_long_for_the_filesystem_is_a_storage_error_and_leaves_no_journal(root, playbook, make_bundle, tmp_path):
-    long_name = "r" * 240 + ".html"
-    bundle = make_bundle({"index.html": b"x", long_name: b"y"})
-    assert_refused(playbook.publish(source=bundle, pipeline=PIPELINE, destination=destination(root)), "storage_error", long_name[:100])
+def test_a_name_too_long_for_the_filesystem_is_a_storage_error_and_leaves_no_journal(root, playbook, make_bundle):
+    """A 255-byte Markdown name fits the bundle, but its rendered `.html` output does not fit."""
+    long_name = "r" * 252 + ".md"
+    markdown = {"id": "reports", "outputs": [{"match": "*.md", "transform": "markdown_to_html"}, {"match": "*.html"}]}
+    bundle = make_bundle({"index.html": b"x", long_name: b"# y\n"})
+    assert_refused(playbook.publish(source=bundle, pipeline=markdown, destination=destination(root)), "storage_error", "r" * 100)
     assert site(root) == {} and outside(root) == OUTSIDE
-    fixed = make_bundle({"index.html": b"x", "short.html": b"y"})
-    again = playbook.publish(source=fixed, pipeline=PIPELINE, destination=destination(root))
+    fixed = make_bundle({"index.html": b"x", "short.md": b"# y\n"})
+    again = playbook.publish(source=fixed, pipeline=markdown, destination=destination(root))
     assert again["action"] == "publish" and sorted(site(root)) == [".distributor.json", "index.html", "short.html"]
 
 

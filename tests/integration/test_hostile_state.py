@@ -110,8 +110,6 @@ def test_a_base_url_whose_host_a_producer_fills_is_refused_before_writing(root, 
 
 
 def test_non_utf8_names_are_reported_readably_and_force_removes_them(root, playbook, make_bundle, published):
-    if root.name != "local":
-        pytest.skip("names are written through the local filesystem; SFTP listing is the backend's")
     site = os.path.join(str(root.local_root), "site").encode()
     with open(os.path.join(site, b"caf\xe9.html"), "wb") as handle:
         handle.write(b"someone else's")

@@ -316,7 +316,7 @@ def test_a_listed_directory_is_refused(tmp_path):
     write_bundle(tmp_path, {"a.md": b"a"})
     (tmp_path / "a.md").unlink()
     (tmp_path / "a.md").mkdir()
-    assert fails_to_load(tmp_path).message.endswith('"a.md" is listed but is not a regular file')
+    assert fails_to_load(tmp_path).message.endswith('"a.md" is listed but is a directory, not a regular file')
 
 
 def test_a_file_whose_size_changed_before_load_fails_verification(tmp_path):

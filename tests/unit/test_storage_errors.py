@@ -63,14 +63,15 @@ def test_a_directory_at_a_reserved_name_is_a_reason_and_nothing_is_written(tmp_p
 
 
 def test_a_name_too_long_for_the_filesystem_fails_with_its_path_and_the_next_run_converges(tmp_path):
-    long_name = "r" * 240 + ".html"
-    bundle = write_bundle(tmp_path / "b", {"index.html": b"x", long_name: b"y"})
-    message = refused("storage_error", bundle, PIPELINE, destination(tmp_path / "root"), now=NOW)
-    assert long_name in message
+    """A 255-byte Markdown name fits the bundle, but its rendered `.html` output does not fit."""
+    long_name = "r" * 252 + ".md"
+    markdown = {"id": "reports", "outputs": [{"match": "*.md", "transform": "markdown_to_html"}, {"match": "*.html"}]}
+    bundle = write_bundle(tmp_path / "b", {"index.html": b"x", long_name: b"# y\n"})
+    message = refused("storage_error", bundle, markdown, destination(tmp_path / "root"), now=NOW)
+    assert "r" * 252 + ".html" in message
     assert tree(tmp_path / "root") == {}, "the failed attempt removed what it wrote, journal included"
-    os.rename(os.path.join(bundle, long_name), os.path.join(bundle, "short.html"))
-    fixed = write_bundle(tmp_path / "b", {"index.html": b"x", "short.html": b"y"})
-    assert publish(fixed, PIPELINE, destination(tmp_path / "root"), now=NOW)["action"] == "publish"
+    fixed = write_bundle(tmp_path / "fixed", {"index.html": b"x", "short.md": b"# y\n"})
+    assert publish(fixed, markdown, destination(tmp_path / "root"), now=NOW)["action"] == "publish"
 
 
 def test_replace_turns_its_own_file_into_a_directory_and_back(tmp_path):

@@ -20,6 +20,7 @@ from typing import Iterable, Iterator
 
 from .errors import DistributorError
 from .paths import RESERVED_PREFIX, is_reserved, path_problem
+from .regular import NotRegularFile, kind_of, open_regular
 from .schemas import check_nesting, show, validate
 from .timestamps import parse_rfc3339
 
@@ -231,11 +232,13 @@ def _size_mismatch(path: str, expected: int, actual: str) -> DistributorError:
 
 def _read_json(where: str) -> object:
     try:
-        with open(where, "rb") as handle:
+        with open_regular(where) as handle:
             raw = handle.read()
     except FileNotFoundError:
         raise DistributorError("invalid_manifest", "%s does not exist; a bundle is a directory holding "
                                "manifest.json and the files it lists" % where) from None
+    except NotRegularFile as exc:
+        raise _not_regular(exc) from None
     except OSError as exc:
         raise DistributorError("invalid_manifest", "cannot read %s: %s" % (where, exc.strerror or exc)) from None
     try:
@@ -317,21 +320,32 @@ def _listed_file(inside: _Inside, path: str, where: str) -> tuple[str, int]:
     except OSError as exc:
         raise DistributorError("invalid_manifest", "%s: cannot read %s: %s" % (
             where, show(path), exc.strerror or exc)) from None
-    if not stat.S_ISREG(info.st_mode):
-        raise DistributorError("invalid_manifest", "%s: %s is listed but is not a regular file" % (where, show(path)))
+    kind = kind_of(info.st_mode)
+    if kind:
+        raise DistributorError("invalid_manifest", "%s: %s is listed but is %s, not a regular file" % (
+            where, show(path), kind))
     return real, info.st_size
 
 
 def _read_chunks(real: str, reason: str) -> Iterator[bytes]:
+    """A file that stopped being a regular file since the manifest was checked (a FIFO swapped
+    in, say) is refused unread, as at load: it is the bundle that is wrong, not its bytes."""
     try:
-        with open(real, "rb") as handle:
+        with open_regular(real) as handle:
             while True:
                 chunk = handle.read(READ_CHUNK_SIZE)
                 if not chunk:
                     return
                 yield chunk
+    except NotRegularFile as exc:
+        raise _not_regular(exc) from None
     except OSError as exc:
         raise DistributorError(reason, "cannot read %s: %s" % (real, exc.strerror or exc)) from None
+
+
+def _not_regular(exc: NotRegularFile) -> DistributorError:
+    return DistributorError("invalid_manifest", "%s is %s, not a regular file; a bundle holds only regular files "
+                            "(and links to them inside the bundle)" % (exc.filename, exc.kind))
 
 
 def build_manifest(source_dir: str, manifest_id: str, created: str, paths: Iterable[str] | None = None) -> Manifest:

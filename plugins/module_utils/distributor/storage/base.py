@@ -27,12 +27,36 @@ LOCK_EXPIRY_SECONDS = 600.0
 LOCK_POLL_SECONDS = 0.2
 
 
+def staging_dir(path: str, token: str) -> str:
+    """The directory where this attempt stages the files of `path`'s directory (local, SFTP).
+
+    It is made by the attempt (mkdir, never reused) and only distributor's account may write in
+    it, so nobody else can plant or swap a staged file, a symlink at a staged name included. It
+    sits beside its targets, so a rename's source and target are reached through the same
+    directories: a directory swapped for a symbolic link mid-publish makes the rename fail (the
+    staged file is not behind the link) instead of landing where the link points.
+    """
+    head = path.rpartition("/")[0]
+    name = "%s.tmp.%s" % (RESERVED_PREFIX, token)
+    return "%s/%s" % (head, name) if head else name
+
+
 def temp_name(path: str, token: str) -> str:
     """Where a write of `path` is staged before its rename: reserved, so never an output, and
     derived from the attempt token so recovery can find leftovers without listing."""
-    head, name = path.rpartition("/")[::2]
-    staged = "%s.tmp.%s.%s" % (RESERVED_PREFIX, token, name)
-    return "%s/%s" % (head, staged) if head else staged
+    return "%s/%s" % (staging_dir(path, token), path.rpartition("/")[2])
+
+
+def not_a_record(where: str, kind: str) -> DistributorError:
+    """Refusal of a reserved name (state, journal, lock) that holds something other than a regular
+    file, never opened for reading (a FIFO would block the run for good). `storage_error`, like
+    any other thing in distributor's way at the destination: no record was read, so there is no
+    state to call invalid (and nothing `force` could replace)."""
+    return DistributorError(
+        "storage_error",
+        "%s is %s, not a regular file; distributor keeps its state, journal and lock there as regular "
+        "files and opens nothing else at those names. Find out who put it there, then remove it." % (where, kind),
+    )
 
 
 # What a lock record anyone can write may raise when read: garbage, deep nesting, a time

@@ -10,16 +10,24 @@ import os
 import stat
 import time
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
-from typing import Callable, Iterable, Iterator
+from contextlib import contextmanager, suppress
+from typing import Callable, Iterable, Iterator, NamedTuple
 
 from ..attributes import ownership, parse_mode
 from ..errors import DistributorError
-from ..paths import LOCK_NAME, join
-from .base import LOCK_POLL_SECONDS, Storage, describe_holder, holder_record, temp_name
+from ..paths import LOCK_NAME, is_reserved, join
+from ..regular import NotRegularFile, kind_of, open_regular
+from .base import LOCK_POLL_SECONDS, Storage, describe_holder, holder_record, not_a_record, staging_dir, temp_name
 
 SYNC_BATCH = 512  # staged files written before their fsyncs and renames: bounds open work, not fds
 SYNC_WORKERS = 8
+
+
+class _Staged(NamedTuple):
+    path: str
+    staged: str
+    real: str
+    ident: tuple[int, int]
 
 
 class LocalStorage(Storage):
@@ -38,6 +46,7 @@ class LocalStorage(Storage):
         self.root = root
         self.base = base
         self._root_is_directory = False
+        self._staging_dirs: set[str] = set()
 
     def describe(self, path: str = "") -> str:
         return os.path.join(self.root, join(self.base, path))
@@ -117,17 +126,22 @@ class LocalStorage(Storage):
     def read_bytes(self, path: str) -> bytes | None:
         real = self._real(path)
         try:
-            with open(real, "rb") as handle:
+            with open_regular(real) as handle:
                 return handle.read()
         except FileNotFoundError:
             return None
+        except NotRegularFile as exc:
+            raise not_a_record(real, exc.kind) from None
         except OSError as exc:
             raise DistributorError("storage_error", "cannot read %s: %s" % (real, exc.strerror)) from exc
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
-        staged, real = self._stage(path, chunks)
-        self._rename_synced([(staged, real)], [_fsync_path(staged)])
-        self._sync_directories({os.path.dirname(real)})
+        try:
+            item = self._stage(path, chunks)
+            self._rename_synced([item], [_fsync_path(item.staged)])
+            self._sync_directories({os.path.dirname(item.real)})
+        finally:
+            self._drop_staging()
 
     def write_many(self, items: Iterable[tuple[str, Callable[[], Iterable[bytes]]]]) -> None:
         """Durability in batches: a batch of staged files is fsynced from a small pool (the
@@ -136,7 +150,7 @@ class LocalStorage(Storage):
         parents up to the root) is fsynced once at the end, so every output and every directory
         created is durable before the caller writes state."""
         directories: set[str] = set()
-        batch: list[tuple[str, str]] = []
+        batch: list[_Staged] = []
         pending: tuple[list, list] | None = None
         with ThreadPoolExecutor(SYNC_WORKERS) as pool:
             try:
@@ -145,34 +159,75 @@ class LocalStorage(Storage):
                     if len(batch) >= SYNC_BATCH:
                         if pending:
                             directories.update(self._rename_synced(pending[0], [f.result() for f in pending[1]]))
-                        pending, batch = (batch, [pool.submit(_fsync_path, staged) for staged, _real in batch]), []
+                        pending, batch = (batch, [pool.submit(_fsync_path, item.staged) for item in batch]), []
                 if pending:
                     directories.update(self._rename_synced(pending[0], [f.result() for f in pending[1]]))
                 pending = None
-                directories.update(self._rename_synced(batch, list(pool.map(_fsync_path, (staged for staged, _real in batch)))))
+                directories.update(self._rename_synced(batch, list(pool.map(_fsync_path, (item.staged for item in batch)))))
                 batch = []
             finally:
-                for staged, _real in batch + (pending[0] if pending else []):
-                    _unlink_quietly(staged)
+                for item in batch + (pending[0] if pending else []):
+                    _unlink_quietly(item.staged)
+                self._drop_staging()
         self._sync_directories(directories)
 
-    def _stage(self, path: str, chunks: Iterable[bytes]) -> tuple[str, str]:
-        """(staged, real): `chunks` written to the staged name, not yet durable."""
+    def _stage(self, path: str, chunks: Iterable[bytes]) -> _Staged:
+        """`chunks` written to a new file in the attempt's staging directory, not yet durable.
+        Created exclusively and never through a link (O_EXCL, O_NOFOLLOW); mode and ownership
+        are set through the open file, so no name is resolved twice."""
         real = self._real(path, create_parents=True)
-        staged = self._real(temp_name(path, self.token))
+        staged = os.path.join(self._staging(path), os.path.basename(real))
         try:
-            with open(staged, "wb") as handle:
+            fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            raise DistributorError("storage_error", "cannot stage %s at %s: %s" % (real, staged, exc.strerror or exc)) from exc
+        try:
+            with os.fdopen(fd, "wb") as handle:
                 for chunk in chunks:
                     handle.write(chunk)
-            self._settle(staged, 0o644 if self.file_mode is None else self.file_mode)
+                self._settle(handle.fileno(), 0o644 if self.file_mode is None else self.file_mode)
+                ident = _identity(os.fstat(handle.fileno()))
         except BaseException as exc:
             _unlink_quietly(staged)
             if isinstance(exc, OSError):
                 raise DistributorError("storage_error", "cannot write %s: %s" % (real, exc.strerror or exc)) from exc
             raise
-        return staged, real
+        return _Staged(path, staged, real, ident)
 
-    def _rename_synced(self, batch: list[tuple[str, str]], results: list) -> set[str]:
+    def _staging(self, path: str) -> str:
+        """This attempt's staging directory beside `path` (see base.staging_dir), made on first
+        use. mkdir neither follows nor reuses what is already at the name: something there was
+        put by someone else, and is refused."""
+        real = self._real(staging_dir(path, self.token))
+        if real not in self._staging_dirs:
+            try:
+                os.mkdir(real, 0o700)
+            except FileExistsError:
+                raise DistributorError("storage_error", "cannot stage files in %s: something already exists at that "
+                                       "name, which only this attempt creates; remove it" % real) from None
+            except OSError as exc:
+                raise DistributorError("storage_error", "cannot create %s: %s" % (real, exc.strerror or exc)) from exc
+            self._staging_dirs.add(real)
+        return real
+
+    def _drop_staging(self) -> None:
+        """Remove the staging directories, empty once their files are renamed or removed."""
+        for real in self._staging_dirs:
+            with suppress(OSError):
+                os.rmdir(real)
+        self._staging_dirs.clear()
+
+    def _verify(self, item: _Staged) -> None:
+        """Right before the rename: no directory on the way to the target or the staged file has
+        become a symbolic link, and the staged file is still the one this attempt created."""
+        self._real(item.path)
+        self._real(temp_name(item.path, self.token))
+        info = _lstat_or_none(item.staged)
+        if info is None or _identity(info) != item.ident:
+            raise DistributorError("storage_error", "cannot write %s: its staged file %s was replaced or removed "
+                                   "by someone else" % (item.real, item.staged))
+
+    def _rename_synced(self, batch: list[_Staged], results: list) -> set[str]:
         """Rename each staged file over its target, once every fsync of the batch succeeded
         (`results` are _fsync_path's); what is not renamed is removed. The directories renamed into."""
         failed = next((r for r in results if r), None)
@@ -180,17 +235,18 @@ class LocalStorage(Storage):
         try:
             if failed:
                 raise DistributorError("storage_error", "cannot write %s: %s" % (failed[0], failed[1].strerror or failed[1])) from failed[1]
-            for staged, real in batch:
+            for item in batch:
+                self._verify(item)
                 try:
-                    os.replace(staged, real)
+                    os.replace(item.staged, item.real)
                 except OSError as exc:
-                    raise DistributorError("storage_error", "cannot write %s: %s" % (real, exc.strerror or exc)) from exc
+                    raise DistributorError("storage_error", "cannot write %s: %s" % (item.real, exc.strerror or exc)) from exc
                 done += 1
         except DistributorError:
-            for staged, _real in batch[done:]:
-                _unlink_quietly(staged)
+            for item in batch[done:]:
+                _unlink_quietly(item.staged)
             raise
-        return {os.path.dirname(real) for _staged, real in batch}
+        return {os.path.dirname(item.real) for item in batch}
 
     def _sync_directories(self, directories: set[str]) -> None:
         """fsync each directory and every parent up to the root's parent: a created directory is
@@ -209,10 +265,14 @@ class LocalStorage(Storage):
                 raise DistributorError("storage_error", "cannot sync directory %s: %s" % (directory, exc.strerror or exc)) from exc
 
     def delete(self, path: str) -> bool:
+        """A staged file already gone still tidies its staging directory: an attempt that died
+        after its renames left that directory empty, and recovery deletes staged names."""
         real = self._real(path)
         try:
             os.unlink(real)
         except FileNotFoundError:
+            if is_reserved(path):
+                self._remove_empty_parents(path)
             return False
         except OSError as exc:
             raise DistributorError("storage_error", "cannot delete %s: %s" % (real, exc.strerror)) from exc
@@ -235,9 +295,11 @@ class LocalStorage(Storage):
         return os.path.lexists(self._real(path))
 
     def list_files(self) -> list[str]:
+        """A directory that cannot be listed fails the listing: taken as empty, its files would
+        be overwritten unseen. One removed while the walk runs is gone, which is no error."""
         top = self._real("")
         found = []
-        for directory, dirs, files in os.walk(top, followlinks=False):
+        for directory, dirs, files in os.walk(top, onerror=_unlistable, followlinks=False):
             rel = os.path.relpath(directory, top)
             prefix = "" if rel == "." else rel.replace(os.sep, "/") + "/"
             found.extend(prefix + name for name in files)
@@ -250,7 +312,7 @@ class LocalStorage(Storage):
         lock_path = self._real(LOCK_NAME, create_parents=True)
         deadline = time.monotonic() + timeout
         while True:
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+            fd = _open_lock_file(lock_path)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -275,6 +337,40 @@ class LocalStorage(Storage):
                 os.unlink(lock_path)
             finally:
                 os.close(fd)
+
+
+def _unlistable(exc: OSError) -> None:
+    if not isinstance(exc, FileNotFoundError):
+        raise DistributorError("storage_error", "cannot list %s: %s; distributor does not write where it cannot see "
+                               "what is there" % (exc.filename, exc.strerror or exc)) from exc
+
+
+def _open_lock_file(lock_path: str) -> int:
+    """The lock file, created if missing; what someone else put at its name (a FIFO, a
+    directory, a link) is refused without blocking on it."""
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        info = _lstat_or_none(lock_path)
+        if info is not None and kind_of(info.st_mode):
+            raise not_a_record(lock_path, kind_of(info.st_mode)) from None
+        raise DistributorError("storage_error", "cannot open lock %s: %s" % (lock_path, exc.strerror or exc)) from exc
+    kind = kind_of(os.fstat(fd).st_mode)
+    if kind:
+        os.close(fd)
+        raise not_a_record(lock_path, kind)
+    return fd
+
+
+def _identity(info: os.stat_result) -> tuple[int, int]:
+    return info.st_dev, info.st_ino
+
+
+def _lstat_or_none(path: str):
+    try:
+        return os.lstat(path)
+    except OSError:
+        return None
 
 
 def _fsync(path: str, flags: int) -> None:

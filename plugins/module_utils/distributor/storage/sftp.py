@@ -18,13 +18,15 @@ import stat
 import time
 import traceback
 from contextlib import contextmanager, suppress
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from ..attributes import parse_mode
 from ..errors import DistributorError, MissingLibrary
-from ..paths import LOCK_NAME, join
+from ..paths import LOCK_NAME, is_reserved, join
+from ..regular import kind_of
 from .base import (
-    LOCK_EXPIRY_SECONDS, Storage, holder_record, lock_is_expired, mentions_secret, redact, temp_name, wait_for_lock)
+    LOCK_EXPIRY_SECONDS, Storage, holder_record, lock_is_expired, mentions_secret, not_a_record, redact, staging_dir,
+    wait_for_lock)
 
 CONNECT_TIMEOUT = 30.0
 HOST_KEY_POLICIES = ("reject", "accept_new")
@@ -59,6 +61,7 @@ class SftpStorage(Storage):
         self._client = None
         self._session = None
         self._dirs: set[str] = set()
+        self._staging_dirs: dict[str, int | None] = {}
         self._held: bytes | None = None
 
     # -- locations and errors -------------------------------------------------------------
@@ -142,16 +145,19 @@ class SftpStorage(Storage):
             self._client.close()
         self._client = self._session = None
         self._dirs.clear()
+        self._staging_dirs.clear()
 
     # -- paths ----------------------------------------------------------------------------
 
-    def _remote(self, path: str, create_parents: bool = False, check_name: bool = True) -> str:
+    def _remote(self, path: str, create_parents: bool = False) -> str:
         """The remote path of `path`, refusing any symlink between the root and it.
 
         Directories already checked on this connection are remembered: a publish touches the
-        same few directories for every file, and each check is a round trip. A staged name
-        (`check_name=False`) needs none: it is reserved, derived from this attempt's token, and
-        only ever created and renamed away by this attempt.
+        same few directories for every file, and each check is a round trip. Where a path is
+        acted on, that memory is not trusted (a directory may since have been swapped for a
+        link): a directory is created, and a file removed, only after _check_directories has
+        looked at the whole way again; a staged file is renamed only from a staging directory
+        beside its target (see base.staging_dir).
         """
         current = self.root
         if create_parents and current not in self._dirs:
@@ -159,24 +165,39 @@ class SftpStorage(Storage):
         parts = [part for part in join(self.base, path).split("/") if part]
         for index, part in enumerate(parts):
             current = posixpath.join(current, part)
-            if current in self._dirs or (not check_name and index == len(parts) - 1):
+            if current in self._dirs:
                 continue
             attrs = self._lstat(current)
             if attrs is None:
                 if create_parents and index < len(parts) - 1:
+                    self._check_directories(posixpath.dirname(current))
                     self._mkdir(current)
                     continue
                 return posixpath.join(current, *parts[index + 1:])
             if stat.S_ISLNK(attrs.st_mode):
-                raise DistributorError(
-                    "storage_error",
-                    "%s is a symbolic link; distributor never follows links inside a destination root" % self._url(current),
-                )
+                raise _link_refused(self._url(current))
             if stat.S_ISDIR(attrs.st_mode):
                 self._dirs.add(current)
             elif index < len(parts) - 1:
                 raise _not_a_directory(self._url(current), self.describe(path))
         return current
+
+    def _check_directories(self, remote_dir: str) -> bool:
+        """Whether every directory from below the root down to `remote_dir` exists, looked at
+        right now (one round trip each, nothing remembered); storage_error when one is a
+        symbolic link or not a directory."""
+        current = self.root
+        for part in [p for p in remote_dir[len(self.root):].split("/") if p]:
+            current = posixpath.join(current, part)
+            attrs = self._lstat(current)
+            if attrs is None:
+                return False
+            if stat.S_ISLNK(attrs.st_mode):
+                raise _link_refused(self._url(current))
+            if not stat.S_ISDIR(attrs.st_mode):
+                raise DistributorError("storage_error", "%s is not a directory; something else changed the "
+                                       "destination during this run" % self._url(current))
+        return True
 
     def _make_root(self) -> None:
         """Like the local backend, a missing root is created (its parents too) on first write."""
@@ -197,7 +218,7 @@ class SftpStorage(Storage):
     def _lstat(self, remote: str):
         with self._errors("inspect", remote):
             try:
-                return self._open().lstat(remote)
+                return self._open().lstat(_wire(remote))
             except FileNotFoundError:
                 return None
 
@@ -206,7 +227,7 @@ class SftpStorage(Storage):
         SFTP reports 'already exists' only as a generic failure, so look before complaining."""
         try:
             with self._errors("create directory", remote):
-                self._open().mkdir(remote)
+                self._open().mkdir(_wire(remote))
         except DistributorError:
             attrs = self._lstat(remote)
             if attrs is None or not stat.S_ISDIR(attrs.st_mode):
@@ -215,29 +236,39 @@ class SftpStorage(Storage):
             self._settle(remote, self.directory_mode)
         self._dirs.add(remote)
 
-    def _settle(self, remote: str, mode: int | None) -> None:
-        """Apply the configured mode and numeric ownership: to a staged file before its rename,
-        so an output never appears with other permissions, and to a directory we created. An
-        unset owner or group keeps the server's (-1 is not sent: SFTP sets both ids at once)."""
+    def _settle(self, remote: str, mode: int | None, handle=None) -> None:
+        """Apply the configured mode and numeric ownership: to a staged file before its rename
+        (through its open `handle`, so no name is resolved again), so an output never appears
+        with other permissions, and to a directory we created. An unset owner or group keeps
+        the server's (-1 is not sent: SFTP sets both ids at once)."""
         sftp = self._open()
+        target = handle or _PathAttributes(sftp, _wire(remote))
         with self._errors("set permissions of", remote):
             if mode is not None:
-                sftp.chmod(remote, mode)
+                target.chmod(mode)
             if self.ids != (-1, -1):
                 uid, gid = self.ids
                 if -1 in self.ids:
-                    attrs = sftp.lstat(remote)
+                    attrs = target.stat()
                     uid, gid = (attrs.st_uid if uid == -1 else uid), (attrs.st_gid if gid == -1 else gid)
-                sftp.chown(remote, uid, gid)
+                target.chown(uid, gid)
 
     # -- files ----------------------------------------------------------------------------
 
     def _read(self, remote: str) -> bytes | None:
         """Prefetching requests every block at once; read block by block, a large file would
-        take one round trip per 32 KiB."""
+        take one round trip per 32 KiB. Only the reserved names are read, and what is there is
+        looked at first: the server would block opening a FIFO, and the whole session with it.
+        (SFTP has no non-blocking open: docs/operations.md states the window left.)"""
+        attrs = self._lstat(remote)
+        if attrs is None:
+            return None
+        kind = kind_of(attrs.st_mode or 0)
+        if kind:
+            raise not_a_record(self._url(remote), kind)
         with self._errors("read", remote):
             try:
-                with self._open().open(remote, "rb") as handle:
+                with self._open().open(_wire(remote), "rb") as handle:
                     handle.prefetch()
                     return handle.read()
             except FileNotFoundError:
@@ -247,27 +278,71 @@ class SftpStorage(Storage):
         return self._read(self._remote(path))
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
-        target = self._remote(path, create_parents=True)
-        staged = self._remote(temp_name(path, self.token), check_name=False)
         try:
-            self._upload(staged, chunks)
-            self._settle(staged, self.file_mode)
+            self._write(path, chunks)
+        finally:
+            self._drop_staging()
+
+    def write_many(self, items: Iterable[tuple[str, Callable[[], Iterable[bytes]]]]) -> None:
+        """One staging directory per target directory for all the files, not one per file."""
+        try:
+            for path, factory in items:
+                self._write(path, factory())
+        finally:
+            self._drop_staging()
+
+    def _write(self, path: str, chunks: Iterable[bytes]) -> None:
+        target = self._remote(path, create_parents=True)
+        staging, owner = self._staging(path)
+        staged = posixpath.join(staging, posixpath.basename(target))
+        try:
+            written = self._upload(staged, chunks)
+            self._verify(staged, written, owner)
             with self._errors("rename into place", target):
-                self._open().posix_rename(staged, target)
+                self._open().posix_rename(_wire(staged), _wire(target))
         except BaseException:
             self._discard(staged)
             raise
 
-    def _upload(self, staged: str, chunks: Iterable[bytes]) -> None:
-        """Stream `chunks` to `staged`; the chunk iterator's own exceptions pass unchanged.
+    def _staging(self, path: str) -> tuple[str, int | None]:
+        """(remote, uid): this attempt's staging directory beside `path` (see base.staging_dir),
+        made on first use. mkdir neither follows nor reuses what is at the name; the way to it is
+        checked right before and right after, so it is never made behind a directory that was
+        swapped for a link, even one cached as checked earlier in the run."""
+        remote = posixpath.join(self.root, join(self.base, staging_dir(path, self.token)))
+        if remote not in self._staging_dirs:
+            self._check_directories(posixpath.dirname(remote))
+            with self._errors("create staging directory", remote):
+                try:
+                    self._open().mkdir(_wire(remote), 0o700)
+                except OSError:
+                    if self._lstat(remote) is not None:
+                        raise DistributorError(
+                            "storage_error",
+                            "cannot stage files in %s: something already exists at that name, which only this "
+                            "attempt creates; remove it" % self._url(remote)) from None
+                    raise
+            if not self._check_directories(remote):
+                raise DistributorError("storage_error", "%s disappeared right after it was made; something else "
+                                       "changed the destination during this run" % self._url(remote))
+            attrs = self._lstat(remote)
+            self._staging_dirs[remote] = attrs.st_uid if attrs is not None else None
+        return remote, self._staging_dirs[remote]
 
-        Pipelined writes are not acknowledged one by one and paramiko drops the errors of
-        unacknowledged writes at close, so the size is compared before the rename publishes a
-        short file (a full disk, say).
-        """
+    def _drop_staging(self) -> None:
+        """Remove the staging directories, empty once their files are renamed or removed."""
+        for remote in self._staging_dirs:
+            with suppress(Exception):
+                self._open().rmdir(_wire(remote))
+        self._staging_dirs.clear()
+
+    def _upload(self, staged: str, chunks: Iterable[bytes]) -> int:
+        """Stream `chunks` to a new file `staged` (exclusive create: never opened through a name
+        that exists, link or not); the chunk iterator's own exceptions pass unchanged. The
+        number of bytes sent."""
         sftp = self._open()
         with self._errors("write", staged):
-            handle = sftp.open(staged, "w")
+            handle = sftp.open(_wire(staged), "wx")
             handle.set_pipelined(True)
         written = 0
         try:
@@ -275,35 +350,54 @@ class SftpStorage(Storage):
                 with self._errors("write", staged):
                     handle.write(chunk)
                 written += len(chunk)
+            self._settle(staged, self.file_mode, handle)
         except BaseException:
             with suppress(Exception):
                 handle.close()
             raise
         with self._errors("write", staged):
             handle.close()
-            arrived = sftp.lstat(staged).st_size
-        if arrived != written:
+        return written
+
+    def _verify(self, staged: str, written: int, owner: int | None) -> None:
+        """Right before the rename: the staged name still holds a regular file owned as this
+        attempt made it, of every byte sent. Pipelined writes are not acknowledged one by one
+        and paramiko drops the errors of unacknowledged writes at close, so a short file (a full
+        disk, say) is caught here, before the rename publishes it."""
+        attrs = self._lstat(staged)
+        expected_owner = owner if self.ids[0] == -1 else self.ids[0]
+        if attrs is None or not stat.S_ISREG(attrs.st_mode or 0) or attrs.st_uid != expected_owner:
+            raise DistributorError("storage_error", "cannot write %s: the staged file was replaced or removed by "
+                                   "someone else" % self._url(staged))
+        if attrs.st_size != written:
             raise DistributorError(
                 "storage_error",
-                "cannot write %s: only %d of %d bytes arrived (is the disk full?)" % (self._url(staged), arrived, written),
+                "cannot write %s: only %d of %d bytes arrived (is the disk full?)" % (self._url(staged), attrs.st_size, written),
             )
 
     def _discard(self, remote: str) -> None:
         """Best effort: a staged name is reserved and derived from the token, so recovery finds
         whatever this leaves behind."""
         with suppress(Exception):
-            self._open().remove(remote)
+            self._open().remove(_wire(remote))
 
     def _remove(self, remote: str, action: str) -> bool:
         with self._errors(action, remote):
             try:
-                self._open().remove(remote)
+                self._open().remove(_wire(remote))
             except FileNotFoundError:
                 return False
         return True
 
     def delete(self, path: str) -> bool:
-        if not self._remove(self._remote(path), "delete"):
+        """The way to the file is checked again right before the remove, so a directory swapped
+        for a link since it was first seen does not lead the remove out of the root. A staged
+        file already gone still tidies its staging directory: an attempt that died after its
+        renames left that directory empty, and recovery deletes staged names."""
+        remote = self._remote(path)
+        if not (self._check_directories(posixpath.dirname(remote)) and self._remove(remote, "delete")):
+            if is_reserved(path):
+                self._remove_empty_parents(path)
             return False
         self._remove_empty_parents(path)
         return True
@@ -319,7 +413,7 @@ class SftpStorage(Storage):
             remote = self._remote(head)
             with self._errors("remove directory", remote):
                 try:
-                    self._open().rmdir(remote)
+                    self._open().rmdir(_wire(remote))
                 except OSError:
                     return
             self._dirs.discard(remote)
@@ -334,10 +428,12 @@ class SftpStorage(Storage):
         return sorted(found)
 
     def _walk(self, remote: str, prefix: str, found: list[str]) -> None:
-        """Directory entries carry lstat attributes, so symlinks are listed, never followed."""
+        """Directory entries carry lstat attributes, so symlinks are listed, never followed. A
+        directory that cannot be listed fails the listing (storage_error): taken as empty, its
+        files would be overwritten unseen."""
         with self._errors("list", remote):
             try:
-                entries = self._open().listdir_attr(remote)
+                entries = _listdir_attr(self._open(), remote)
             except FileNotFoundError:
                 return
         for entry in entries:
@@ -439,6 +535,66 @@ class SftpStorage(Storage):
         if self._held is not None and self._read(remote) == self._held:
             self._remove(remote, "release lock")
         self._held = None
+
+
+class _PathAttributes:
+    """A remote path with the attribute calls of an open paramiko file (chmod, chown, stat),
+    so _settle treats a directory and an open staged file alike."""
+
+    def __init__(self, sftp, wire: bytes):
+        self.sftp = sftp
+        self.wire = wire
+
+    def chmod(self, mode: int) -> None:
+        self.sftp.chmod(self.wire, mode)
+
+    def chown(self, uid: int, gid: int) -> None:
+        self.sftp.chown(self.wire, uid, gid)
+
+    def stat(self):
+        return self.sftp.lstat(self.wire)
+
+
+def _wire(remote: str) -> bytes:
+    """A remote path as sent to the server. paramiko encodes text as strict UTF-8, but a name
+    read from a listing may not be UTF-8: it is carried as surrogate escapes (like the local
+    backend, see _listdir_attr) and goes back out as the same bytes."""
+    return remote.encode("utf-8", "surrogateescape")
+
+
+def _listdir_attr(sftp, remote: str) -> list:
+    """paramiko's SFTPClient.listdir_attr, but names that are not UTF-8 are kept as surrogate
+    escapes instead of raising UnicodeDecodeError (paramiko decodes them strictly, and has no
+    option): the same requests, through its request helper."""
+    from paramiko.sftp import CMD_CLOSE, CMD_HANDLE, CMD_NAME, CMD_OPENDIR, CMD_READDIR, SFTPError
+    from paramiko.sftp_attr import SFTPAttributes
+
+    kind, message = sftp._request(CMD_OPENDIR, _wire(remote))
+    if kind != CMD_HANDLE:
+        raise SFTPError("Expected handle")
+    handle = message.get_binary()
+    entries = []
+    try:
+        while True:
+            try:
+                kind, message = sftp._request(CMD_READDIR, handle)
+            except EOFError:
+                return entries
+            if kind != CMD_NAME:
+                raise SFTPError("Expected name response")
+            for _index in range(message.get_int()):
+                name = message.get_string().decode("utf-8", "surrogateescape")
+                longname = message.get_string().decode("utf-8", "surrogateescape")
+                entry = SFTPAttributes._from_msg(message, name, longname)
+                if name not in (".", ".."):
+                    entries.append(entry)
+    finally:
+        sftp._request(CMD_CLOSE, handle)
+
+
+def _link_refused(where: str) -> DistributorError:
+    return DistributorError("storage_error", "%s is a symbolic link; distributor never follows links inside a "
+                            "destination root" % where)
 
 
 class _HostKeyPolicy:

@@ -1,0 +1,65 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Opening a file for reading that can neither hang nor follow a link.
+
+Reading a FIFO blocks until someone writes into it, and a device may block or never end. Anyone
+who can write into a bundle or a destination can put one where distributor reads a regular file
+(a bundle file, manifest.json, `.distributor.json`, the journal, the lock), also after the
+manifest was checked. So the name is looked at first (lstat: refused without being opened), and
+what the open then returns is checked again (fstat): a FIFO swapped in between is opened without
+blocking (O_NONBLOCK) and refused unread.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import stat
+from typing import BinaryIO
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISLNK, "a symbolic link"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def kind_of(mode: int) -> str | None:
+    """What a file of this st_mode is, for messages; None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((kind for test, kind in _KINDS if test(mode)), "not a regular file")
+
+
+class NotRegularFile(OSError):
+    """Raised instead of opening something that is not a regular file; `kind` says what it is."""
+
+    def __init__(self, path: str, kind: str):
+        super().__init__(errno.EINVAL, "it is %s, not a regular file" % kind, path)
+        self.kind = kind
+
+
+def open_regular(path: str) -> BinaryIO:
+    """`path` opened for binary reading; NotRegularFile when it is anything but a regular file
+    (a symbolic link included: callers resolve the links they allow first)."""
+    kind = kind_of(os.lstat(path).st_mode)
+    if kind:
+        raise NotRegularFile(path, kind)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise NotRegularFile(path, "a symbolic link") from None
+        raise
+    try:
+        kind = kind_of(os.fstat(fd).st_mode)
+        if kind:
+            raise NotRegularFile(path, kind)
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
