@@ -1,5 +1,6 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The one check that keeps every storage operation inside the bundle path.
+"""The one check that keeps every storage operation inside the bundle path, and every change
+inside the time the run holds its lock.
 
 Paths reach storage from manifests, state records and journals, and the last two are read back
 from the destination, where others can write. Each parser refuses bad paths with a message
@@ -7,15 +8,23 @@ naming its field; this wrapper is the backstop under all of them: root.opened ap
 backend, so publish, recovery, a failed attempt's clean-up, reconcile-state and prune cannot
 read, write or delete anything but a clean relative path below the bundle path, whatever a
 caller forgets.
+
+For the same reason the lock's lease is checked here, not by each caller: under a lock, every
+write and delete first asks the lease (see base.Lease), and the state and the journal are
+written only after a fresh look at the lock on storage. A run that lost its lock changes nothing
+more, its failed attempt's clean-up included (the paths may be the next holder's by now).
 """
 
 from __future__ import annotations
 
-from typing import Callable, ContextManager, Iterable
+from contextlib import contextmanager
+from typing import Callable, Iterable, Iterator
 
 from ..errors import DistributorError
-from ..paths import path_problem
-from .base import Storage
+from ..paths import JOURNAL_NAME, STATE_NAME, path_problem
+from .base import LOCK_EXPIRY_SECONDS, Lease, Storage
+
+RECORDS = (STATE_NAME, JOURNAL_NAME)
 
 
 class ConfinedStorage(Storage):
@@ -25,6 +34,7 @@ class ConfinedStorage(Storage):
         super().__init__(inner.token)
         self.inner = inner
         self.kind = inner.kind
+        self._lease: Lease | None = None
 
     def _inside(self, path: str) -> str:
         problem = path_problem(path)
@@ -36,6 +46,24 @@ class ConfinedStorage(Storage):
             )
         return path
 
+    def _held(self, what: str, record: bool = False) -> None:
+        """Under a lock a change goes ahead only while the lease holds, and a record (state,
+        journal) only after a look at the lock on storage just now."""
+        if self._lease is not None:
+            (self._lease.confirm if record else self._lease.check)(what)
+
+    def _writing(self, path: str) -> str:
+        path = self._inside(path)
+        self._held("writing " + path, path in RECORDS)
+        return path
+
+    def _held_chunks(self, path: str, factory: Callable[[], Iterable[bytes]]) -> Callable[[], Iterable[bytes]]:
+        """A write of many asks the lease as each write starts, in whichever thread runs it."""
+        def chunks() -> Iterable[bytes]:
+            self._held("writing " + path)
+            return factory()
+        return chunks
+
     def describe(self, path: str = "") -> str:
         return self.inner.describe(path)
 
@@ -43,20 +71,25 @@ class ConfinedStorage(Storage):
         return self.inner.read_bytes(self._inside(path))
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
-        self.inner.write(self._inside(path), chunks)
+        self.inner.write(self._writing(path), chunks)
 
     def write_bytes(self, path: str, data: bytes) -> None:
-        self.inner.write_bytes(self._inside(path), data)
+        self.inner.write_bytes(self._writing(path), data)
 
     def write_many(self, items: Iterable[tuple[str, Callable[[], Iterable[bytes]]]]) -> None:
-        self.inner.write_many((self._inside(path), factory) for path, factory in items)
+        self.inner.write_many((self._inside(path), self._held_chunks(path, factory)) for path, factory in items)
 
     def delete(self, path: str) -> bool:
-        return self.inner.delete(self._inside(path))
+        path = self._inside(path)
+        self._held("deleting " + path)
+        return self.inner.delete(path)
 
     def delete_many(self, paths: Iterable[str]) -> list[str]:
         """Every path is checked before the first is deleted: a bad one deletes nothing."""
-        return self.inner.delete_many([self._inside(p) for p in paths])
+        checked = [self._inside(p) for p in paths]
+        if checked:
+            self._held("deleting " + checked[0] + (" and %d more" % (len(checked) - 1) if len(checked) > 1 else ""))
+        return self.inner.delete_many(checked)
 
     def exists(self, path: str) -> bool:
         return self.inner.exists(self._inside(path))
@@ -64,9 +97,16 @@ class ConfinedStorage(Storage):
     def list_files(self) -> list[str]:
         return self.inner.list_files()
 
-    def lock(self, *args, **kwargs) -> ContextManager[None]:
-        """The lock file's name is the backend's own, never a caller's."""
-        return self.inner.lock(*args, **kwargs)
+    @contextmanager
+    def lock(self, timeout: float, expiry: float = LOCK_EXPIRY_SECONDS) -> Iterator[Lease]:
+        """The lock file's name is the backend's own, never a caller's; its lease guards every
+        change made while it is held."""
+        with self.inner.lock(timeout, expiry) as lease:
+            self._lease = lease
+            try:
+                yield lease
+            finally:
+                self._lease = None
 
     def close(self) -> None:
         self.inner.close()
