@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -14,6 +15,7 @@ from .errors import DistributorError
 from .paths import is_reserved, path_problem
 from .schemas import HTTP_URL, validate
 from .timestamps import format_rfc3339
+from .storage.base import LOCK_EXPIRY_SECONDS
 
 DEFAULT_RULES = ({"match": "**", "transform": "copy"},)
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)(?::([^{}]*))?\}")
@@ -53,6 +55,7 @@ class Destination:
     base_url: str | None
     primary: tuple[str, ...]
     retention: Retention
+    lock_expiry: float = LOCK_EXPIRY_SECONDS
 
     @property
     def shared_root(self) -> bool:
@@ -116,7 +119,11 @@ def parse_destination(data: object) -> Destination:
             max_age_seconds=parse_age(retention["max_age"], where) if "max_age" in retention else None,
             max_outputs=retention.get("max_outputs"),
         ),
+        lock_expiry=float(data.get("lock", {}).get("expiry", LOCK_EXPIRY_SECONDS)),
     )
+    if math.isnan(destination.lock_expiry):
+        # Ansible's float type turns "nan" into a number that every schema bound lets through.
+        raise DistributorError("invalid_config", "%s: lock.expiry must be a number of seconds, not NaN" % where)
     _check_templates(destination, where)
     try:
         check_storage(destination.storage)

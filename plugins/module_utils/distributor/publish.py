@@ -62,7 +62,7 @@ def publish(source: str, pipeline: dict, destination: dict, force: bool = False,
     base_url = render_url(destination_cfg, pipeline_cfg.id, manifest.id, manifest.created_at)
     key = OwnerKey(pipeline_cfg.id, destination_cfg.id)
     warnings = []
-    with opened(destination_cfg.storage, bundle_path, lock_timeout, check_mode, opener) as storage:
+    with opened(destination_cfg, bundle_path, lock_timeout, check_mode, opener) as storage:
         state, state_error, journal = read_records(storage)
         planned_paths = frozenset(p.path for p in planned)
         present = None

@@ -133,7 +133,7 @@ def open_managed_root(pipeline_id: str, destination: Destination, selector: tupl
     `selector` is (source_id, created): what fills the bundle path's placeholders."""
     source_id, created = selector
     bundle_path = render_bundle_path(destination, pipeline_id, source_id, parse_created(created))
-    with opened(destination.storage, bundle_path, lock_timeout, check_mode, opener) as storage:
+    with opened(destination, bundle_path, lock_timeout, check_mode, opener) as storage:
         where = storage.describe(STATE_NAME)
         state, state_error, journal, present = inspect(storage)
         key = OwnerKey(pipeline_id, destination.id)

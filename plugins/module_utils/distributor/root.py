@@ -10,6 +10,7 @@ from __future__ import annotations
 from contextlib import contextmanager, nullcontext
 from typing import Iterator
 
+from .config import Destination
 from .errors import DistributorError
 from .execute import parse_journal
 from .paths import JOURNAL_NAME, STATE_NAME, is_reserved
@@ -20,10 +21,11 @@ from .storage.select import new_token
 
 
 @contextmanager
-def opened(storage_config: dict, bundle_path: str, lock_timeout: float, check_mode: bool, opener) -> Iterator[Storage]:
-    storage = ConfinedStorage(opener(storage_config, bundle_path, new_token()))
+def opened(destination: Destination, bundle_path: str, lock_timeout: float, check_mode: bool, opener) -> Iterator[Storage]:
+    """The destination's bundle path, locked (with its `lock.expiry`) unless in check mode."""
+    storage = ConfinedStorage(opener(destination.storage, bundle_path, new_token()))
     try:
-        with nullcontext() if check_mode else storage.lock(lock_timeout):
+        with nullcontext() if check_mode else storage.lock(lock_timeout, destination.lock_expiry):
             yield storage
     finally:
         storage.close()

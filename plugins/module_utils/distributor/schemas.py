@@ -221,6 +221,10 @@ _STR = {"type": "string"}
 _OPT_STR = {"type": ["string", "null"]}
 _MODE = {"type": "string", "pattern": "^0?[0-7]{3,4}$", "description": "an octal mode string such as \"0640\""}
 _ID_OR_NAME = {"type": ["string", "integer"]}
+# A lock renewed every third of its expiry over a slow link needs a second at least; a lock that
+# outlives a dead holder by more than a day helps nobody.
+LOCK_EXPIRY_MINIMUM = 1
+LOCK_EXPIRY_MAXIMUM = 86400
 
 DESTINATION = {
     "$schema": DRAFT,
@@ -346,6 +350,13 @@ DESTINATION = {
             },
             "additionalProperties": False,
         },
+        "lock": {
+            "type": "object",
+            "properties": {
+                "expiry": {"type": "number", "minimum": LOCK_EXPIRY_MINIMUM, "maximum": LOCK_EXPIRY_MAXIMUM},
+            },
+            "additionalProperties": False,
+        },
     },
     "additionalProperties": False,
 }
@@ -414,6 +425,8 @@ def _describe(error, name: str) -> str:
         return "%s must be %s, not %s" % (location, allowed, show(value))
     if kind == "minimum":
         return "%s must be %s or more, not %s" % (location, expected, show(value))
+    if kind == "maximum":
+        return "%s must be %s or less, not %s" % (location, expected, show(value))
     if kind == "minLength":
         return "%s must not be empty" % location
     if "description" in error.schema:

@@ -35,7 +35,7 @@ def state_info(destination: dict, pipeline_id: str | None = None, selector: tupl
     destination_cfg = parse_destination(destination)
     source_id, created = selector
     bundle_path = render_bundle_path(destination_cfg, pipeline_id, source_id, parse_created(created))
-    with opened(destination_cfg.storage, bundle_path, 0, True, opener) as storage:
+    with opened(destination_cfg, bundle_path, 0, True, opener) as storage:
         state, state_error = read_state(storage)
         exists = state is not None or state_error is not None
         journal, journal_error = None, None

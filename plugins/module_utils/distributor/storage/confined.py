@@ -1,5 +1,6 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The one check that keeps every storage operation inside the bundle path.
+"""The one check that keeps every storage operation inside the bundle path, and every change
+inside the time the run holds its lock.
 
 Paths reach storage from manifests, state records and journals, and the last two are read back
 from the destination, where others can write. Each parser refuses bad paths with a message
@@ -10,6 +11,11 @@ caller forgets.
 
 It is also the backstop for storage errors: an OSError a backend did not turn into a reason
 leaves as storage_error naming the location, never as a traceback.
+
+For the same reason the lock's lease is checked here, not by each caller: under a lock, every
+write and delete first asks the lease (see base.Lease), and the state and the journal are
+written only after a fresh look at the lock on storage. A run that lost its lock changes nothing
+more, its failed attempt's clean-up included (the paths may be the next holder's by now).
 """
 
 from __future__ import annotations
@@ -18,8 +24,10 @@ from contextlib import contextmanager
 from typing import Callable, Iterable, Iterator
 
 from ..errors import DistributorError
-from ..paths import LOCK_NAME, path_problem
-from .base import Storage
+from ..paths import JOURNAL_NAME, LOCK_NAME, STATE_NAME, path_problem
+from .base import LOCK_EXPIRY_SECONDS, Lease, Storage
+
+RECORDS = (STATE_NAME, JOURNAL_NAME)
 
 
 class ConfinedStorage(Storage):
@@ -29,6 +37,7 @@ class ConfinedStorage(Storage):
         super().__init__(inner.token)
         self.inner = inner
         self.kind = inner.kind
+        self._lease: Lease | None = None
 
     def _inside(self, path: str) -> str:
         problem = path_problem(path)
@@ -48,6 +57,25 @@ class ConfinedStorage(Storage):
             raise DistributorError(
                 "storage_error", "cannot %s %s: %s" % (action, self.inner.describe(path), exc.strerror or exc)) from exc
 
+    def _held(self, what: str, record: bool = False) -> None:
+        """Under a lock a change goes ahead only while the lease holds, and a record (state,
+        journal) only after a look at the lock on storage just now."""
+        if self._lease is not None:
+            with self._reported("check the lock", LOCK_NAME):
+                (self._lease.confirm if record else self._lease.check)(what)
+
+    def _writing(self, path: str) -> str:
+        path = self._inside(path)
+        self._held("writing " + path, path in RECORDS)
+        return path
+
+    def _held_chunks(self, path: str, factory: Callable[[], Iterable[bytes]]) -> Callable[[], Iterable[bytes]]:
+        """A write of many asks the lease as each write starts, in whichever thread runs it."""
+        def chunks() -> Iterable[bytes]:
+            self._held("writing " + path)
+            return factory()
+        return chunks
+
     def describe(self, path: str = "") -> str:
         return self.inner.describe(path)
 
@@ -56,24 +84,28 @@ class ConfinedStorage(Storage):
             return self.inner.read_bytes(path)
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
-        with self._reported("write", self._inside(path)):
+        with self._reported("write", self._writing(path)):
             self.inner.write(path, chunks)
 
     def write_bytes(self, path: str, data: bytes) -> None:
-        with self._reported("write", self._inside(path)):
+        with self._reported("write", self._writing(path)):
             self.inner.write_bytes(path, data)
 
     def write_many(self, items: Iterable[tuple[str, Callable[[], Iterable[bytes]]]]) -> None:
         with self._reported("write outputs under"):
-            self.inner.write_many((self._inside(path), factory) for path, factory in items)
+            self.inner.write_many((self._inside(path), self._held_chunks(path, factory)) for path, factory in items)
 
     def delete(self, path: str) -> bool:
-        with self._reported("delete", self._inside(path)):
+        path = self._inside(path)
+        self._held("deleting " + path)
+        with self._reported("delete", path):
             return self.inner.delete(path)
 
     def delete_many(self, paths: Iterable[str]) -> list[str]:
         """Every path is checked before the first is deleted: a bad one deletes nothing."""
         checked = [self._inside(p) for p in paths]
+        if checked:
+            self._held("deleting " + checked[0] + (" and %d more" % (len(checked) - 1) if len(checked) > 1 else ""))
         with self._reported("delete files under"):
             return self.inner.delete_many(checked)
 
@@ -86,19 +118,22 @@ class ConfinedStorage(Storage):
             return self.inner.list_files()
 
     @contextmanager
-    def lock(self, *args, **kwargs) -> Iterator[None]:
-        """The lock file's name is the backend's own, never a caller's. Only taking and releasing
-        the lock are reported here: what the body raises stays the body's."""
-        held = self.inner.lock(*args, **kwargs)
+    def lock(self, timeout: float, expiry: float = LOCK_EXPIRY_SECONDS) -> Iterator[Lease]:
+        """The lock file's name is the backend's own, never a caller's; its lease guards every
+        change made while it is held. Only taking and releasing the lock are reported here as
+        storage errors: what the body raises stays the body's."""
+        held = self.inner.lock(timeout, expiry)
         with self._reported("take the lock", LOCK_NAME):
-            held.__enter__()
+            lease = held.__enter__()
+        self._lease = lease
         failure = None
         try:
-            yield
+            yield lease
         except BaseException as exc:
             failure = exc
             raise
         finally:
+            self._lease = None
             with self._reported("release the lock", LOCK_NAME):
                 held.__exit__(type(failure) if failure else None, failure, failure.__traceback__ if failure else None)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import json
 import os
 import stat
 import time
@@ -17,7 +16,8 @@ from ..attributes import ownership, parse_mode
 from ..errors import DistributorError
 from ..paths import LOCK_NAME, is_reserved, join
 from ..regular import NotRegularFile, kind_of, open_regular
-from .base import LOCK_POLL_SECONDS, Storage, describe_holder, holder_record, not_a_record, staging_dir, temp_name
+from .base import (
+    LOCK_EXPIRY_SECONDS, LOCK_POLL_SECONDS, Lease, Storage, describe_holder, holder_record, not_a_record, staging_dir, temp_name)
 
 SYNC_BATCH = 512  # staged files written before their fsyncs and renames: bounds open work, not fds
 SYNC_WORKERS = 8
@@ -307,8 +307,12 @@ class LocalStorage(Storage):
         return sorted(found)
 
     @contextmanager
-    def lock(self, timeout: float, expiry: float = 600.0) -> Iterator[None]:
-        """flock on `.distributor.lock`: the kernel releases it when a holder dies, so expiry is moot."""
+    def lock(self, timeout: float, expiry: float = LOCK_EXPIRY_SECONDS) -> Iterator[Lease]:
+        """flock on `.distributor.lock`: the kernel releases it when a holder dies and never while
+        it lives, so the lock neither expires nor needs renewing (the record's `expires_at` only
+        informs). It can still be lost: a lock file deleted by hand lets the next publisher flock
+        a new one. So the lease confirms that the file at the lock's name is still the one this
+        run holds, and the lock is removed at the end only then."""
         lock_path = self._real(LOCK_NAME, create_parents=True)
         deadline = time.monotonic() + timeout
         while True:
@@ -330,11 +334,14 @@ class LocalStorage(Storage):
             os.close(fd)
         try:
             os.ftruncate(fd, 0)
-            os.write(fd, json.dumps(holder_record(time.time(), expiry)).encode())
-            yield
+            os.write(fd, holder_record(time.time(), expiry, self.token))
+            with Lease(lambda: _same_file(fd, lock_path), lambda: self.read_bytes(LOCK_NAME), None,
+                       self.describe(LOCK_NAME)) as lease:
+                yield lease
         finally:
             try:
-                os.unlink(lock_path)
+                if _same_file(fd, lock_path):
+                    os.unlink(lock_path)
             finally:
                 os.close(fd)
 

@@ -3,20 +3,20 @@
 
 from __future__ import annotations
 
-import json
 import time
 from contextlib import contextmanager
 from typing import Callable, Iterable, Iterator
 
 from ..paths import LOCK_NAME, join
-from .base import LOCK_EXPIRY_SECONDS, Storage, holder_record, lock_is_expired, temp_name, wait_for_lock
+from .base import LOCK_EXPIRY_SECONDS, Lease, Storage, holder_record, holds, lock_is_expired, temp_name, wait_for_lock
 
 
 class MemoryStorage(Storage):
     """Files live in `files`, a dict shared by every MemoryStorage opened on the same `store`.
 
     `fault(op, path)` is called before every storage operation; a test makes it raise to cut a
-    publish at exactly that step.
+    publish at exactly that step. A lock renewal is the operation `renew` (path LOCK_NAME), so a
+    test can also fail a renewal, or replace the lock record there to steal the lock.
     """
 
     kind = "memory"
@@ -64,20 +64,30 @@ class MemoryStorage(Storage):
         return sorted(k[len(prefix):] for k in self.files if k.startswith(prefix))
 
     @contextmanager
-    def lock(self, timeout: float, expiry: float = LOCK_EXPIRY_SECONDS) -> Iterator[None]:
-        """The same exclusive-create protocol as SFTP and S3, over the dict."""
+    def lock(self, timeout: float, expiry: float = LOCK_EXPIRY_SECONDS) -> Iterator[Lease]:
+        """The same exclusive-create protocol as SFTP and S3, over the dict, renewed the same way."""
         key = self._key(LOCK_NAME)
-        record = json.dumps(holder_record(time.time(), expiry)).encode()
+        acquired_at = 0.0
 
         def try_acquire() -> bool:
+            nonlocal acquired_at
             if key in self.files and not lock_is_expired(self.files[key], time.time()):
                 return False
-            self.files[key] = record
+            acquired_at = time.time()
+            self.files[key] = holder_record(acquired_at, expiry, self.token)
+            return True
+
+        def renew() -> bool:
+            self.fault("renew", LOCK_NAME)
+            if not holds(self.files.get(key), self.token):
+                return False
+            self.files[key] = holder_record(time.time(), expiry, self.token, acquired_at)
             return True
 
         wait_for_lock(try_acquire, lambda: self.files.get(key), timeout, self.describe())
         try:
-            yield
+            with Lease(renew, lambda: self.files.get(key), expiry, self.describe(LOCK_NAME)) as lease:
+                yield lease
         finally:
-            if self.files.get(key) == record:
+            if holds(self.files.get(key), self.token):
                 del self.files[key]

@@ -9,7 +9,6 @@ requests are latency bound, so write_many and delete_many work concurrently and 
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import threading
 import time
@@ -17,13 +16,14 @@ from collections import deque
 import traceback
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager, suppress
+from functools import partial
 from typing import Callable, Iterable, Iterator
 
 from ..attributes import s3_object_args
 from ..errors import DistributorError, MissingLibrary
 from ..paths import LOCK_NAME, join
 from .base import (
-    LOCK_EXPIRY_SECONDS, Storage, holder_record, lock_is_expired, mentions_secret, redact, wait_for_lock)
+    LOCK_EXPIRY_SECONDS, Lease, Storage, holder_record, holds, lock_is_expired, mentions_secret, redact, wait_for_lock)
 
 PART_SIZE = 8 * 1024 * 1024
 DELETE_BATCH = 1000
@@ -44,6 +44,7 @@ class S3Storage(Storage):
         self.prefix = join(storage.get("prefix") or "", base)
         self._secrets = [value for value in (storage.get("secret_key"), storage.get("session_token")) if value]
         self._held: str | None = None
+        self._acquired_at: float | None = None
         self._part_slots = threading.BoundedSemaphore(PARTS_IN_FLIGHT)
         self._settings = storage
         try:
@@ -225,13 +226,15 @@ class S3Storage(Storage):
     # -- lock -----------------------------------------------------------------------------
 
     @contextmanager
-    def lock(self, timeout: float, expiry: float = LOCK_EXPIRY_SECONDS) -> Iterator[None]:
+    def lock(self, timeout: float, expiry: float = LOCK_EXPIRY_SECONDS) -> Iterator[Lease]:
         """A conditional PUT creates `.distributor.lock` only when absent; nothing releases it
-        when a holder dies, so a record past its expiry is broken by the next publisher."""
+        when a holder dies, so a record past its expiry is broken by the next publisher. A live
+        holder renews it (boto3 clients are safe to share with the heartbeat thread)."""
         key = self._key(LOCK_NAME)
         wait_for_lock(lambda: self._try_lock(key, expiry), lambda: self._read(key), timeout, self.describe())
         try:
-            yield
+            with Lease(partial(self._renew, key, expiry), lambda: self._read(key), expiry, self.describe(LOCK_NAME)) as lease:
+                yield lease
         except BaseException:
             with suppress(DistributorError):
                 self._release(key)
@@ -253,13 +256,37 @@ class S3Storage(Storage):
         return self._create_lock(key, expiry)
 
     def _create_lock(self, key: str, expiry: float) -> bool:
-        record = json.dumps(holder_record(time.time(), expiry)).encode()
+        acquired_at = time.time()
+        record = holder_record(acquired_at, expiry, self.token)
         reply = self._call(
             "create lock", key, "put_object", CONDITION_FAILED, Key=key, Body=record, IfNoneMatch="*", ContentType="application/json"
         )
         if reply is None:
             return False
-        self._held = reply["ETag"]
+        self._held, self._acquired_at = reply["ETag"], acquired_at
+        return True
+
+    def _renew(self, key: str, expiry: float) -> bool:
+        """Replace our holder record with one of a later expiry, only while the object is the one
+        we wrote (If-Match on its ETag): a lock broken and taken by another publisher keeps
+        theirs, and a lock that is gone is not created again. When the condition fails the lock
+        is read: a renewal whose reply was lost (botocore retries a timed-out PUT, which then
+        fails its own condition) has left a record of ours there, with a later expiry, and only
+        this attempt writes its token."""
+        record = holder_record(time.time(), expiry, self.token, self._acquired_at)
+        reply = self._call("renew lock", key, "put_object", NOT_FOUND + CONDITION_FAILED, Key=key, Body=record,
+                           IfMatch=self._held, ContentType="application/json")
+        if reply is not None:
+            self._held = reply["ETag"]
+            return True
+        current = self._call("inspect lock", key, "get_object", NOT_FOUND, Key=key)
+        if current is None:
+            return False
+        with self._errors("inspect lock", key):
+            raw = current["Body"].read()
+        if not holds(raw, self.token):
+            return False
+        self._held = current["ETag"]
         return True
 
     def _release(self, key: str) -> None:

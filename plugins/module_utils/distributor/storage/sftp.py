@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import getpass
 import hashlib
-import json
 import os
 import posixpath
 import stat
 import time
 import traceback
 from contextlib import contextmanager, suppress
+from functools import partial
 from typing import Callable, Iterable, Iterator
 
 from ..attributes import parse_mode
@@ -25,8 +25,8 @@ from ..errors import DistributorError, MissingLibrary
 from ..paths import LOCK_NAME, is_reserved, join
 from ..regular import kind_of
 from .base import (
-    LOCK_EXPIRY_SECONDS, Storage, holder_record, lock_is_expired, mentions_secret, not_a_record, redact, staging_dir,
-    wait_for_lock)
+    LOCK_EXPIRY_SECONDS, Lease, Storage, holder_record, holds, lock_is_expired, mentions_secret, not_a_record, redact,
+    staging_dir, wait_for_lock)
 
 CONNECT_TIMEOUT = 30.0
 HOST_KEY_POLICIES = ("reject", "accept_new")
@@ -62,7 +62,8 @@ class SftpStorage(Storage):
         self._session = None
         self._dirs: set[str] = set()
         self._staging_dirs: dict[str, int | None] = {}
-        self._held: bytes | None = None
+        self._acquired_at: float | None = None
+        self._beat_session = None
 
     # -- locations and errors -------------------------------------------------------------
 
@@ -141,6 +142,7 @@ class SftpStorage(Storage):
         }
 
     def close(self) -> None:
+        self._close_beat_session()
         if self._client is not None:
             self._client.close()
         self._client = self._session = None
@@ -445,17 +447,21 @@ class SftpStorage(Storage):
     # -- lock -----------------------------------------------------------------------------
 
     @contextmanager
-    def lock(self, timeout: float, expiry: float = LOCK_EXPIRY_SECONDS) -> Iterator[None]:
+    def lock(self, timeout: float, expiry: float = LOCK_EXPIRY_SECONDS) -> Iterator[Lease]:
         """Exclusive create of `.distributor.lock`; nothing releases it when a holder dies, so a
-        record past its expiry is broken by the next publisher."""
+        record past its expiry is broken by the next publisher. A live holder renews it."""
         remote = self._remote(LOCK_NAME, create_parents=True)
         wait_for_lock(lambda: self._try_lock(remote, expiry), lambda: self._read(remote), timeout, self.describe())
         try:
-            yield
+            with Lease(partial(self._renew, remote, expiry), lambda: self._read(remote), expiry,
+                       self.describe(LOCK_NAME)) as lease:
+                yield lease
         except BaseException:
             with suppress(DistributorError):
                 self._release(remote)
             raise
+        finally:
+            self._close_beat_session()
         self._release(remote)
 
     def _try_lock(self, remote: str, expiry: float) -> bool:
@@ -486,19 +492,51 @@ class SftpStorage(Storage):
                 if attempt == LOCK_CREATE_ATTEMPTS - 1:
                     raise
                 continue
-            record = json.dumps(holder_record(time.time(), expiry)).encode()
+            acquired_at = time.time()
             try:
                 with self._errors("write lock", remote):
                     with handle:
-                        handle.write(record)
+                        handle.write(holder_record(acquired_at, expiry, self.token))
             except BaseException:
                 # Our own empty lock would otherwise block everyone until its age expires it.
                 with suppress(Exception):
                     self._open().remove(remote)
                 raise
-            self._held = record
+            self._acquired_at = acquired_at
             return True
         return False
+
+    def _renew(self, remote: str, expiry: float) -> bool:
+        """Rewrite our holder record with a later expiry, only while the lock is still ours.
+
+        In place, never by create or rename: a lock broken and taken by another publisher is a
+        new file, which a handle opened on ours never writes into, and a lock that is gone is
+        not created again. A reader that meets a record half rewritten judges it by the file's
+        age, which the write has just refreshed. On an SFTP channel of its own: the heartbeat
+        runs beside the run's pipelined uploads, and one SFTPClient is not safe for concurrent use.
+        """
+        with self._errors("renew lock", remote):
+            if self._beat_session is None:
+                self._beat_session = self._client.open_sftp()
+            try:
+                handle = self._beat_session.open(remote, "r+")
+            except FileNotFoundError:
+                return False
+            with handle:
+                if not holds(handle.read(), self.token):
+                    return False
+                record = holder_record(time.time(), expiry, self.token, self._acquired_at)
+                handle.seek(0)
+                handle.write(record)
+                handle.flush()
+                handle.truncate(len(record))
+        return True
+
+    def _close_beat_session(self) -> None:
+        if self._beat_session is not None:
+            with suppress(Exception):
+                self._beat_session.close()
+            self._beat_session = None
 
     def _break_lock(self, remote: str, expired: bytes) -> bool:
         """Remove an expired lock, True when it is gone.
@@ -530,11 +568,11 @@ class SftpStorage(Storage):
             self._remove(guard, "remove guard")
 
     def _release(self, remote: str) -> None:
-        """Remove the lock only while it is still ours: a holder that outlived its expiry may
-        have been broken and replaced by the next publisher."""
-        if self._held is not None and self._read(remote) == self._held:
+        """Remove the lock only while it is still ours: a holder that lost it (see Lease) must
+        leave the next publisher's lock alone."""
+        if self._acquired_at is not None and holds(self._read(remote), self.token):
             self._remove(remote, "release lock")
-        self._held = None
+        self._acquired_at = None
 
 
 class _PathAttributes:
