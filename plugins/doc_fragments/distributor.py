@@ -213,6 +213,16 @@ options:
           max_outputs:
             description: Keep the newest N outputs per owner.
             type: int
+      lock:
+        description: The lock of the bundle path.
+        type: dict
+        suboptions:
+          expiry:
+            description:
+              - Seconds (1 to 86400, default 600) after which an SFTP or S3 lock whose holder
+                stopped renewing it may be broken; a live holder renews it every third of this.
+              - Local locks are released by the kernel when the holder dies; the expiry does not apply.
+            type: float
 """
 
     MANAGED_ROOT = r"""

@@ -279,6 +279,43 @@ def test_lock_of_a_live_holder_is_respected_until_its_expiry(backend):
     assert storage.exists(LOCK_NAME)
 
 
+@only("memory", "sftp", "s3")
+def test_a_live_holder_keeps_its_lock_for_several_expiries(backend):
+    """The heartbeat renews the record well before it expires: a contender that waits three
+    expiries long never finds it expired, and the holder still holds it afterwards."""
+    holder, contender = backend.open(token="t1"), backend.open(token="t2")
+    with holder.lock(timeout=5, expiry=1) as lease:
+        first = json.loads(holder.read_bytes(LOCK_NAME))
+        expect_error("locked", contender.lock(timeout=3.5, expiry=1).__enter__)
+        renewed = json.loads(holder.read_bytes(LOCK_NAME))
+        lease.confirm("checking")
+    assert renewed["token"] == first["token"] and renewed["acquired_at"] == first["acquired_at"]
+    assert renewed["expires_at"] > first["expires_at"] + 2
+    with contender.lock(timeout=0):
+        pass
+
+
+@only("memory", "local", "sftp", "s3")
+def test_a_holder_whose_lock_was_taken_finds_out_and_leaves_the_new_lock_alone(backend):
+    """A lock deleted by hand and taken by the next publisher: the first holder's confirmation
+    fails as `locked` naming the lock file and the new holder, its heartbeat notices without
+    being asked, and its release leaves the new holder's lock in place."""
+    holder, thief = backend.open(token="t1"), backend.open(token="t2")
+    held = holder.lock(timeout=5, expiry=1)
+    lease = held.__enter__()
+    thief.delete(LOCK_NAME)
+    with thief.lock(timeout=5):
+        if backend.name != "local":
+            time.sleep(1)  # three beats: the heartbeat finds the lock taken by itself
+            expect_error("locked", lease.check, "writing page.html")
+        error = expect_error("locked", lease.confirm, "writing .distributor.json")
+        assert holder.describe(LOCK_NAME) in error.message
+        assert 'now held by "%s:%d"' % (socket.gethostname(), os.getpid()) in error.message
+        assert "stopped before writing .distributor.json" in error.message
+        held.__exit__(None, None, None)
+        assert json.loads(thief.read_bytes(LOCK_NAME))["token"] == "t2"
+
+
 @only("sftp")
 def test_lock_being_created_is_not_mistaken_for_a_dead_one(backend):
     """Between its exclusive create and its first write a lock file is empty: only its age may
