@@ -512,6 +512,23 @@ def test_s3_parts_of_one_file_are_in_flight_together_and_bounded(backend, monkey
 
 
 @only("s3")
+@pytest.mark.parametrize("size, chunk, parts", [
+    (2 * s3_backend.PART_SIZE, 3 * 1024 * 1024 + 1, 2),  # an exact multiple: no empty last part
+    (2 * s3_backend.PART_SIZE + 7, 5 * 1024 * 1024 - 3, 3),  # chunks that straddle part boundaries
+    (s3_backend.PART_SIZE + 1, s3_backend.PART_SIZE + 1, 2),  # one chunk larger than a part
+])
+def test_s3_parts_are_cut_exactly_from_any_chunking_and_reuse_their_buffers(backend, size, chunk, parts):
+    data = os.urandom(size)
+    storage = backend.open()
+    for name in ("one.bin", "two.bin"):
+        storage.write(name, (data[i:i + chunk] for i in range(0, len(data), chunk)))
+        assert storage.read_bytes(name) == data
+        head = backend.server.client().head_object(Bucket=backend.bucket, Key="site/%s/%s" % (BASE, name))
+        assert head["ETag"].endswith('-%d"' % parts)
+    assert len(storage._part_buffers) <= s3_backend.PARTS_IN_FLIGHT, "part buffers are allocated per part, not reused"
+
+
+@only("s3")
 def test_s3_write_many_uploads_every_file(backend):
     storage = backend.open()
     storage.write_many(("f%02d.txt" % i, lambda i=i: [b"file %d" % i]) for i in range(40))
