@@ -241,6 +241,20 @@ options:
     default: 60
 """
 
+    # Review across jobs: the run must be the plan a check-mode run showed.
+    PLAN_REVIEW = r"""
+options:
+  expect_plan_digest:
+    description:
+      - The RV(plan_digest) of the check-mode run a reviewer approved.
+      - The run plans as usual; if its digest differs it fails with C(plan_changed) before it
+        touches storage (nothing written or deleted, no interrupted attempt cleaned up) and says
+        what the run would now do. Another owner publishing unrelated paths into a shared root
+        in between does not change the digest.
+      - A form C(sha256:<64 hex digits>); anything else is C(invalid_config).
+    type: str
+"""
+
     # The options that fill a bundle path's placeholders when no bundle is at hand.
     SELECTOR = r"""
 options:

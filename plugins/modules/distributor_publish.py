@@ -54,6 +54,7 @@ options:
     default: false
 extends_documentation_fragment:
   - distributor.core.distributor.ATTRIBUTES
+  - distributor.core.distributor.PLAN_REVIEW
   - distributor.core.distributor.DESTINATION
   - distributor.core.distributor.PIPELINE
 attributes:
@@ -130,6 +131,41 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+plan_digest:
+  description:
+    - C(sha256:<64 hex>) over what this run does and relies on (action, bundle path, this owner's
+      recorded source, every write and delete, who managed each path it touches), without the clock.
+    - The same in check mode and in the real run that follows on the same destination and bundle;
+      pass it as O(expect_plan_digest) to require exactly that plan.
+  returned: always
+  type: str
+  sample: sha256:2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae
+changes:
+  description:
+    - One entry per affected path, sorted by path.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    path:
+      description: The output path.
+      type: str
+    change:
+      description: What happens to it.
+      type: str
+      choices: [create, update, delete, take_over, force_overwrite]
+    owner:
+      description: The owner (C(pipeline/destination)) managing it after the change; for a delete, the one it is deleted from.
+      type: str
+    previous_owner:
+      description: Who managed it before; null for nobody.
+      type: str
+    before:
+      description: The recorded sha256 before, when there was a record.
+      type: str
+    after:
+      description: The sha256 after; null for a delete.
+      type: str
 action:
   description: What the publish did, C(publish), C(skip), C(replace), C(merge), C(takeover), C(force_replace) or C(migrate).
   returned: success
@@ -144,6 +180,7 @@ reason:
     - V(invalid_manifest) - the bundle's C(manifest.json) is not valid or does not match its files.
     - V(invalid_state) - the destination's C(.distributor.json), journal or lock record is not valid.
     - V(locked) - another publisher held the root for longer than O(lock_timeout).
+    - V(plan_changed) - O(expect_plan_digest) was given and this run's plan differs; nothing was changed.
     - V(ownership_conflict) - a planned path is owned by another owner of a shared root.
     - V(storage_error) - the storage refused or failed an operation (the message names the location).
     - V(unmanaged) - content distributor does not manage is in the way (use O(force=true) to replace it).
@@ -223,12 +260,14 @@ def main():
         lock_timeout=dict(type="float", default=60.0),
         return_records=dict(type="bool", default=False),
         manifest=dict(type="dict"),
+        expect_plan_digest=dict(type="str"),
     )
     run_module(
         argument_spec,
         lambda params, check_mode, diff_mode: publish(
-            params["source"], params["pipeline"], params["destination"], params["force"], params["lock_timeout"], check_mode,
-            full_result=diff_mode or params["return_records"], manifest_option=params["manifest"], diff_contents=diff_mode,
+            params["source"], params["pipeline"], params["destination"], force=params["force"], lock_timeout=params["lock_timeout"],
+            check_mode=check_mode, full_result=diff_mode or params["return_records"], manifest_option=params["manifest"],
+            diff_contents=diff_mode, expect_plan_digest=params["expect_plan_digest"],
         ),
         diff_aware=True,
     )

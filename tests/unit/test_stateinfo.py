@@ -137,8 +137,8 @@ def test_a_lock_record_that_is_not_json_is_shown_as_unreadable(tmp_path):
 def test_placeholders_are_rendered_like_reconcile_state_and_missing_values_named():
     dated = dict(SHARED, path="{pipeline_id}/{created:%Y-%m-%d}")
     recorder = Recorder({})
-    assert state_info(dated, "reports", (None, "2026-06-04T11:55:00Z"), opener=recorder)["bundle_path"] == "reports/2026-06-04"
+    assert state_info(dated, pipeline_id="reports", selector=(None, "2026-06-04T11:55:00Z"), opener=recorder)["bundle_path"] == "reports/2026-06-04"
     for pipeline_id, created, missing in (("reports", None, "{created}"), (None, "2026-06-04T11:55:00Z", "{pipeline_id}")):
         with pytest.raises(DistributorError) as caught:
-            state_info(dated, pipeline_id, (None, created), opener=recorder)
+            state_info(dated, pipeline_id=pipeline_id, selector=(None, created), opener=recorder)
         assert caught.value.reason == "invalid_config" and missing in caught.value.message

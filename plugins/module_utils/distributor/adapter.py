@@ -28,7 +28,7 @@ def run_module(argument_spec: dict, operation, diff_aware: bool = False) -> None
     except MissingLibrary as error:
         module.fail_json(msg=missing_required_lib(error.library, reason="for " + error.purpose), exception=error.traceback, reason=error.reason)
     except DistributorError as error:
-        module.fail_json(msg=readable(error.message), reason=error.reason)
+        module.fail_json(msg=readable(error.message), reason=error.reason, **readable(error.details))
     result = readable(result)
     for warning in result.pop("warnings", ()):
         module.warn(warning)

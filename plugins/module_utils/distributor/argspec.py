@@ -100,4 +100,5 @@ MANAGED_ROOT = dict(
     pipeline_id=dict(type="str", required=True),
     destination=DESTINATION,
     lock_timeout=dict(type="float", default=60.0),
+    expect_plan_digest=dict(type="str"),
 )

@@ -13,6 +13,7 @@ REASONS = (
     "verification_failed",
     "storage_error",
     "locked",
+    "plan_changed",
     "missing_library",
 )
 
@@ -20,12 +21,14 @@ REASONS = (
 class DistributorError(Exception):
     """A failure a user can act on: `reason` is stable for automation, `message` is for people."""
 
-    def __init__(self, reason: str, message: str):
+    def __init__(self, reason: str, message: str, details: dict | None = None):
+        """`details` are extra result values of the failure (plan_changed: the new plan)."""
         if reason not in REASONS:
             raise ValueError("unknown reason %r" % reason)
         super().__init__(message)
         self.reason = reason
         self.message = message
+        self.details = details or {}
 
 
 class MissingLibrary(DistributorError):

@@ -13,7 +13,9 @@ from collections import defaultdict
 from datetime import datetime, timedelta
 
 from . import report
+from .changes import forget_changes
 from .config import Retention, parse_destination
+from .digest import check_expected, forget_facts, plan_digest
 from .errors import DistributorError
 from .paths import STATE_NAME
 from .reconcile import forget, open_managed_root
@@ -43,9 +45,11 @@ def select_expired(outputs, retention: Retention, now: datetime) -> list[Output]
     return sorted(expired, key=lambda o: o.path)
 
 
-def prune(pipeline_id: str, destination: dict, selector: tuple = (None, None), check_mode: bool = False,
-          lock_timeout: float = 60.0, now: datetime | None = None, opener=open_storage) -> dict:
+def prune(pipeline_id: str, destination: dict, *, selector: tuple = (None, None), check_mode: bool = False,
+          lock_timeout: float = 60.0, now: datetime | None = None, opener=open_storage,
+          expect_plan_digest: str | None = None) -> dict:
     """Apply retention to the selected owner; check mode reports the plan and touches nothing.
+    With `expect_plan_digest` a run whose plan digest differs fails (plan_changed) before deleting.
 
     A planned output whose file is already gone loses its record too (it is not in `deleted`):
     otherwise it would be planned again by every later run and prune would never settle.
@@ -63,7 +67,10 @@ def prune(pipeline_id: str, destination: dict, selector: tuple = (None, None), c
         mine = root.state.outputs_of(root.key)
         planned = select_expired(mine, retention, now)
         after = forget(root.state, planned, now) if planned else root.state
-        deleted = []
+        deleted = [o.path for o in planned if o.path in root.present]
+        facts = forget_facts("prune", root.bundle_path, root.key, root.state, (root.key,), planned, deleted)
+        digest, changes = plan_digest(facts), forget_changes(planned)
+        check_expected(expect_plan_digest, facts, digest, changes)
         if planned and not check_mode:
             deleted = root.storage.delete_many(o.path for o in planned)
             root.storage.write_bytes(STATE_NAME, serialize_state(after))
@@ -75,6 +82,8 @@ def prune(pipeline_id: str, destination: dict, selector: tuple = (None, None), c
         "deleted": sorted(deleted),
         "kept": sorted(o.path for o in mine if o.path not in gone),
         "state": state_to_dict(after),
+        "plan_digest": digest,
+        "changes": changes,
         "diff": report.diff(root.state, after, root.storage.describe(STATE_NAME)),
         "warnings": root.warnings,
     }

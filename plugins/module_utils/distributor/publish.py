@@ -12,9 +12,11 @@ from datetime import datetime
 
 from . import report
 from .attributes import output_attributes
+from .changes import publish_changes
 from .config import parse_destination, parse_pipeline, render_bundle_path, render_url
-from .decide import decide
 from .contentdiff import content_diffs
+from .decide import decide
+from .digest import check_expected, plan_digest, publish_facts
 from .execute import Journal, execute, output_chunks, recover, recovery_deletes
 from .manifest import Bundle
 from .paths import STATE_NAME
@@ -42,10 +44,12 @@ def render_contents(bundle: Bundle, planned, allow_raw_html: bool, storage: dict
     return contents
 
 
-def publish(source: str, pipeline: dict, destination: dict, force: bool = False, lock_timeout: float = 60.0,
+def publish(source: str, pipeline: dict, destination: dict, *, force: bool = False, lock_timeout: float = 60.0,
             check_mode: bool = False, now: datetime | None = None, opener=open_storage, full_result: bool = True,
-            manifest_option: dict | None = None, diff_contents: bool = False) -> dict:
+            manifest_option: dict | None = None, diff_contents: bool = False, expect_plan_digest: str | None = None) -> dict:
     """Publish one bundle to one destination; `opener` lets tests hand in a fault-injecting backend.
+    With `expect_plan_digest` a run whose plan digest differs fails (plan_changed) before it
+    touches storage, recovery of an interrupted attempt included: recovery runs after the check.
 
     Without `full_result` the result leaves out `outputs`, `state` and `diff`, which hold every
     output record (the state the whole manifest too): Ansible copies and scans a result several
@@ -67,6 +71,7 @@ def publish(source: str, pipeline: dict, destination: dict, force: bool = False,
         planned_paths = frozenset(p.path for p in planned)
         present = None
         decision = None
+        leftovers = []
         facts = dict(manifest=manifest, key=key, destination=destination_cfg, state=state, state_error=state_error,
                      planned=planned_paths, force=force, where=storage.describe())
         if journal is None:
@@ -75,15 +80,21 @@ def publish(source: str, pipeline: dict, destination: dict, force: bool = False,
             listing = frozenset(storage.list_files())
             present = present_in(listing)
             if journal is not None and state_error is None:
-                present = _recover(storage, journal, state, listing, check_mode, warnings)
+                leftovers = _leftovers(journal, state, listing, check_mode, warnings)
+                present -= set(leftovers)
             decision = decide(present=present, **facts)
         contents = render_contents(bundle, planned, pipeline_cfg.allow_raw_html, destination_cfg.storage) if decision.rewrites_outputs else {}
         the_plan = plan(decision=decision, key=key, destination=destination_cfg, manifest=manifest, planned=planned,
                         contents=contents, before=state, present=present, bundle_path=bundle_path, base_url=base_url, now=now)
+        review = plan_review(the_plan, manifest, present, leftovers)
+        check_expected(expect_plan_digest, *review)
         shown = _content_diffs(the_plan, present, storage, bundle) if diff_contents else []
-        if not check_mode and the_plan.changed:
-            execute(the_plan, storage, bundle)
-    return result(the_plan, warnings, storage.describe(STATE_NAME), full_result, shown)
+        if not check_mode:
+            if journal is not None and state_error is None:
+                recover(storage, journal, set(state.by_path()) if state else set(), listing)
+            if the_plan.changed:
+                execute(the_plan, storage, bundle)
+    return result(the_plan, warnings, storage.describe(STATE_NAME), review, full_result, shown)
 
 
 def _content_diffs(the_plan, present, storage, bundle) -> list:
@@ -95,17 +106,19 @@ def _content_diffs(the_plan, present, storage, bundle) -> list:
                          lambda write: b"".join(output_chunks(write, bundle)), storage.describe)
 
 
-def _recover(storage, journal: Journal, state, listing: frozenset, check_mode: bool, warnings: list) -> frozenset:
-    """Resolve a dead attempt's journal before deciding; returns what is present after it. Check
-    mode names the same outputs a real run removes and plans as if they were gone."""
-    managed = set(state.by_path()) if state else set()
-    if check_mode:
-        leftovers = recovery_deletes(journal, managed, listing)[0]
-    else:
-        leftovers = recover(storage, journal, managed, listing)
+def _leftovers(journal: Journal, state, listing: frozenset, check_mode: bool, warnings: list) -> list:
+    """The outputs a dead attempt left: a real run removes them once the plan is made (and its
+    digest checked) and plans as if they were gone; check mode names the same ones."""
+    leftovers = recovery_deletes(journal, set(state.by_path()) if state else set(), listing)[0]
     warnings.append("%s %d output(s) left by an interrupted publish (attempt %s)%s" % (
         "a real run first removes" if check_mode else "removed", len(leftovers), journal.token, _listing(leftovers)))
-    return present_in(listing) - set(leftovers)
+    return leftovers
+
+
+def plan_review(the_plan, manifest, present, leftovers) -> tuple:
+    """(facts, plan_digest, changes): what the result shows a reviewer and the digest covers."""
+    facts = publish_facts(the_plan, manifest, leftovers)
+    return facts, plan_digest(facts), publish_changes(the_plan, present)
 
 
 def _listing(paths: list, shown: int = 20) -> str:
@@ -115,7 +128,7 @@ def _listing(paths: list, shown: int = 20) -> str:
     return ": " + ", ".join(paths[:shown]) + more
 
 
-def result(the_plan, warnings: list, where: str, full: bool = True, contents: list = ()) -> dict:
+def result(the_plan, warnings: list, where: str, review: tuple, full: bool = True, contents: list = ()) -> dict:
     """The module's return values, named as DESIGN.md fixes them. The `diff` is a list: the
     listing of managed outputs and state, then the `contents` diffs of the outputs written."""
     decision = the_plan.decision
@@ -133,6 +146,8 @@ def result(the_plan, warnings: list, where: str, full: bool = True, contents: li
         "retained": list(the_plan.retained),
         "taken_over": sorted(decision.taken_over),
         "forced": sorted(decision.forced),
+        "plan_digest": review[1],
+        "changes": review[2],
         "warnings": warnings,
     }
     if full:

@@ -17,7 +17,9 @@ from datetime import datetime
 from typing import Iterator
 
 from . import report
+from .changes import forget_changes
 from .config import Destination, parse_destination, render_bundle_path
+from .digest import check_expected, forget_facts, plan_digest
 from .errors import DistributorError
 from .paths import JOURNAL_NAME, STATE_NAME
 from .root import inspect, opened
@@ -152,13 +154,17 @@ def owner_to_dict(key: OwnerKey) -> dict:
     return {"pipeline_id": key.pipeline_id, "destination_id": key.destination_id}
 
 
-def reconcile_state(pipeline_id: str, destination: dict, all_owners: bool = False, selector: tuple = (None, None),
+def reconcile_state(pipeline_id: str, destination: dict, *, all_owners: bool = False, selector: tuple = (None, None),
                     check_mode: bool = False, lock_timeout: float = 60.0, now: datetime | None = None,
-                    opener=open_storage) -> dict:
-    """Repair one root's record; check mode reports the same repair without writing it."""
+                    opener=open_storage, expect_plan_digest: str | None = None) -> dict:
+    """Repair one root's record; check mode reports the same repair without writing it. With
+    `expect_plan_digest` a run whose plan digest differs fails (plan_changed) before writing."""
     now = now or utc_now()
     with open_managed_root(pipeline_id, parse_destination(destination), selector, lock_timeout, check_mode, opener) as root:
         repair = reconcile_plan(root.state, root.key, all_owners, root.present, now)
+        facts = forget_facts("reconcile_state", root.bundle_path, root.key, root.state, repair.owners, repair.missing, ())
+        digest, changes = plan_digest(facts), forget_changes(repair.missing)
+        check_expected(expect_plan_digest, facts, digest, changes)
         if repair.changed and not check_mode:
             root.storage.write_bytes(STATE_NAME, serialize_state(repair.after))
     return {
@@ -168,6 +174,8 @@ def reconcile_state(pipeline_id: str, destination: dict, all_owners: bool = Fals
         "missing": sorted(o.path for o in repair.missing),
         "unmanaged": list(repair.unmanaged),
         "state": state_to_dict(repair.after),
+        "plan_digest": digest,
+        "changes": changes,
         "diff": report.diff(repair.before, repair.after, root.storage.describe(STATE_NAME)),
         "warnings": root.warnings,
     }

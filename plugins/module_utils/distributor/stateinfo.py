@@ -28,7 +28,7 @@ from .storage.select import open_storage
 from .timestamps import format_rfc3339
 
 
-def state_info(destination: dict, pipeline_id: str | None = None, selector: tuple = (None, None),
+def state_info(destination: dict, *, pipeline_id: str | None = None, selector: tuple = (None, None),
                opener=open_storage, now: float | None = None) -> dict:
     """Read one bundle path's state record, journal and lock record, and describe them.
     `selector` is (source_id, created), filling the bundle path's placeholders."""

@@ -1,0 +1,165 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The plan digest: one value for what a run does and what it relies on, so the plan a reviewer
+approved in check mode can be required of the real run (`expect_plan_digest`), as Terraform
+applies a saved plan.
+
+The canonical form ("facts") is plain data built from the plan and what the shell read, without
+the clock: check mode and the real run that follows see the same destination and bundle and so
+build the same facts. It holds only this owner's side of a shared root, so another owner
+publishing unrelated paths in between changes nothing; every path the run writes, deletes or takes
+over carries who managed it before and its recorded digest, so another owner claiming one does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+
+from .errors import DistributorError
+from .plan import Plan
+from .state import Output, OwnerKey, State
+
+# Bumped whenever the canonical form changes, so digests of different forms never compare equal.
+PLAN_FORMAT = 1
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}\Z")
+SHOWN = 5
+
+
+def _source(manifest) -> dict | None:
+    return {"id": manifest.id, "digest": manifest.digest, "created": manifest.created} if manifest else None
+
+
+def _recorded_source(state: State | None, key: OwnerKey) -> dict | None:
+    """This owner's recorded source before the run, None when it has no record there."""
+    owner = state.owner(key) if state else None
+    return _source(owner.manifest) if owner else None
+
+
+def _record(output: Output) -> dict:
+    """An output record without its timestamps (the clock is not part of a plan)."""
+    return {
+        "path": output.path,
+        "owner": str(output.owner),
+        "kind": output.kind,
+        "source_path": output.source_path,
+        "transform": output.transform,
+        "url": output.url,
+        "sha256": output.sha256,
+        "size": output.size,
+        "attributes": [list(pair) for pair in output.attributes],
+    }
+
+
+def _manager(record: Output | None) -> dict:
+    return {"owner": str(record.owner) if record else None, "sha256": record.sha256 if record else None}
+
+
+def publish_facts(the_plan: Plan, manifest, recovered) -> dict:
+    """A publish: the decision, the source, this owner's recorded source, every write and delete,
+    who managed each path it touches, the records it leaves for this owner and the outputs an
+    interrupted attempt left that it removes first (`recovered`)."""
+    key = the_plan.owner
+    base = the_plan.decision.state
+    previous = base.by_path() if base else {}
+    outputs = the_plan.outputs()
+    after_owner = the_plan.after.owner(key) if the_plan.after else None
+    touched = {w.path for w in the_plan.writes} | set(the_plan.deletes)
+    touched.update(o.path for o in outputs if o.path in previous and previous[o.path].owner != key)
+    return {
+        "plan_format": PLAN_FORMAT,
+        "operation": "publish",
+        "action": the_plan.decision.action,
+        "bundle_path": the_plan.bundle_path,
+        "owner": str(key),
+        "source": _source(manifest),
+        "recorded_source": _recorded_source(the_plan.before, key),
+        "state_mode": the_plan.after.mode if the_plan.after else None,
+        "reconciliation": after_owner.reconciliation if after_owner else None,
+        "primary_url": after_owner.primary_url if after_owner else None,
+        "writes": [{"path": w.path, "sha256": w.content.sha256, "size": w.content.size, "owner": str(key),
+                    "attributes": [list(pair) for pair in w.content.attributes]} for w in the_plan.writes],
+        "deletes": sorted(the_plan.deletes),
+        "managed_before": [dict(_manager(previous.get(p)), path=p) for p in sorted(touched)],
+        "outputs": [_record(o) for o in sorted(outputs, key=lambda o: o.path)],
+        "recovered": sorted(recovered),
+    }
+
+
+def forget_facts(operation: str, bundle_path: str, key: OwnerKey, state: State, owners, forgotten, deleted) -> dict:
+    """prune and reconcile-state: the records removed (`forgotten`), the files deleted with them
+    (prune: the forgotten ones present) and the owners checked."""
+    return {
+        "plan_format": PLAN_FORMAT,
+        "operation": operation,
+        "bundle_path": bundle_path,
+        "owner": str(key),
+        "recorded_source": _recorded_source(state, key),
+        "owners": sorted(str(k) for k in owners),
+        "forgets": [_record(o) for o in sorted(forgotten, key=lambda o: o.path)],
+        "deletes": sorted(deleted),
+    }
+
+
+def canonical(facts: dict) -> bytes:
+    """Sorted keys, no whitespace, ASCII escapes (names that are not UTF-8 arrive as lone
+    surrogates and escape the same way every time)."""
+    return json.dumps(facts, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode("ascii")
+
+
+def plan_digest(facts: dict) -> str:
+    return "sha256:" + hashlib.sha256(canonical(facts)).hexdigest()
+
+
+def check_expected(expected: str | None, facts: dict, digest: str, changes: list) -> None:
+    """Refuse a run whose plan is not the approved one, before it touches storage."""
+    if expected is None:
+        return
+    if not _DIGEST.match(expected):
+        raise DistributorError("invalid_config", "expect_plan_digest %r is not a plan digest (sha256:<64 lowercase hex>); "
+                               "pass the plan_digest a check-mode run returned" % expected)
+    if expected != digest:
+        raise DistributorError(
+            "plan_changed",
+            "the approved plan (%s) is not what this run would do (%s): since the plan was made, the destination "
+            "changed (its record or files), the bundle differs, or another owner now manages a path the plan "
+            "touches. Nothing was written. This run would now: %s. Run check mode again and approve the new plan."
+            % (expected, digest, explain(facts)),
+            details={"plan_digest": digest, "changes": changes},
+        )
+
+
+def _some(paths) -> str:
+    paths = list(paths)
+    more = " and %d more" % (len(paths) - SHOWN) if len(paths) > SHOWN else ""
+    return ", ".join(paths[:SHOWN]) + more
+
+
+def _describe_source(source: dict | None) -> str:
+    return "%s (%s, created %s)" % (source["id"], source["digest"], source["created"]) if source else "none"
+
+
+def explain(facts: dict) -> str:
+    """What the run sees, in the words of the plan, so a reviewer can set it beside the approved
+    check's `changes`: only the expected digest reaches the run, so which input moved cannot be
+    known, but every input the digest covers is named."""
+    parts = []
+    if facts["operation"] == "publish":
+        parts.append("%s source %s" % (facts["action"], _describe_source(facts["source"])))
+    else:
+        parts.append("%s of owners %s" % (facts["operation"], ", ".join(facts["owners"]) or "none"))
+    parts.append("this owner's recorded source is %s" % _describe_source(facts["recorded_source"]))
+    if facts["operation"] == "publish":
+        parts.append("write %d path(s)%s" % (len(facts["writes"]), _listed([w["path"] for w in facts["writes"]])))
+    else:
+        parts.append("forget %d record(s)%s" % (len(facts["forgets"]), _listed([o["path"] for o in facts["forgets"]])))
+    parts.append("delete %d path(s)%s" % (len(facts["deletes"]), _listed(facts["deletes"])))
+    others = ["%s (%s)" % (m["path"], m["owner"]) for m in facts.get("managed_before", ())
+              if m["owner"] not in (None, facts["owner"])]
+    if others:
+        parts.append("take over from other owners %s" % _some(others))
+    return "; ".join(parts)
+
+
+def _listed(paths) -> str:
+    return ": " + _some(paths) if paths else ""

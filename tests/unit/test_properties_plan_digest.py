@@ -1,0 +1,131 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""An approved plan is exactly what runs: over random sequences of publishes, prunes and repairs
+(new, replace, merge, takeover, force, shared-root owners, migration), check mode's result and
+digest equal the real run's that follows; the check's digest lets the run proceed after another
+owner published unrelated paths, and is refused (plan_changed, nothing changed) after a publish
+that changes the plan."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from ansible_collections.distributor.core.plugins.module_utils.distributor.errors import DistributorError
+from ansible_collections.distributor.core.plugins.module_utils.distributor.prune import prune
+from ansible_collections.distributor.core.plugins.module_utils.distributor.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils.distributor.reconcile import reconcile_state
+from ansible_collections.distributor.core.plugins.module_utils.distributor.storage.memory import MemoryStorage
+
+from builders import LATER, MEMORY_STORAGE, NOW, write_bundle
+
+COMPARED = ("changed", "action", "written", "deleted", "retained", "changes", "plan_digest", "state", "taken_over", "forced")
+DESTINATIONS = {
+    "single replace": {},
+    "single merge": {"reconciliation": {"mode": "merge"}},
+    "single takeover": {"takeover": {"mode": "managed"}},
+    "shared replace": {"state": {"mode": "shared_root"}},
+    "shared merge takeover": {"state": {"mode": "shared_root"}, "reconciliation": {"mode": "merge"}, "takeover": {"mode": "managed"}},
+}
+PATHS = {"reports": ["r/a.html", "r/b.html", "common.html"], "events": ["e/a.html", "common.html"]}
+STEP = st.tuples(st.sampled_from(["reports", "events"]), st.integers(0, 3), st.booleans())
+_counter = itertools.count()
+
+
+def opener(store):
+    return lambda cfg, base, token: MemoryStorage(store, base, token)
+
+
+def destination(name):
+    return dict({"id": "archive", "storage": MEMORY_STORAGE, "retention": {"max_outputs": 1}}, **DESTINATIONS[name])
+
+
+def bundle(tmp_path_factory, owner, version):
+    """Version v of an owner's bundle: a newer created time, and a file set and content that
+    change with v (so replace, merge and takeover all happen)."""
+    paths = [p for i, p in enumerate(PATHS[owner]) if (version + i) % 3 != 0] or PATHS[owner][:1]
+    files = {p: b"%s v%d %s" % (owner.encode(), version // 2, p.encode()) for p in paths}
+    directory = tmp_path_factory.mktemp("b%d" % next(_counter))
+    return write_bundle(directory, files, id="%s.src" % owner, created="2026-06-0%dT00:00:00Z" % (version + 1))
+
+
+def outcome(run, **kwargs):
+    try:
+        return run(**kwargs)
+    except DistributorError as error:
+        return {"failed": error.reason}
+
+
+def same(check, real):
+    if "failed" in check:
+        assert real == check
+        return
+    assert {k: check.get(k) for k in COMPARED} == {k: real.get(k) for k in COMPARED}
+
+
+def publisher(tmp_path_factory, store, dest, owner, version, force):
+    source = bundle(tmp_path_factory, owner, version)
+
+    def run(check_mode=False, expect_plan_digest=None):
+        return publish(source, {"id": owner}, dest, force=force, check_mode=check_mode, now=NOW, opener=opener(store),
+                       expect_plan_digest=expect_plan_digest)
+    return run
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.sampled_from(sorted(DESTINATIONS)), st.lists(STEP, min_size=1, max_size=6))
+def test_check_mode_predicts_the_real_run_and_its_digest_lets_exactly_that_run_proceed(tmp_path_factory, name, steps):
+    store, dest = {}, destination(name)
+    for owner, version, force in steps:
+        run = publisher(tmp_path_factory, store, dest, owner, version, force)
+        before = dict(store)
+        check = outcome(run, check_mode=True)
+        assert store == before, "check mode wrote"
+        if "failed" in check:
+            same(check, outcome(run))
+            continue
+        same(check, outcome(run, expect_plan_digest=check["plan_digest"]))
+    for operation in (prune, reconcile_state):
+        for owner in ("reports", "events"):
+            def run(check_mode=False, expect_plan_digest=None):
+                return operation(owner, dest, check_mode=check_mode, now=LATER, opener=opener(store),
+                                 expect_plan_digest=expect_plan_digest)
+            before = dict(store)
+            check = outcome(run, check_mode=True)
+            assert store == before
+            if "failed" not in check:
+                same(check, outcome(run, expect_plan_digest=check["plan_digest"]))
+
+
+def test_another_owner_publishing_unrelated_paths_does_not_change_the_approved_plan(tmp_path_factory):
+    store, dest = {}, destination("shared replace")
+    approved = publisher(tmp_path_factory, store, dest, "reports", 1, False)
+    digest = approved(check_mode=True)["plan_digest"]
+    publish(write_bundle(tmp_path_factory.mktemp("other"), {"e/x.html": b"x"}, id="events.src"), {"id": "events"}, dest,
+            now=NOW, opener=opener(store))
+    result = approved(expect_plan_digest=digest)
+    assert result["changed"] and result["plan_digest"] == digest
+
+
+@pytest.mark.parametrize("intervening", ["reports", "events"])
+def test_a_publish_that_changes_the_plan_in_between_is_refused_and_nothing_changes(tmp_path_factory, intervening):
+    store, dest = {}, destination("shared merge takeover")
+    publisher(tmp_path_factory, store, dest, "reports", 1, False)()
+    approved = publisher(tmp_path_factory, store, dest, "reports", 2, False)
+    digest = approved(check_mode=True)["plan_digest"]
+    publisher(tmp_path_factory, store, dest, intervening, 3, False)()
+    before = dict(store)
+    with pytest.raises(DistributorError) as caught:
+        approved(expect_plan_digest=digest)
+    assert caught.value.reason == "plan_changed" and digest in caught.value.message
+    assert caught.value.details["plan_digest"] != digest
+    assert store == before
+
+
+def test_a_malformed_expected_digest_is_invalid_config_and_changes_nothing(tmp_path_factory):
+    store = {}
+    run = publisher(tmp_path_factory, store, destination("single replace"), "reports", 1, False)
+    with pytest.raises(DistributorError) as caught:
+        run(expect_plan_digest="abc")
+    assert caught.value.reason == "invalid_config" and store == {}
