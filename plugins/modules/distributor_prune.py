@@ -148,7 +148,7 @@ planned:
   sample: [2026-05-01.html, 2026-05-02.html]
 deleted:
   description:
-    - Planned output paths whose files this run deletes (in check mode: would delete).
+    - Planned output paths whose files this run deletes (in check mode, would delete).
     - A planned path missing here was already gone; only its record was removed.
   returned: success
   type: list
@@ -169,6 +169,7 @@ state:
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.adapter import run_module
 from ansible_collections.distributor.core.plugins.module_utils._distributor.argspec import MANAGED_ROOT
+from ansible_collections.distributor.core.plugins.module_utils._distributor.managed_root import Selector
 from ansible_collections.distributor.core.plugins.module_utils._distributor.prune import prune
 
 
@@ -176,7 +177,7 @@ def main():
     run_module(
         MANAGED_ROOT,
         lambda params, check_mode: prune(
-            params["pipeline_id"], params["destination"], selector=(params["source_id"], params["created"]),
+            params["pipeline_id"], params["destination"], selector=Selector(params["source_id"], params["created"]),
             check_mode=check_mode, lock_timeout=params["lock_timeout"], expect_plan_digest=params["expect_plan_digest"],
         ),
     )

@@ -181,6 +181,7 @@ state:
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.adapter import run_module
 from ansible_collections.distributor.core.plugins.module_utils._distributor.argspec import MANAGED_ROOT
+from ansible_collections.distributor.core.plugins.module_utils._distributor.managed_root import Selector
 from ansible_collections.distributor.core.plugins.module_utils._distributor.reconcile import reconcile_state
 
 
@@ -190,7 +191,7 @@ def main():
         argument_spec,
         lambda params, check_mode: reconcile_state(
             params["pipeline_id"], params["destination"], all_owners=params["all_owners"],
-            selector=(params["source_id"], params["created"]), check_mode=check_mode, lock_timeout=params["lock_timeout"],
+            selector=Selector(params["source_id"], params["created"]), check_mode=check_mode, lock_timeout=params["lock_timeout"],
             expect_plan_digest=params["expect_plan_digest"],
         ),
     )

@@ -219,6 +219,7 @@ lock:
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.adapter import run_module
 from ansible_collections.distributor.core.plugins.module_utils._distributor.argspec import DESTINATION, SELECTOR
+from ansible_collections.distributor.core.plugins.module_utils._distributor.managed_root import Selector
 from ansible_collections.distributor.core.plugins.module_utils._distributor.stateinfo import state_info
 
 
@@ -226,7 +227,7 @@ def main():
     argument_spec = dict(SELECTOR, destination=DESTINATION, pipeline_id=dict(type="str"))
     run_module(
         argument_spec,
-        lambda params, check_mode: state_info(params["destination"], pipeline_id=params["pipeline_id"], selector=(params["source_id"], params["created"])),
+        lambda params, check_mode: state_info(params["destination"], pipeline_id=params["pipeline_id"], selector=Selector(params["source_id"], params["created"])),
     )
 
 

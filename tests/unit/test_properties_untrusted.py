@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.config import parse_destination, parse_pipeline
-from ansible_collections.distributor.core.plugins.module_utils._distributor.execute import parse_journal
+from ansible_collections.distributor.core.plugins.module_utils._distributor.journal import parse_journal
 from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest import parse_manifest
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import path_problem
 from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
