@@ -20,9 +20,9 @@ import tempfile
 from dataclasses import replace
 
 from harness import publish, time_call
-from ansible_collections.distributor.core.plugins.module_utils.distributor.manifest import (
+from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest import (
     Manifest, ManifestFile, compute_digest, write_manifest)
-from ansible_collections.distributor.core.plugins.module_utils.distributor.state import (
+from ansible_collections.distributor.core.plugins.module_utils._distributor.state import (
     Output, Owner, OwnerKey, State, serialize_state)
 
 STAMP = "2026-06-04T12:00:00Z"

@@ -33,7 +33,7 @@ options:
     type: list
     elements: str
 extends_documentation_fragment:
-  - distributor.core.distributor.ATTRIBUTES
+  - distributor.core._distributor.ATTRIBUTES
 attributes:
   check_mode:
     description: Computes the manifest without writing it.
@@ -90,9 +90,9 @@ path:
   sample: /srv/bundles/reports/manifest.json
 """
 
-from ansible_collections.distributor.core.plugins.module_utils.distributor.adapter import run_module
-from ansible_collections.distributor.core.plugins.module_utils.distributor.manifest import ensure_manifest
-from ansible_collections.distributor.core.plugins.module_utils.distributor.timestamps import format_rfc3339, utc_now
+from ansible_collections.distributor.core.plugins.module_utils._distributor.adapter import run_module
+from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest import ensure_manifest
+from ansible_collections.distributor.core.plugins.module_utils._distributor.timestamps import format_rfc3339, utc_now
 
 
 def main():

@@ -23,11 +23,11 @@ description:
   - Check mode is the dry run; it deletes and writes nothing, not even a lock. With C(--diff) the result
     holds listings of the managed outputs before and after.
 extends_documentation_fragment:
-  - distributor.core.distributor.ATTRIBUTES
-  - distributor.core.distributor.PLAN_REVIEW
-  - distributor.core.distributor.MANAGED_ROOT
-  - distributor.core.distributor.SELECTOR
-  - distributor.core.distributor.DESTINATION
+  - distributor.core._distributor.ATTRIBUTES
+  - distributor.core._distributor.PLAN_REVIEW
+  - distributor.core._distributor.MANAGED_ROOT
+  - distributor.core._distributor.SELECTOR
+  - distributor.core._distributor.DESTINATION
 attributes:
   check_mode:
     description: Check mode is the dry run; nothing is deleted or written, not even a lock.
@@ -148,7 +148,7 @@ planned:
   sample: [2026-05-01.html, 2026-05-02.html]
 deleted:
   description:
-    - Planned output paths whose files this run deletes (in check mode: would delete).
+    - Planned output paths whose files this run deletes (in check mode, would delete).
     - A planned path missing here was already gone; only its record was removed.
   returned: success
   type: list
@@ -167,16 +167,17 @@ state:
   sample: {schema_version: 2, pipeline_id: reports, destination_id: latest, updated_at: "2026-06-05T08:00:00Z"}
 """
 
-from ansible_collections.distributor.core.plugins.module_utils.distributor.adapter import run_module
-from ansible_collections.distributor.core.plugins.module_utils.distributor.argspec import MANAGED_ROOT
-from ansible_collections.distributor.core.plugins.module_utils.distributor.prune import prune
+from ansible_collections.distributor.core.plugins.module_utils._distributor.adapter import run_module
+from ansible_collections.distributor.core.plugins.module_utils._distributor.argspec import MANAGED_ROOT
+from ansible_collections.distributor.core.plugins.module_utils._distributor.managed_root import Selector
+from ansible_collections.distributor.core.plugins.module_utils._distributor.prune import prune
 
 
 def main():
     run_module(
         MANAGED_ROOT,
         lambda params, check_mode: prune(
-            params["pipeline_id"], params["destination"], selector=(params["source_id"], params["created"]),
+            params["pipeline_id"], params["destination"], selector=Selector(params["source_id"], params["created"]),
             check_mode=check_mode, lock_timeout=params["lock_timeout"], expect_plan_digest=params["expect_plan_digest"],
         ),
     )

@@ -53,10 +53,10 @@ options:
     type: bool
     default: false
 extends_documentation_fragment:
-  - distributor.core.distributor.ATTRIBUTES
-  - distributor.core.distributor.PLAN_REVIEW
-  - distributor.core.distributor.DESTINATION
-  - distributor.core.distributor.PIPELINE
+  - distributor.core._distributor.ATTRIBUTES
+  - distributor.core._distributor.PLAN_REVIEW
+  - distributor.core._distributor.DESTINATION
+  - distributor.core._distributor.PIPELINE
 attributes:
   check_mode:
     description: Check mode is the dry run; nothing at the destination changes, not even a lock.
@@ -246,9 +246,9 @@ state:
   sample: {schema_version: 2, pipeline_id: reports, destination_id: archive}
 """
 
-from ansible_collections.distributor.core.plugins.module_utils.distributor.adapter import run_module
-from ansible_collections.distributor.core.plugins.module_utils.distributor.argspec import DESTINATION, PIPELINE
-from ansible_collections.distributor.core.plugins.module_utils.distributor.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.adapter import run_module
+from ansible_collections.distributor.core.plugins.module_utils._distributor.argspec import DESTINATION, PIPELINE
+from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
 
 
 def main():

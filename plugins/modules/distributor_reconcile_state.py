@@ -28,11 +28,11 @@ options:
     type: bool
     default: false
 extends_documentation_fragment:
-  - distributor.core.distributor.ATTRIBUTES
-  - distributor.core.distributor.PLAN_REVIEW
-  - distributor.core.distributor.MANAGED_ROOT
-  - distributor.core.distributor.SELECTOR
-  - distributor.core.distributor.DESTINATION
+  - distributor.core._distributor.ATTRIBUTES
+  - distributor.core._distributor.PLAN_REVIEW
+  - distributor.core._distributor.MANAGED_ROOT
+  - distributor.core._distributor.SELECTOR
+  - distributor.core._distributor.DESTINATION
 attributes:
   check_mode:
     description: Check mode is the dry run; nothing is written, not even a lock.
@@ -179,9 +179,10 @@ state:
   sample: {schema_version: 2, pipeline_id: reports, destination_id: archive, updated_at: "2026-06-05T08:00:00Z"}
 """
 
-from ansible_collections.distributor.core.plugins.module_utils.distributor.adapter import run_module
-from ansible_collections.distributor.core.plugins.module_utils.distributor.argspec import MANAGED_ROOT
-from ansible_collections.distributor.core.plugins.module_utils.distributor.reconcile import reconcile_state
+from ansible_collections.distributor.core.plugins.module_utils._distributor.adapter import run_module
+from ansible_collections.distributor.core.plugins.module_utils._distributor.argspec import MANAGED_ROOT
+from ansible_collections.distributor.core.plugins.module_utils._distributor.managed_root import Selector
+from ansible_collections.distributor.core.plugins.module_utils._distributor.reconcile import reconcile_state
 
 
 def main():
@@ -190,7 +191,7 @@ def main():
         argument_spec,
         lambda params, check_mode: reconcile_state(
             params["pipeline_id"], params["destination"], all_owners=params["all_owners"],
-            selector=(params["source_id"], params["created"]), check_mode=check_mode, lock_timeout=params["lock_timeout"],
+            selector=Selector(params["source_id"], params["created"]), check_mode=check_mode, lock_timeout=params["lock_timeout"],
             expect_plan_digest=params["expect_plan_digest"],
         ),
     )

@@ -24,9 +24,9 @@ options:
       - Fills C({pipeline_id}) in O(destination.path); without it O(destination.path) must not use C({pipeline_id}).
     type: str
 extends_documentation_fragment:
-  - distributor.core.distributor.ATTRIBUTES
-  - distributor.core.distributor.SELECTOR
-  - distributor.core.distributor.DESTINATION
+  - distributor.core._distributor.ATTRIBUTES
+  - distributor.core._distributor.SELECTOR
+  - distributor.core._distributor.DESTINATION
 attributes:
   check_mode:
     description: Reads only; runs the same in check mode.
@@ -217,16 +217,17 @@ lock:
   sample: {holder: "web1:4242", acquired_at: "2026-06-04T12:00:00Z", expires_at: "2026-06-04T12:10:00Z", expired: false}
 """
 
-from ansible_collections.distributor.core.plugins.module_utils.distributor.adapter import run_module
-from ansible_collections.distributor.core.plugins.module_utils.distributor.argspec import DESTINATION, SELECTOR
-from ansible_collections.distributor.core.plugins.module_utils.distributor.stateinfo import state_info
+from ansible_collections.distributor.core.plugins.module_utils._distributor.adapter import run_module
+from ansible_collections.distributor.core.plugins.module_utils._distributor.argspec import DESTINATION, SELECTOR
+from ansible_collections.distributor.core.plugins.module_utils._distributor.managed_root import Selector
+from ansible_collections.distributor.core.plugins.module_utils._distributor.stateinfo import state_info
 
 
 def main():
     argument_spec = dict(SELECTOR, destination=DESTINATION, pipeline_id=dict(type="str"))
     run_module(
         argument_spec,
-        lambda params, check_mode: state_info(params["destination"], pipeline_id=params["pipeline_id"], selector=(params["source_id"], params["created"])),
+        lambda params, check_mode: state_info(params["destination"], pipeline_id=params["pipeline_id"], selector=Selector(params["source_id"], params["created"])),
     )
 
 

@@ -19,7 +19,7 @@ import time
 
 import yaml
 
-from ansible_collections.distributor.core.plugins.module_utils.distributor.storage.select import open_storage
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
 from conftest import VENV_BIN, collections_path
 
 PUBLISHERS = 8

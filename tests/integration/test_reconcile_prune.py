@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
-from ansible_collections.distributor.core.plugins.module_utils.distributor.publish import publish
-from ansible_collections.distributor.core.plugins.module_utils.distributor.storage.select import open_storage
-from ansible_collections.distributor.core.plugins.module_utils.distributor.timestamps import utc_now
+from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
+from ansible_collections.distributor.core.plugins.module_utils._distributor.timestamps import utc_now
 
 STATE = ".distributor.json"
 LOCK = ".distributor.lock"

@@ -8,7 +8,7 @@ import json
 import os
 import socket
 
-from ansible_collections.distributor.core.plugins.module_utils.distributor.storage.select import open_storage
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
 
 PIPELINE = {"id": "reports", "outputs": [{"match": "*.md", "transform": "markdown_to_html"}, {"match": "*.png"}]}
 DAY = "2026-06-04T11:55:00Z"

@@ -8,10 +8,10 @@ from datetime import datetime, timezone
 
 import pytest
 
-from ansible_collections.distributor.core.plugins.module_utils.distributor.config import (
+from ansible_collections.distributor.core.plugins.module_utils._distributor.config import (
     parse_destination, parse_pipeline, render_bundle_path)
-from ansible_collections.distributor.core.plugins.module_utils.distributor import vocabulary
-from ansible_collections.distributor.core.plugins.module_utils.distributor.errors import DistributorError
+from ansible_collections.distributor.core.plugins.module_utils._distributor import vocabulary
+from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 
 CREATED = datetime(2026, 6, 4, 11, 55, tzinfo=timezone.utc)
 
@@ -102,7 +102,7 @@ def test_memory_is_not_a_storage_type_a_user_can_configure():
 
 
 def test_an_unknown_storage_type_never_falls_back_to_a_backend():
-    from ansible_collections.distributor.core.plugins.module_utils.distributor.storage.select import open_storage
+    from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
     with pytest.raises(DistributorError) as caught:
         open_storage({"type": "ftp", "root": "/x"}, "", "t")
     assert caught.value.reason == "invalid_config"

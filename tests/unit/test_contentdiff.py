@@ -8,13 +8,13 @@ import os
 
 import pytest
 
-from ansible_collections.distributor.core.plugins.module_utils.distributor.contentdiff import (
+from ansible_collections.distributor.core.plugins.module_utils._distributor.contentdiff import (
     FILE_BOUND, TASK_BOUND, content_diffs)
-from ansible_collections.distributor.core.plugins.module_utils.distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils.distributor.manifest import build_manifest
-from ansible_collections.distributor.core.plugins.module_utils.distributor.plan import Content, Write
-from ansible_collections.distributor.core.plugins.module_utils.distributor.publish import publish
-from ansible_collections.distributor.core.plugins.module_utils.distributor.storage.memory import MemoryStorage
+from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
+from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest import build_manifest
+from ansible_collections.distributor.core.plugins.module_utils._distributor.plan import Content, Write
+from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.memory import MemoryStorage
 
 from builders import LATER, MEMORY_STORAGE, NOW, sha, write_bundle
 

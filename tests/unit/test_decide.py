@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.distributor.core.plugins.module_utils.distributor.decide import decide
-from ansible_collections.distributor.core.plugins.module_utils.distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils.distributor.state import OwnerKey
+from ansible_collections.distributor.core.plugins.module_utils._distributor.decide import decide
+from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
+from ansible_collections.distributor.core.plugins.module_utils._distributor.state import OwnerKey
 
 from builders import destination, manifest, shared_state, single_state
 

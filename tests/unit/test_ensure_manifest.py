@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.distributor.core.plugins.module_utils.distributor.manifest import ensure_manifest
+from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest import ensure_manifest
 
 FIRST, SECOND = "2026-06-04T12:00:00Z", "2026-06-05T12:00:00Z"
 

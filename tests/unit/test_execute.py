@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.distributor.core.plugins.module_utils.distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils.distributor.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
+from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
 
 from builders import LATER, NOW, write_bundle
 

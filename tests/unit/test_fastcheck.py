@@ -8,10 +8,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.distributor.core.plugins.module_utils.distributor import schemas
-from ansible_collections.distributor.core.plugins.module_utils.distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils.distributor.fastcheck import ITEM_CHECKS
-from ansible_collections.distributor.core.plugins.module_utils.distributor.state import state_to_dict
+from ansible_collections.distributor.core.plugins.module_utils._distributor import schemas
+from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
+from ansible_collections.distributor.core.plugins.module_utils._distributor.fastcheck import ITEM_CHECKS
+from ansible_collections.distributor.core.plugins.module_utils._distributor.state import state_to_dict
 
 from builders import manifest, shared_state, single_state
 

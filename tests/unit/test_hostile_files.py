@@ -13,13 +13,13 @@ from contextlib import contextmanager
 
 import pytest
 
-from ansible_collections.distributor.core.plugins.module_utils.distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils.distributor.manifest import Bundle
-from ansible_collections.distributor.core.plugins.module_utils.distributor.paths import (
+from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
+from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest import Bundle
+from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import (
     JOURNAL_NAME, LOCK_NAME, STATE_NAME)
-from ansible_collections.distributor.core.plugins.module_utils.distributor.regular import NotRegularFile, open_regular
-from ansible_collections.distributor.core.plugins.module_utils.distributor.storage.base import staging_dir
-from ansible_collections.distributor.core.plugins.module_utils.distributor.storage.select import open_storage
+from ansible_collections.distributor.core.plugins.module_utils._distributor.regular import NotRegularFile, open_regular
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.base import staging_dir
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
 
 from builders import write_bundle
 from snapshots import snapshot

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import os
 
-from ansible_collections.distributor.core.plugins.module_utils.distributor.paths import JOURNAL_NAME, STATE_NAME
-from ansible_collections.distributor.core.plugins.module_utils.distributor.publish import publish
-from ansible_collections.distributor.core.plugins.module_utils.distributor.storage import local
+from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import JOURNAL_NAME, STATE_NAME
+from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage import local
 
 from builders import NOW, write_bundle
 

@@ -8,11 +8,11 @@ import time
 
 import pytest
 
-from ansible_collections.distributor.core.plugins.module_utils.distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils.distributor.paths import JOURNAL_NAME, LOCK_NAME, STATE_NAME
-from ansible_collections.distributor.core.plugins.module_utils.distributor.publish import publish
-from ansible_collections.distributor.core.plugins.module_utils.distributor.storage.base import holder_record
-from ansible_collections.distributor.core.plugins.module_utils.distributor.storage.memory import MemoryStorage
+from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
+from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import JOURNAL_NAME, LOCK_NAME, STATE_NAME
+from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.base import holder_record
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.memory import MemoryStorage
 
 from builders import LATER, MEMORY_STORAGE, NOW, write_bundle
 

@@ -11,9 +11,9 @@ import tracemalloc
 
 import pytest
 
-from ansible_collections.distributor.core.plugins.module_utils.distributor import manifest as manifest_module, schemas
-from ansible_collections.distributor.core.plugins.module_utils.distributor.errors import DistributorError, MissingLibrary
-from ansible_collections.distributor.core.plugins.module_utils.distributor.manifest import (
+from ansible_collections.distributor.core.plugins.module_utils._distributor import manifest as manifest_module, schemas
+from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError, MissingLibrary
+from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest import (
     Bundle, Manifest, ManifestFile, compute_digest, create_manifest, parse_manifest)
 
 CREATED = "2026-06-04T12:00:00Z"

@@ -7,11 +7,11 @@ from dataclasses import replace
 
 import pytest
 
-from ansible_collections.distributor.core.plugins.module_utils.distributor.decide import decide
-from ansible_collections.distributor.core.plugins.module_utils.distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils.distributor.plan import (
+from ansible_collections.distributor.core.plugins.module_utils._distributor.decide import decide
+from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
+from ansible_collections.distributor.core.plugins.module_utils._distributor.plan import (
     Content, glob_match, plan, plan_outputs, primary_url)
-from ansible_collections.distributor.core.plugins.module_utils.distributor.state import OwnerKey
+from ansible_collections.distributor.core.plugins.module_utils._distributor.state import OwnerKey
 
 from builders import LATER, LATER_S, NOW_S, destination, manifest, pipeline, sha, shared_state, single_state
 

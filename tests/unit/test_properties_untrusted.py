@@ -8,14 +8,14 @@ import json
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from ansible_collections.distributor.core.plugins.module_utils.distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils.distributor.config import parse_destination, parse_pipeline
-from ansible_collections.distributor.core.plugins.module_utils.distributor.execute import parse_journal
-from ansible_collections.distributor.core.plugins.module_utils.distributor.manifest import parse_manifest
-from ansible_collections.distributor.core.plugins.module_utils.distributor.paths import path_problem
-from ansible_collections.distributor.core.plugins.module_utils.distributor.publish import publish
-from ansible_collections.distributor.core.plugins.module_utils.distributor.state import parse_state
-from ansible_collections.distributor.core.plugins.module_utils.distributor.storage.memory import MemoryStorage
+from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
+from ansible_collections.distributor.core.plugins.module_utils._distributor.config import parse_destination, parse_pipeline
+from ansible_collections.distributor.core.plugins.module_utils._distributor.journal import parse_journal
+from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest import parse_manifest
+from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import path_problem
+from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.state import parse_state
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.memory import MemoryStorage
 
 from builders import LATER, MEMORY_STORAGE, NOW, write_bundle
 

@@ -8,13 +8,13 @@ from datetime import timedelta
 
 import pytest
 
-from ansible_collections.distributor.core.plugins.module_utils.distributor.config import Retention
-from ansible_collections.distributor.core.plugins.module_utils.distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils.distributor.paths import LOCK_NAME, STATE_NAME
-from ansible_collections.distributor.core.plugins.module_utils.distributor.prune import prune, select_expired
-from ansible_collections.distributor.core.plugins.module_utils.distributor.state import OwnerKey, parse_state, serialize_state
-from ansible_collections.distributor.core.plugins.module_utils.distributor.storage.memory import MemoryStorage
-from ansible_collections.distributor.core.plugins.module_utils.distributor.timestamps import format_rfc3339
+from ansible_collections.distributor.core.plugins.module_utils._distributor.config import Retention
+from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
+from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import LOCK_NAME, STATE_NAME
+from ansible_collections.distributor.core.plugins.module_utils._distributor.prune import prune, select_expired
+from ansible_collections.distributor.core.plugins.module_utils._distributor.state import OwnerKey, parse_state, serialize_state
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.memory import MemoryStorage
+from ansible_collections.distributor.core.plugins.module_utils._distributor.timestamps import format_rfc3339
 
 from builders import MEMORY_STORAGE, NOW, manifest, shared_state, single_state
 

@@ -8,11 +8,12 @@ from dataclasses import replace
 
 import pytest
 
-from ansible_collections.distributor.core.plugins.module_utils.distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils.distributor.paths import JOURNAL_NAME, STATE_NAME
-from ansible_collections.distributor.core.plugins.module_utils.distributor.reconcile import reconcile_plan, reconcile_state
-from ansible_collections.distributor.core.plugins.module_utils.distributor.state import OwnerKey, parse_state, serialize_state
-from ansible_collections.distributor.core.plugins.module_utils.distributor.storage.memory import MemoryStorage
+from ansible_collections.distributor.core.plugins.module_utils._distributor.managed_root import Selector
+from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
+from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import JOURNAL_NAME, STATE_NAME
+from ansible_collections.distributor.core.plugins.module_utils._distributor.reconcile import reconcile_plan, reconcile_state
+from ansible_collections.distributor.core.plugins.module_utils._distributor.state import OwnerKey, parse_state, serialize_state
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.memory import MemoryStorage
 
 from builders import LATER, LATER_S, MEMORY_STORAGE, NOW_S, manifest, shared_state, single_state
 
@@ -116,7 +117,7 @@ def test_repair_writes_state_once_and_then_reports_no_change():
 
 def test_created_selects_the_dated_bundle_path():
     store = seeded(single_state(M, ("a.html",)), base="archive/2026-06-04", gone=("a.html",))
-    result = reconcile_state("reports", dest(path="archive/{created:%Y-%m-%d}"), selector=(None, "2026-06-04T11:55:00Z"),
+    result = reconcile_state("reports", dest(path="archive/{created:%Y-%m-%d}"), selector=Selector(None, "2026-06-04T11:55:00Z"),
                              now=LATER, opener=memory(store))
     assert (result["bundle_path"], result["missing"]) == ("archive/2026-06-04", ["a.html"])
 
@@ -161,6 +162,6 @@ def reserved_output_state():
 def test_refusals_change_nothing(destination, store, created, reason, words):
     before = dict(store)
     with pytest.raises(DistributorError) as failure:
-        reconcile_state("reports", destination, selector=(None, created), now=LATER, opener=memory(store))
+        reconcile_state("reports", destination, selector=Selector(None, created), now=LATER, opener=memory(store))
     assert failure.value.reason == reason and words in failure.value.message, failure.value.message
     assert store == before

@@ -7,11 +7,12 @@ import json
 
 import pytest
 
-from ansible_collections.distributor.core.plugins.module_utils.distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils.distributor.paths import JOURNAL_NAME, LOCK_NAME, STATE_NAME
-from ansible_collections.distributor.core.plugins.module_utils.distributor.publish import publish
-from ansible_collections.distributor.core.plugins.module_utils.distributor.stateinfo import state_info
-from ansible_collections.distributor.core.plugins.module_utils.distributor.storage.memory import MemoryStorage
+from ansible_collections.distributor.core.plugins.module_utils._distributor.managed_root import Selector
+from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
+from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import JOURNAL_NAME, LOCK_NAME, STATE_NAME
+from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.stateinfo import state_info
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.memory import MemoryStorage
 
 from builders import MEMORY_STORAGE, NOW, write_bundle
 
@@ -137,8 +138,8 @@ def test_a_lock_record_that_is_not_json_is_shown_as_unreadable(tmp_path):
 def test_placeholders_are_rendered_like_reconcile_state_and_missing_values_named():
     dated = dict(SHARED, path="{pipeline_id}/{created:%Y-%m-%d}")
     recorder = Recorder({})
-    assert state_info(dated, pipeline_id="reports", selector=(None, "2026-06-04T11:55:00Z"), opener=recorder)["bundle_path"] == "reports/2026-06-04"
+    assert state_info(dated, pipeline_id="reports", selector=Selector(None, "2026-06-04T11:55:00Z"), opener=recorder)["bundle_path"] == "reports/2026-06-04"
     for pipeline_id, created, missing in (("reports", None, "{created}"), (None, "2026-06-04T11:55:00Z", "{pipeline_id}")):
         with pytest.raises(DistributorError) as caught:
-            state_info(dated, pipeline_id=pipeline_id, selector=(None, created), opener=recorder)
+            state_info(dated, pipeline_id=pipeline_id, selector=Selector(None, created), opener=recorder)
         assert caught.value.reason == "invalid_config" and missing in caught.value.message

@@ -19,12 +19,12 @@ from typing import Callable
 
 import pytest
 
-from ansible_collections.distributor.core.plugins.module_utils.distributor.errors import DistributorError, MissingLibrary
-from ansible_collections.distributor.core.plugins.module_utils.distributor.paths import LOCK_NAME
-from ansible_collections.distributor.core.plugins.module_utils.distributor.storage import s3 as s3_backend
-from ansible_collections.distributor.core.plugins.module_utils.distributor.storage.base import Storage
-from ansible_collections.distributor.core.plugins.module_utils.distributor.storage.memory import MemoryStorage
-from ansible_collections.distributor.core.plugins.module_utils.distributor.storage.select import open_storage
+from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError, MissingLibrary
+from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import LOCK_NAME
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage import s3 as s3_backend
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.base import Storage
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.memory import MemoryStorage
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
 
 BASE = "reports/2024-05-01"
 SECRET = "hunter2-do-not-print-me"

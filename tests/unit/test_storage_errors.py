@@ -8,9 +8,9 @@ import os
 
 import pytest
 
-from ansible_collections.distributor.core.plugins.module_utils.distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils.distributor.paths import JOURNAL_NAME, STATE_NAME
-from ansible_collections.distributor.core.plugins.module_utils.distributor.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
+from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import JOURNAL_NAME, STATE_NAME
+from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
 
 from builders import LATER, NOW, read_json, write_bundle
 

@@ -8,12 +8,12 @@ import os
 
 import pytest
 
-from ansible_collections.distributor.core.plugins.module_utils.distributor.attributes import (
+from ansible_collections.distributor.core.plugins.module_utils._distributor.attributes import (
     content_type, output_attributes, s3_object_args)
-from ansible_collections.distributor.core.plugins.module_utils.distributor.config import parse_destination, parse_pipeline
-from ansible_collections.distributor.core.plugins.module_utils.distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils.distributor.publish import publish
-from ansible_collections.distributor.core.plugins.module_utils.distributor.state import parse_state
+from ansible_collections.distributor.core.plugins.module_utils._distributor.config import parse_destination, parse_pipeline
+from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
+from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.state import parse_state
 
 from builders import write_bundle
 
@@ -83,8 +83,8 @@ def test_every_s3_setting_becomes_an_object_argument():
 
 
 def test_excluded_files_produce_no_output(tmp_path):
-    from ansible_collections.distributor.core.plugins.module_utils.distributor.manifest import Bundle
-    from ansible_collections.distributor.core.plugins.module_utils.distributor.plan import plan_outputs
+    from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest import Bundle
+    from ansible_collections.distributor.core.plugins.module_utils._distributor.plan import plan_outputs
 
     source = write_bundle(tmp_path / "b", {"index.md": b"# i", "drafts/x.md": b"# x", "a.png": b"p"})
     planned = plan_outputs(Bundle.load(source).manifest, parse_pipeline({"id": "p", "exclude": ["drafts/**", "*.png"]}))
@@ -149,7 +149,7 @@ def test_amazon_aws_spellings_are_aliases():
 def test_aws_region_is_honoured_like_aws_default_region(monkeypatch):
     import boto3
 
-    from ansible_collections.distributor.core.plugins.module_utils.distributor.storage.s3 import _session
+    from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.s3 import _session
 
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-2")
     monkeypatch.setenv("AWS_REGION", "eu-west-3")

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.distributor.core.plugins.module_utils.distributor import transforms as transforms_module
-from ansible_collections.distributor.core.plugins.module_utils.distributor.errors import DistributorError, MissingLibrary
-from ansible_collections.distributor.core.plugins.module_utils.distributor.transforms import (
+from ansible_collections.distributor.core.plugins.module_utils._distributor import transforms as transforms_module
+from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError, MissingLibrary
+from ansible_collections.distributor.core.plugins.module_utils._distributor.transforms import (
     TRANSFORMS, output_kind, output_path, render_markdown)
 
 
@@ -201,7 +201,7 @@ def test_heading_text_with_raw_html_allowed_makes_a_tag_free_title():
 
 def test_the_shared_renderer_keeps_no_state_between_pages():
     """Pages render to the same bytes whatever was rendered before them (ids, toc, the title)."""
-    from ansible_collections.distributor.core.plugins.module_utils.distributor import transforms
+    from ansible_collections.distributor.core.plugins.module_utils._distributor import transforms
     pages = [b"# Same\n\n## Same\n\n[x](a.md) <b>raw</b>\n", b"# Other\n\n| a | b |\n| - | - |\n| 1 | 2 |\n",
              b"no heading\n\n```\ncode\n```\n", b"# Same\n"]
     first = [transforms.render_markdown(p, "p%d.md" % i) for i, p in enumerate(pages)]

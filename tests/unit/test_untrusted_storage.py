@@ -8,13 +8,13 @@ import json
 
 import pytest
 
-from ansible_collections.distributor.core.plugins.module_utils.distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils.distributor.publish import publish
-from ansible_collections.distributor.core.plugins.module_utils.distributor.state import parse_state
-from ansible_collections.distributor.core.plugins.module_utils.distributor.storage.base import (
+from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
+from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.state import parse_state
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.base import (
     describe_holder, lock_is_expired)
-from ansible_collections.distributor.core.plugins.module_utils.distributor.storage.memory import MemoryStorage
-from ansible_collections.distributor.core.plugins.module_utils.distributor.storage.sftp import SftpStorage
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.memory import MemoryStorage
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.sftp import SftpStorage
 
 from builders import LATER, MEMORY_STORAGE, NOW, write_bundle
 
@@ -70,7 +70,7 @@ def test_check_mode_names_the_outputs_a_real_run_recovers(published, tmp_path):
 
 def test_the_confining_wrapper_refuses_any_path_that_climbs_out(published):
     store, bundle = published
-    from ansible_collections.distributor.core.plugins.module_utils.distributor.storage.confined import ConfinedStorage
+    from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.confined import ConfinedStorage
     storage = ConfinedStorage(MemoryStorage(store, "site", "t"))
     for path in ("../outside.txt", "/outside.txt", "a//b", ""):
         with pytest.raises(DistributorError) as failure:

@@ -8,12 +8,12 @@ from datetime import datetime, timedelta, timezone
 
 import yaml
 
-from ansible_collections.distributor.core.plugins.module_utils.distributor.config import render_bundle_path
-from ansible_collections.distributor.core.plugins.module_utils.distributor.decide import decide
-from ansible_collections.distributor.core.plugins.module_utils.distributor.plan import Content, plan, plan_outputs
-from ansible_collections.distributor.core.plugins.module_utils.distributor.state import OwnerKey
-from ansible_collections.distributor.core.plugins.module_utils.distributor.storage.base import describe_holder
-from ansible_collections.distributor.core.plugins.module_utils.distributor.version import COLLECTION_VERSION
+from ansible_collections.distributor.core.plugins.module_utils._distributor.config import render_bundle_path
+from ansible_collections.distributor.core.plugins.module_utils._distributor.decide import decide
+from ansible_collections.distributor.core.plugins.module_utils._distributor.plan import Content, plan, plan_outputs
+from ansible_collections.distributor.core.plugins.module_utils._distributor.state import OwnerKey
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.base import describe_holder
+from ansible_collections.distributor.core.plugins.module_utils._distributor.version import COLLECTION_VERSION
 
 from builders import destination, manifest, pipeline
 

@@ -20,6 +20,7 @@ from .timestamps import format_rfc3339
 from .transforms import output_kind, output_path
 from .version import COLLECTION_VERSION
 
+
 @dataclass(frozen=True)
 class PlannedOutput:
     """An output the pipeline rules produce from one manifest file, before its bytes exist."""

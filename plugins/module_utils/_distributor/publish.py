@@ -17,7 +17,8 @@ from .config import parse_destination, parse_pipeline, render_bundle_path, rende
 from .contentdiff import content_diffs
 from .decide import decide
 from .digest import check_expected, plan_digest, publish_facts
-from .execute import Journal, execute, output_chunks, recover, recovery_deletes
+from .execute import execute, output_chunks, recover, recovery_deletes
+from .journal import Journal
 from .manifest import Bundle
 from .paths import STATE_NAME
 from .plan import Content, plan, plan_outputs

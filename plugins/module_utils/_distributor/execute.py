@@ -11,50 +11,14 @@ wrote stays unaccounted for and the next decision sees the root as the last good
 from __future__ import annotations
 
 import json
-import re
-from dataclasses import dataclass
 from functools import partial
 
 from .errors import DistributorError
-from .manifest import publishable_path_problem
+from .journal import Journal
 from .paths import JOURNAL_NAME, STATE_NAME, in_the_way
 from .plan import Plan
-from .schemas import load_json, show
 from .state import parse_state, serialize_state
 from .storage.base import Storage, temp_name
-
-
-@dataclass(frozen=True)
-class Journal:
-    token: str
-    writes: tuple[str, ...]
-
-
-def parse_journal(raw: bytes, where: str) -> Journal:
-    """The journal names what recovery deletes, and anyone who can write to the destination can
-    write it: its token and every path pass the manifest's path rules, or nothing is deleted."""
-    data = load_json(raw, where, "invalid_state")
-    if not isinstance(data, dict) or not isinstance(data.get("writes"), list):
-        raise _bad_journal(where, "writes", "must be an array of the paths the attempt planned to write")
-    token = data.get("token")
-    if not isinstance(token, str) or not _TOKEN.fullmatch(token):
-        raise _bad_journal(where, "token %s" % show(token), "must be an attempt token (letters, digits, - and _)")
-    for index, path in enumerate(data["writes"]):
-        problem = publishable_path_problem(path) if isinstance(path, str) else "is not a string"
-        if problem:
-            raise _bad_journal(where, "writes[%d] %s" % (index, show(path)), problem)
-    return Journal(token, tuple(data["writes"]))
-
-
-_TOKEN = re.compile(r"[A-Za-z0-9_-]{1,64}")
-
-
-def _bad_journal(where: str, field: str, problem: str) -> DistributorError:
-    return DistributorError(
-        "invalid_state",
-        "%s: %s %s; it records an interrupted publish and names what recovery would delete, so nothing "
-        "was deleted. Check the bundle path by hand, then remove the journal." % (where, field, problem),
-    )
 
 
 def recovery_deletes(journal: Journal, managed: set, listed: frozenset) -> tuple[list[str], list[str]]:

@@ -15,6 +15,7 @@ from .local import LocalStorage
 from .s3 import S3Storage
 from .sftp import SftpStorage
 
+
 def new_token() -> str:
     """A fresh attempt token: names this run's staged files and journal entry."""
     return uuid.uuid4().hex[:12]

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from .attributes import output_attributes
 from .config import Destination
 from .errors import DistributorError
+from .managed_root import shared_state_at_single_owner
 from .manifest import Manifest
 from .paths import in_the_way
 from .state import SHARED_ROOT, SINGLE_OWNER, Owner, OwnerKey, State, to_shared
@@ -119,12 +120,8 @@ def decide(
             )
         return decide_shared_root(manifest, key, destination, state, present, planned, force, where)
     if state is not None and state.mode == SHARED_ROOT:
-        raise DistributorError(
-            "conflict",
-            "%s holds shared_root state but destination %s is configured single_owner; set "
-            "state.mode: shared_root or publish elsewhere (force never applies: it would delete other "
-            "owners' outputs)" % (where, destination.id),
-        )
+        raise shared_state_at_single_owner(
+            where, destination.id, " or publish elsewhere (force never applies: it would delete other owners' outputs)")
     try:
         if state_error is not None:
             raise state_error

@@ -8,13 +8,14 @@ decide is still true when they write. Check mode takes no lock: it must leave no
 from __future__ import annotations
 
 from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
 from typing import Iterator
 
 from .config import Destination
 from .errors import DistributorError
-from .execute import parse_journal
+from .journal import Journal, parse_journal
 from .paths import JOURNAL_NAME, STATE_NAME, is_reserved
-from .state import parse_state
+from .state import State, parse_state
 from .storage.base import Storage
 from .storage.confined import ConfinedStorage
 from .storage.select import new_token
@@ -31,13 +32,19 @@ def opened(destination: Destination, bundle_path: str, lock_timeout: float, chec
         storage.close()
 
 
-def inspect(storage: Storage):
-    """(state, state_error, journal, present): everything a decision needs to know of the root.
+@dataclass(frozen=True)
+class RootRecords:
+    """Everything a decision needs to know of a root. Invalid state is carried, not raised:
+    single-owner force may replace it, and the other operations word their own refusal."""
 
-    Invalid state is returned, not raised: single-owner force may replace it, and the other
-    operations word their own refusal.
-    """
-    return read_records(storage) + (list_present(storage),)
+    state: State | None
+    state_error: DistributorError | None
+    journal: Journal | None
+    present: frozenset
+
+
+def inspect(storage: Storage) -> RootRecords:
+    return RootRecords(*read_records(storage), list_present(storage))
 
 
 def read_records(storage: Storage):

@@ -18,9 +18,9 @@ from datetime import datetime, timezone
 
 from .config import parse_destination, render_bundle_path
 from .errors import DistributorError
-from .execute import Journal
+from .journal import Journal
 from .paths import LOCK_NAME
-from .reconcile import parse_created
+from .managed_root import Selector, parse_created
 from .root import opened, read_journal, read_state
 from .state import OwnerKey, State, output_to_dict
 from .storage.base import UNREADABLE_RECORD, lock_is_expired
@@ -28,13 +28,12 @@ from .storage.select import open_storage
 from .timestamps import format_rfc3339
 
 
-def state_info(destination: dict, *, pipeline_id: str | None = None, selector: tuple = (None, None),
+def state_info(destination: dict, *, pipeline_id: str | None = None, selector: Selector = Selector(),
                opener=open_storage, now: float | None = None) -> dict:
     """Read one bundle path's state record, journal and lock record, and describe them.
-    `selector` is (source_id, created), filling the bundle path's placeholders."""
+    `selector` fills the bundle path's placeholders."""
     destination_cfg = parse_destination(destination)
-    source_id, created = selector
-    bundle_path = render_bundle_path(destination_cfg, pipeline_id, source_id, parse_created(created))
+    bundle_path = render_bundle_path(destination_cfg, pipeline_id, selector.source_id, parse_created(selector.created))
     with opened(destination_cfg, bundle_path, 0, True, opener) as storage:
         state, state_error = read_state(storage)
         exists = state is not None or state_error is not None

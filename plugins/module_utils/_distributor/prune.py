@@ -18,7 +18,8 @@ from .config import Retention, parse_destination
 from .digest import check_expected, forget_facts, plan_digest
 from .errors import DistributorError
 from .paths import STATE_NAME
-from .reconcile import forget, open_managed_root
+from .managed_root import Selector, open_managed_root
+from .reconcile import forget
 from .state import Output, serialize_state, state_to_dict
 from .storage.select import open_storage
 from .timestamps import parse_rfc3339, utc_now
@@ -45,7 +46,7 @@ def select_expired(outputs, retention: Retention, now: datetime) -> list[Output]
     return sorted(expired, key=lambda o: o.path)
 
 
-def prune(pipeline_id: str, destination: dict, *, selector: tuple = (None, None), check_mode: bool = False,
+def prune(pipeline_id: str, destination: dict, *, selector: Selector = Selector(), check_mode: bool = False,
           lock_timeout: float = 60.0, now: datetime | None = None, opener=open_storage,
           expect_plan_digest: str | None = None) -> dict:
     """Apply retention to the selected owner; check mode reports the plan and touches nothing.
