@@ -14,38 +14,15 @@ import subprocess
 
 import pytest
 
-from conftest import Backend, tree
+from conftest import tree
+from hostile import OUTSIDE, assert_refused, destination, neighbour_root, outside
 
-OUTSIDE = {"outside.txt": b"neighbour's file", "other/keep.html": b"another pipeline's page"}
 PIPELINE = {"id": "reports"}
 
 
 @pytest.fixture(params=["local", "sftp"])
 def root(request, tmp_path):
-    """A root holding a neighbour's files next to the bundle path `site`."""
-    if request.param == "local":
-        backend = Backend("local", {"type": "local", "root": str(tmp_path / "root")}, local_root=tmp_path / "root")
-    else:
-        server = request.getfixturevalue("sshd_server")
-        backend = Backend("sftp", server.storage(str(tmp_path / "sftp-root")), local_root=tmp_path / "sftp-root")
-    for path, data in OUTSIDE.items():
-        backend.put(path, data)
-    return backend
-
-
-def destination(root, **extra):
-    return dict({"id": "archive", "storage": root.storage, "path": "site"}, **extra)
-
-
-def outside(root) -> dict:
-    return {p: d for p, d in tree(root.local_root).items() if not p.startswith("site/") and p != "site"}
-
-
-def assert_refused(result, reason, *named):
-    assert result.get("failed") and result.get("reason") == reason, result
-    assert "Traceback" not in json.dumps(result) and "module_stderr" not in result, result
-    for name in named:
-        assert name in result["msg"], result["msg"]
+    return neighbour_root(request, tmp_path)
 
 
 def site(root) -> dict:

@@ -10,35 +10,12 @@ import os
 
 import pytest
 
-from conftest import Backend, tree
-
-OUTSIDE = {"outside.txt": b"neighbour's file", "other/keep.html": b"another pipeline's page"}
-
+from conftest import tree
+from hostile import OUTSIDE, assert_refused, destination, neighbour_root, outside
 
 @pytest.fixture(params=["local", "sftp"])
 def root(request, tmp_path):
-    """A root holding a neighbour's files next to the bundle path `site`."""
-    if request.param == "local":
-        backend = Backend("local", {"type": "local", "root": str(tmp_path / "root")}, local_root=tmp_path / "root")
-    else:
-        server = request.getfixturevalue("sshd_server")
-        backend = Backend("sftp", server.storage(str(tmp_path / "sftp-root")), local_root=tmp_path / "sftp-root")
-    for path, data in OUTSIDE.items():
-        backend.put(path, data)
-    return backend
-
-
-def destination(root, **extra):
-    return dict({"id": "archive", "storage": root.storage, "path": "site"}, **extra)
-
-
-def outside(root) -> dict:
-    return {p: d for p, d in tree(root.local_root).items() if not p.startswith("site/")}
-
-
-def assert_refused(result, reason):
-    assert result.get("failed") and result["reason"] == reason, result
-    assert "Traceback" not in json.dumps(result) and "module_stderr" not in result, result
+    return neighbour_root(request, tmp_path)
 
 
 @pytest.fixture
