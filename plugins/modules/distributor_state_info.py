@@ -227,7 +227,8 @@ def main():
     argument_spec = dict(SELECTOR, destination=DESTINATION, pipeline_id=dict(type="str"))
     run_module(
         argument_spec,
-        lambda params, check_mode: state_info(params["destination"], pipeline_id=params["pipeline_id"], selector=Selector(params["source_id"], params["created"])),
+        lambda params, check_mode: state_info(
+            params["destination"], pipeline_id=params["pipeline_id"], selector=Selector(params["source_id"], params["created"])),
     )
 
 

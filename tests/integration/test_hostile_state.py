@@ -13,6 +13,7 @@ import pytest
 from conftest import tree
 from hostile import OUTSIDE, assert_refused, destination, neighbour_root, outside
 
+
 @pytest.fixture(params=["local", "sftp"])
 def root(request, tmp_path):
     return neighbour_root(request, tmp_path)

@@ -107,5 +107,3 @@ def open_managed_root(pipeline_id: str, destination: Destination, selector: Sele
                 "%s records an interrupted publish (attempt %s); its unrecorded outputs are left for "
                 "the next publish to remove" % (storage.describe(JOURNAL_NAME), records.journal.token))
         yield ManagedRoot(storage, key, bundle_path, state, records.present, warnings)
-
-
