@@ -4,6 +4,7 @@ inventory's variables, the project's playbooks/publish.yml, and results read fro
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -87,3 +88,21 @@ def test_check_diff_job_then_real_job_then_rerun_changes_nothing(job):
     [repeated] = publish_results(again)
     assert repeated["changed"] is False and repeated["action"] == "skip"
     assert again.stats["changed"] == {}
+
+
+def artifacts(runner) -> dict:
+    """The job's set_stats data, as AWX reads it from the playbook_on_stats event."""
+    [event] = [e for e in runner.events if e["event"] == "playbook_on_stats"]
+    return event["event_data"].get("artifact_data") or {}
+
+
+def test_a_check_job_publishes_its_plans_and_the_run_job_runs_exactly_them(job):
+    checked = job("--check")
+    [planned] = publish_results(checked)
+    plans = artifacts(checked)["distributor_plans"]
+    assert plans == {"reports/web": planned["plan_digest"]}
+    approved = job("-e '%s'" % json.dumps({"distributor_expected_plans": plans}))
+    [result] = publish_results(approved)
+    assert result["changed"] and result["plan_digest"] == planned["plan_digest"]
+    assert "distributor_plans" not in artifacts(approved), "only a check job records plans"
+    assert sorted(tree(job.root / "reports")) == [".distributor.json"] + OUTPUTS
