@@ -111,3 +111,23 @@ def test_shared_root_force_clears_unmanaged_files_in_the_way_and_keeps_other_own
     assert (files["docs/page.html"], files["index.html"], files["events.html"]) == (b"p", b"i", b"e")
     owners = {o["path"]: o["pipeline_id"] for o in read_json(files[STATE_NAME])["outputs"]}
     assert owners == {"events.html": "events", "docs/page.html": "reports", "index.html": "reports"}
+
+
+def test_a_journal_whose_directory_was_swapped_for_a_link_stays_until_the_directory_is_back(tmp_path):
+    """A file where the attempt's directory was: its files may be hidden, not gone, so recovery
+    deletes nothing, keeps the journal and resolves it once the directory is back."""
+    dest = destination(tmp_path / "root")
+    site = tmp_path / "root" / "site"
+    publish(write_bundle(tmp_path / "v1", {"index.html": b"v1"}, created="2026-06-03T00:00:00Z"), PIPELINE, dest, now=NOW)
+    (site / "docs").mkdir()
+    (site / "docs" / "page.html").write_bytes(b"left by a killed attempt")
+    (site / JOURNAL_NAME).write_bytes(b'{"token": "dead", "writes": ["docs/page.html"]}')
+    os.rename(site / "docs", tmp_path / "moved")
+    (site / "docs").symlink_to(tmp_path / "moved")
+    second = write_bundle(tmp_path / "v2", {"index.html": b"v2"})
+    assert "docs" in refused("storage_error", second, PIPELINE, dest, now=LATER)
+    assert (site / JOURNAL_NAME).exists() and (tmp_path / "moved" / "page.html").exists()
+    (site / "docs").unlink()
+    os.rename(tmp_path / "moved", site / "docs")
+    assert publish(second, PIPELINE, dest, now=LATER)["changed"]
+    assert sorted(tree(site)) == [STATE_NAME, "index.html"]

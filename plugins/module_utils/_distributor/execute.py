@@ -15,7 +15,7 @@ from functools import partial
 
 from .errors import DistributorError
 from .journal import Journal
-from .paths import JOURNAL_NAME, STATE_NAME, in_the_way
+from .paths import JOURNAL_NAME, STATE_NAME, directories, in_the_way
 from .plan import Plan
 from .state import parse_state, serialize_state
 from .storage.base import Storage, temp_name
@@ -24,7 +24,17 @@ from .storage.base import Storage, temp_name
 def recovery_deletes(journal: Journal, managed: set, listed: frozenset) -> tuple[list[str], list[str]]:
     """(outputs, staged files) a dead attempt left: what it wrote that no state records. Only
     what the listing shows is deleted, so a name the attempt could never create (too long for
-    the filesystem, say) cannot make every later recovery fail."""
+    the filesystem, say) cannot make every later recovery fail. But a path whose directory is
+    listed as something else (a link or file put there since) may be hidden, not absent: then
+    nothing is deleted and the journal stays, so the attempt's files are found once the
+    directory is back."""
+    hidden = next((p for p in journal.writes if p not in listed and directories((p,)) & listed), None)
+    if hidden is not None:
+        raise DistributorError(
+            "storage_error",
+            "cannot resolve the interrupted publish (attempt %s): %s cannot be looked at, because %s is not a "
+            "directory now; put the directory back, then run again" % (journal.token, hidden, sorted(directories((hidden,)) & listed)[0]),
+        )
     outputs = [p for p in journal.writes if p not in managed and p in listed]
     staged = [name for name in (temp_name(p, journal.token) for p in journal.writes + (STATE_NAME, JOURNAL_NAME)) if name in listed]
     return outputs, staged
