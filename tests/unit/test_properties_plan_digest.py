@@ -27,6 +27,7 @@ DESTINATIONS = {
     "single takeover": {"takeover": {"mode": "managed"}},
     "shared replace": {"state": {"mode": "shared_root"}},
     "shared merge takeover": {"state": {"mode": "shared_root"}, "reconciliation": {"mode": "merge"}, "takeover": {"mode": "managed"}},
+    "migration": {},
 }
 PATHS = {"reports": ["r/a.html", "r/b.html", "common.html"], "events": ["e/a.html", "common.html"]}
 STEP = st.tuples(st.sampled_from(["reports", "events"]), st.integers(0, 3), st.booleans())
@@ -77,7 +78,9 @@ def publisher(tmp_path_factory, store, dest, owner, version, force):
 @given(st.sampled_from(sorted(DESTINATIONS)), st.lists(STEP, min_size=1, max_size=6))
 def test_check_mode_predicts_the_real_run_and_its_digest_lets_exactly_that_run_proceed(tmp_path_factory, name, steps):
     store, dest = {}, destination(name)
-    for owner, version, force in steps:
+    for index, (owner, version, force) in enumerate(steps):
+        if name == "migration":  # single-owner first, then the same root opened as a shared root
+            dest = destination("single replace" if index < len(steps) // 2 else "shared replace")
         run = publisher(tmp_path_factory, store, dest, owner, version, force)
         before = dict(store)
         check = outcome(run, check_mode=True)
@@ -129,3 +132,12 @@ def test_a_malformed_expected_digest_is_invalid_config_and_changes_nothing(tmp_p
     with pytest.raises(DistributorError) as caught:
         run(expect_plan_digest="abc")
     assert caught.value.reason == "invalid_config" and store == {}
+
+
+def test_a_migration_is_predicted_and_approved_like_any_publish(tmp_path_factory):
+    store = {}
+    publisher(tmp_path_factory, store, destination("single replace"), "reports", 1, False)()
+    migrate = publisher(tmp_path_factory, store, destination("shared replace"), "reports", 1, False)
+    check = migrate(check_mode=True)
+    assert check["action"] == "migrate"
+    same(check, migrate(expect_plan_digest=check["plan_digest"]))

@@ -99,47 +99,40 @@ _RECONCILIATION = {
 _SOURCE = {"type": "object", "required": ["manifest"], "properties": {"manifest": {"type": "object"}}}
 _TIMESTAMPS = {"created_at": TIMESTAMP, "updated_at": TIMESTAMP}
 
-STATE_V1 = {
-    "$schema": DRAFT,
-    "$id": "state-v1.schema.json",
-    "title": "distributor destination state, schema 1 (read only)",
-    "type": "object",
-    "required": ["schema_version", "pipeline_id", "destination_id", "published_at", "source", "outputs"],
-    "properties": {
-        "schema_version": {"const": 1},
-        "distributor_version": {"type": "string"},
-        "pipeline_id": ID,
-        "destination_id": ID,
-        "published_at": TIMESTAMP,
-        "source": _SOURCE,
-        "links": _LINKS,
-        "outputs": {"type": "array", "items": _output({}, [])},
-    },
-}
+def _state(version: int, title: str, required: list, properties: dict) -> dict:
+    """A state record schema: what every schema version shares around its own fields."""
+    return {
+        "$schema": DRAFT,
+        "$id": "state-v%d.schema.json" % version,
+        "title": "distributor destination state, schema %d (%s)" % (version, title),
+        "type": "object",
+        "required": ["schema_version"] + required,
+        "properties": {"schema_version": {"const": version}, "distributor_version": {"type": "string"}, **properties},
+    }
 
-STATE_V2 = {
-    "$schema": DRAFT,
-    "$id": "state-v2.schema.json",
-    "title": "distributor destination state, schema 2 (single owner)",
-    "type": "object",
-    "required": [
-        "schema_version", "pipeline_id", "destination_id", "published_at", "created_at",
-        "updated_at", "state", "reconciliation", "source", "outputs",
-    ],
-    "properties": {
-        "schema_version": {"const": 2},
-        "distributor_version": {"type": "string"},
-        "pipeline_id": ID,
-        "destination_id": ID,
-        "published_at": TIMESTAMP,
-        **_TIMESTAMPS,
-        "state": {"type": "object", "required": ["mode"], "properties": {"mode": {"const": "single_owner"}}},
-        "reconciliation": _RECONCILIATION,
-        "source": _SOURCE,
-        "links": _LINKS,
-        "outputs": {"type": "array", "items": _output(_TIMESTAMPS, ["created_at", "updated_at"])},
-    },
-}
+
+STATE_V1 = _state(1, "read only", ["pipeline_id", "destination_id", "published_at", "source", "outputs"], {
+    "pipeline_id": ID,
+    "destination_id": ID,
+    "published_at": TIMESTAMP,
+    "source": _SOURCE,
+    "links": _LINKS,
+    "outputs": {"type": "array", "items": _output({}, [])},
+})
+
+STATE_V2 = _state(2, "single owner", [
+    "pipeline_id", "destination_id", "published_at", "created_at", "updated_at", "state", "reconciliation", "source", "outputs",
+], {
+    "pipeline_id": ID,
+    "destination_id": ID,
+    "published_at": TIMESTAMP,
+    **_TIMESTAMPS,
+    "state": {"type": "object", "required": ["mode"], "properties": {"mode": {"const": "single_owner"}}},
+    "reconciliation": _RECONCILIATION,
+    "source": _SOURCE,
+    "links": _LINKS,
+    "outputs": {"type": "array", "items": _output(_TIMESTAMPS, ["created_at", "updated_at"])},
+})
 
 _OWNER_FIELDS = {
     "pipeline_id": ID,
@@ -149,40 +142,28 @@ _OWNER_FIELDS = {
     "source_created": TIMESTAMP,
 }
 
-STATE_V3 = {
-    "$schema": DRAFT,
-    "$id": "state-v3.schema.json",
-    "title": "distributor destination state, schema 3 (shared root)",
-    "type": "object",
-    "required": ["schema_version", "created_at", "updated_at", "state", "owners", "outputs"],
-    "properties": {
-        "schema_version": {"const": 3},
-        "distributor_version": {"type": "string"},
-        **_TIMESTAMPS,
-        "state": {"type": "object", "required": ["mode"], "properties": {"mode": {"const": "shared_root"}}},
-        "owners": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["pipeline_id", "destination_id", "reconciliation", "source"],
-                "properties": {
-                    "pipeline_id": ID,
-                    "destination_id": ID,
-                    "reconciliation": _RECONCILIATION,
-                    "source": _SOURCE,
-                    "links": _LINKS,
-                },
+STATE_V3 = _state(3, "shared root", ["created_at", "updated_at", "state", "owners", "outputs"], {
+    **_TIMESTAMPS,
+    "state": {"type": "object", "required": ["mode"], "properties": {"mode": {"const": "shared_root"}}},
+    "owners": {
+        "type": "array",
+        "items": {
+            "type": "object",
+            "required": ["pipeline_id", "destination_id", "reconciliation", "source"],
+            "properties": {
+                "pipeline_id": ID,
+                "destination_id": ID,
+                "reconciliation": _RECONCILIATION,
+                "source": _SOURCE,
+                "links": _LINKS,
             },
         },
-        "outputs": {
-            "type": "array",
-            "items": _output(
-                dict(_TIMESTAMPS, **_OWNER_FIELDS),
-                ["created_at", "updated_at"] + sorted(_OWNER_FIELDS),
-            ),
-        },
     },
-}
+    "outputs": {
+        "type": "array",
+        "items": _output(dict(_TIMESTAMPS, **_OWNER_FIELDS), ["created_at", "updated_at"] + sorted(_OWNER_FIELDS)),
+    },
+})
 
 PIPELINE = {
     "$schema": DRAFT,
@@ -221,6 +202,8 @@ _STR = {"type": "string"}
 _OPT_STR = {"type": ["string", "null"]}
 _MODE = {"type": "string", "pattern": "^0?[0-7]{3,4}$", "description": "an octal mode string such as \"0640\""}
 _ID_OR_NAME = {"type": ["string", "integer"]}
+# The settings of the backends that write files (local, sftp).
+_FILE_SETTINGS = {"root": _STR, "file_mode": _MODE, "directory_mode": _MODE, "owner": _ID_OR_NAME, "group": _ID_OR_NAME}
 # A lock renewed every third of its expiry over a slow link needs a second at least; a lock that
 # outlives a dead holder by more than a day helps nobody.
 LOCK_EXPIRY_MINIMUM = 1
@@ -243,14 +226,7 @@ DESTINATION = {
                     "if": {"properties": {"type": {"const": "local"}}},
                     "then": {
                         "required": ["root"],
-                        "properties": {
-                            "type": True,
-                            "root": _STR,
-                            "file_mode": _MODE,
-                            "directory_mode": _MODE,
-                            "owner": _ID_OR_NAME,
-                            "group": _ID_OR_NAME,
-                        },
+                        "properties": {"type": True, **_FILE_SETTINGS},
                         "additionalProperties": False,
                     },
                 },
@@ -267,11 +243,7 @@ DESTINATION = {
                             "private_key_file": _OPT_STR,
                             "known_hosts_file": _OPT_STR,
                             "host_key_policy": {"enum": list(vocabulary.HOST_KEY_POLICIES)},
-                            "root": _STR,
-                            "file_mode": _MODE,
-                            "directory_mode": _MODE,
-                            "owner": _ID_OR_NAME,
-                            "group": _ID_OR_NAME,
+                            **_FILE_SETTINGS,
                         },
                         "additionalProperties": False,
                     },
