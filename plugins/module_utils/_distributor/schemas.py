@@ -99,6 +99,7 @@ _RECONCILIATION = {
 _SOURCE = {"type": "object", "required": ["manifest"], "properties": {"manifest": {"type": "object"}}}
 _TIMESTAMPS = {"created_at": TIMESTAMP, "updated_at": TIMESTAMP}
 
+
 def _state(version: int, title: str, required: list, properties: dict) -> dict:
     """A state record schema: what every schema version shares around its own fields."""
     return {
