@@ -10,6 +10,7 @@ integration tests use, on 127.0.0.1 only.
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import subprocess
@@ -73,6 +74,22 @@ def git_revision() -> str:
 
     head = git("rev-parse", "--short", "HEAD") or "unknown"
     return head + ("+dirty" if git("status", "--porcelain", "--untracked-files=no", "--", "plugins") else "")
+
+
+def write_results(name: str, data: dict, table: str) -> str:
+    """benchmarks/results/<time>-<name>.json (`data` with the revision and load average) and
+    .md (`table`); prints the table. Returns the path without its extension."""
+    results = os.path.join(BENCH_DIR, "results")
+    os.makedirs(results, exist_ok=True)
+    stem = os.path.join(results, time.strftime("%Y%m%dT%H%M%S") + "-" + name)
+    meta = {"revision": git_revision(), "load": os.getloadavg(), "cpus": os.cpu_count()}
+    with open(stem + ".json", "w") as handle:
+        json.dump(dict(data, meta=meta), handle, indent=1)
+    with open(stem + ".md", "w") as handle:
+        handle.write(table)
+    print(table)
+    print("load average %s; wrote %s.json and .md" % (meta["load"], stem))
+    return stem
 
 
 # ---------------------------------------------------------------------------------------------

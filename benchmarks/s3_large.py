@@ -19,12 +19,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 import harness
 from baselines import aws_env, find_aws
 from bundles import BundleSpec, generate
-from harness import Backends, destination, git_revision, pipeline, time_command
+from harness import Backends, destination, pipeline, time_command, write_results
 
 MiB = 1024 * 1024
 
@@ -92,15 +91,7 @@ def main(argv=None) -> int:
              "| --- | ---: | ---: | ---: | ---: | ---: |\n"
              "| {size_mib} MiB | {distributor_s:.2f} | {distributor_peak_mib:.0f} ({distributor_floor_mib:.0f}) | "
              "{aws_s:.2f} | {aws_peak_mib:.0f} | {ratio:.2f}x |\n").format(**summary)
-    os.makedirs(os.path.join(harness.BENCH_DIR, "results"), exist_ok=True)
-    stem = os.path.join(harness.BENCH_DIR, "results", time.strftime("%Y%m%dT%H%M%S") + "-s3-large")
-    meta = {"revision": git_revision(), "load": os.getloadavg(), "cpus": os.cpu_count()}
-    with open(stem + ".json", "w") as handle:
-        json.dump({"meta": meta, "rows": rows, "summary": summary}, handle, indent=1)
-    with open(stem + ".md", "w") as handle:
-        handle.write(table)
-    print(table)
-    print("load average %s; wrote %s.json and .md" % (meta["load"], stem))
+    write_results("s3-large", {"rows": rows, "summary": summary}, table)
     return 0
 
 

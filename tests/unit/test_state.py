@@ -112,3 +112,20 @@ def test_generated_output_without_transform_is_invalid_state():
     record = json.loads(v1())
     record["outputs"][0]["kind"] = "generated"
     invalid(json.dumps(record).encode(), "transform")
+
+
+@pytest.mark.parametrize("state", [
+    single_state(manifest(files={"a.md": b"a", "b/c.md": b"c"}), paths=("a.md", "b/c.md")),
+    shared_state(("one", "d", manifest(files={"a.md": b"a"}), ("a.md",)), ("two", "d", manifest(files={"b/c.md": b"c"}), ("b/c.md",))),
+], ids=["single owner", "shared root"])
+def test_state_is_written_one_record_a_line_and_reads_back_the_same(state):
+    """Readable for an operator grepping for a path, and written by the C encoder: every output
+    record and manifest file entry is one line, the structure around them is indented."""
+    raw = serialize_state(state)
+    assert json.loads(raw) == state_to_dict(state)
+    assert parse_state(raw, ".distributor.json") == state
+    lines = raw.decode().splitlines()
+    for output in state_to_dict(state)["outputs"]:
+        assert sum('"path": "%s"' % output["path"] in line and '"sha256"' in line for line in lines) == 2, \
+            "the output record and its manifest file entry are not one line each"
+    assert lines[0] == "{" and lines[1].startswith('  "schema_version": ')

@@ -426,17 +426,19 @@ MAX_NESTING = 32
 def check_nesting(data: object, where: str, reason: str) -> None:
     """Refuse data nested deeper than any record or setting distributor reads (the deepest, a
     manifest inside a state record, is 7 levels), before a recursive reader sees it: json.dumps
-    and jsonschema recurse and would fail with RecursionError. Iterative, so it cannot."""
-    pending = [(data, 1)]
-    while pending:
-        value, depth = pending.pop()
+    and jsonschema recurse and would fail with RecursionError. Iterative, so it cannot, and level
+    by level over containers only: a 100,000-output state holds millions of scalars."""
+    level = [data] if isinstance(data, (dict, list, tuple)) else []
+    depth = 1
+    while level:
         if depth > MAX_NESTING:
             raise DistributorError(reason, "%s nests arrays or objects deeper than %d levels; no distributor "
                                            "record or setting does" % (where, MAX_NESTING))
-        if isinstance(value, dict):
-            pending.extend((v, depth + 1) for v in value.values())
-        elif isinstance(value, (list, tuple)):
-            pending.extend((v, depth + 1) for v in value)
+        below = []
+        for value in level:
+            below += [v for v in (value.values() if isinstance(value, dict) else value) if isinstance(v, (dict, list, tuple))]
+        level = below
+        depth += 1
 
 
 def load_json(raw: bytes, where: str, reason: str) -> object:

@@ -10,24 +10,18 @@ import stat
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
-from typing import Callable, Iterable, Iterator, NamedTuple
+from typing import Callable, Iterable, Iterator
 
 from ..attributes import ownership, parse_mode
 from ..errors import DistributorError
 from ..paths import LOCK_NAME, is_reserved, join
 from ..regular import NotRegularFile, kind_of, open_regular
 from .base import (
-    LOCK_EXPIRY_SECONDS, LOCK_POLL_SECONDS, Lease, Storage, describe_holder, holder_record, not_a_record, staging_dir, temp_name)
+    LOCK_EXPIRY_SECONDS, LOCK_POLL_SECONDS, Lease, Storage, describe_holder, holder_record, not_a_record, staging_dir)
+from .durability import FsyncEach, Staged, durability_for, fsync_path
 
-SYNC_BATCH = 512  # staged files written before their fsyncs and renames: bounds open work, not fds
+SYNC_BATCH_BYTES = 64 * 1024 * 1024  # a batch also ends at this many staged bytes, so big files overlap their syncs
 SYNC_WORKERS = 8
-
-
-class _Staged(NamedTuple):
-    path: str
-    staged: str
-    real: str
-    ident: tuple[int, int]
 
 
 class LocalStorage(Storage):
@@ -138,40 +132,50 @@ class LocalStorage(Storage):
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
         try:
             item = self._stage(path, chunks)
-            self._rename_synced([item], [_fsync_path(item.staged)])
-            self._sync_directories({os.path.dirname(item.real)})
+            self._rename_synced([item], [fsync_path(item.staged)])
+            FsyncEach.directories(self._directory_chain({os.path.dirname(item.real)}))
         finally:
             self._drop_staging()
 
     def write_many(self, items: Iterable[tuple[str, Callable[[], Iterable[bytes]]]]) -> None:
-        """Durability in batches: a batch of staged files is fsynced from a small pool (the
-        filesystem folds concurrent fsyncs into shared journal commits) while the next batch is
-        staged, and renamed once all its fsyncs are done; every directory written into (and its
-        parents up to the root) is fsynced once at the end, so every output and every directory
-        created is durable before the caller writes state."""
+        """Durability in batches (see durability.py): a batch of staged files is made durable
+        while the next batch is staged, and renamed once it is; then every directory written
+        into (and its parents up to the root's parent) is made durable, so every output and
+        every directory created is durable before the caller writes state."""
+        durability = durability_for(self.root) if os.path.isdir(self.root) else FsyncEach()
+        try:
+            durability.directories(self._directory_chain(self._write_batches(durability, items)))
+        finally:
+            durability.close()
+
+    def _write_batches(self, durability, items) -> set[str]:
+        """Stage, sync and rename `items` batch by batch; the directories renamed into."""
         directories: set[str] = set()
-        batch: list[_Staged] = []
+        batch: list[Staged] = []
+        size = 0
         pending: tuple[list, list] | None = None
         with ThreadPoolExecutor(SYNC_WORKERS) as pool:
             try:
                 for path, factory in items:
                     batch.append(self._stage(path, factory()))
-                    if len(batch) >= SYNC_BATCH:
+                    size += batch[-1].size
+                    if len(batch) >= durability.batch_files or size >= SYNC_BATCH_BYTES:
                         if pending:
                             directories.update(self._rename_synced(pending[0], [f.result() for f in pending[1]]))
-                        pending, batch = (batch, [pool.submit(_fsync_path, item.staged) for item in batch]), []
+                        pending, batch, size = (batch, durability.submit(pool, batch)), [], 0
                 if pending:
                     directories.update(self._rename_synced(pending[0], [f.result() for f in pending[1]]))
                 pending = None
-                directories.update(self._rename_synced(batch, list(pool.map(_fsync_path, (item.staged for item in batch)))))
+                if batch:
+                    directories.update(self._rename_synced(batch, [f.result() for f in durability.submit(pool, batch)]))
                 batch = []
             finally:
                 for item in batch + (pending[0] if pending else []):
                     _unlink_quietly(item.staged)
                 self._drop_staging()
-        self._sync_directories(directories)
+        return directories
 
-    def _stage(self, path: str, chunks: Iterable[bytes]) -> _Staged:
+    def _stage(self, path: str, chunks: Iterable[bytes]) -> Staged:
         """`chunks` written to a new file in the attempt's staging directory, not yet durable.
         Created exclusively and never through a link (O_EXCL, O_NOFOLLOW); mode and ownership
         are set through the open file, so no name is resolved twice."""
@@ -182,9 +186,11 @@ class LocalStorage(Storage):
         except OSError as exc:
             raise DistributorError("storage_error", "cannot stage %s at %s: %s" % (real, staged, exc.strerror or exc)) from exc
         try:
+            size = 0
             with os.fdopen(fd, "wb") as handle:
                 for chunk in chunks:
                     handle.write(chunk)
+                    size += len(chunk)
                 self._settle(handle.fileno(), 0o644 if self.file_mode is None else self.file_mode)
                 ident = _identity(os.fstat(handle.fileno()))
         except BaseException as exc:
@@ -192,7 +198,7 @@ class LocalStorage(Storage):
             if isinstance(exc, OSError):
                 raise DistributorError("storage_error", "cannot write %s: %s" % (real, exc.strerror or exc)) from exc
             raise
-        return _Staged(path, staged, real, ident)
+        return Staged(path, staged, real, ident, size)
 
     def _staging(self, path: str) -> str:
         """This attempt's staging directory beside `path` (see base.staging_dir), made on first
@@ -217,19 +223,21 @@ class LocalStorage(Storage):
                 os.rmdir(real)
         self._staging_dirs.clear()
 
-    def _verify(self, item: _Staged) -> None:
-        """Right before the rename: no directory on the way to the target or the staged file has
-        become a symbolic link, and the staged file is still the one this attempt created."""
+    def _verify(self, item: Staged) -> None:
+        """Right before the rename: no directory on the way to the target has become a symbolic
+        link, the staging directory beside it is still a directory, and the staged file is still
+        the one this attempt created."""
         self._real(item.path)
-        self._real(temp_name(item.path, self.token))
+        staging = os.path.dirname(item.staged)
+        self._check_component(staging, item.path, True)
         info = _lstat_or_none(item.staged)
         if info is None or _identity(info) != item.ident:
             raise DistributorError("storage_error", "cannot write %s: its staged file %s was replaced or removed "
                                    "by someone else" % (item.real, item.staged))
 
-    def _rename_synced(self, batch: list[_Staged], results: list) -> set[str]:
+    def _rename_synced(self, batch: list[Staged], results: list) -> set[str]:
         """Rename each staged file over its target, once every fsync of the batch succeeded
-        (`results` are _fsync_path's); what is not renamed is removed. The directories renamed into."""
+        (`results` are fsync_path's); what is not renamed is removed. The directories renamed into."""
         failed = next((r for r in results if r), None)
         done = 0
         try:
@@ -248,9 +256,9 @@ class LocalStorage(Storage):
             raise
         return {os.path.dirname(item.real) for item in batch}
 
-    def _sync_directories(self, directories: set[str]) -> None:
-        """fsync each directory and every parent up to the root's parent: a created directory is
-        an entry in its parent, and the root itself may have been created by this run."""
+    def _directory_chain(self, directories: set[str]) -> list[str]:
+        """Each directory and every parent up to the root's parent, deepest first: a created
+        directory is an entry in its parent, and the root itself may have been created by this run."""
         stop = os.path.dirname(os.path.abspath(self.root))
         every = set()
         for directory in directories:
@@ -258,11 +266,7 @@ class LocalStorage(Storage):
                 every.add(directory)
                 directory = os.path.dirname(directory)
         every.add(stop)
-        for directory in sorted(every, key=len, reverse=True):
-            try:
-                _fsync(directory, os.O_DIRECTORY)
-            except OSError as exc:
-                raise DistributorError("storage_error", "cannot sync directory %s: %s" % (directory, exc.strerror or exc)) from exc
+        return sorted(every, key=len, reverse=True)
 
     def delete(self, path: str) -> bool:
         """A staged file already gone still tidies its staging directory: an attempt that died
@@ -378,23 +382,6 @@ def _lstat_or_none(path: str):
         return os.lstat(path)
     except OSError:
         return None
-
-
-def _fsync(path: str, flags: int) -> None:
-    fd = os.open(path, os.O_RDONLY | flags)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _fsync_path(path: str):
-    """None, or (path, error): run in worker threads, so errors travel back as values."""
-    try:
-        _fsync(path, os.O_NOFOLLOW)
-    except OSError as exc:
-        return path, exc
-    return None
 
 
 def _unlink_quietly(path: str) -> None:
