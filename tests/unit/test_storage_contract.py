@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+import paramiko
 import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError, MissingLibrary
@@ -423,6 +424,34 @@ def test_sftp_unreachable_server_gives_storage_error(backend):
 
 
 @only("sftp")
+def test_sftp_writes_over_several_channels_and_settles_for_the_ones_granted(backend, monkeypatch):
+    """A server that grants fewer sessions (MaxSessions) makes write_many slower, never fail."""
+    storage = backend.open()
+    storage.write_bytes("first.txt", b"connects")
+    granted = []
+    real_open = storage._client.open_sftp
+
+    def open_one_more():
+        if granted:
+            raise paramiko.ChannelException(2, "administratively prohibited")
+        granted.append(real_open())
+        return granted[-1]
+
+    monkeypatch.setattr(storage._client, "open_sftp", open_one_more)
+    storage.write_many(("f%d.txt" % i, lambda i=i: [b"%d" % i]) for i in range(10))
+    assert len(granted) == 1 and granted[0].sock.closed
+    assert storage.list_files() == ["f%d.txt" % i for i in range(10)] + ["first.txt"]
+
+
+@only("sftp")
+def test_sftp_prefers_an_aead_cipher_the_server_offers(backend):
+    storage = backend.open()
+    storage.write_bytes("a.txt", b"x")
+    transport = storage._client.get_transport()
+    assert transport.local_cipher == transport.remote_cipher == "aes128-gcm@openssh.com"
+
+
+@only("sftp")
 def test_sftp_relative_root_is_a_config_error(backend):
     expect_error("invalid_config", backend.open, BASE, "t1", root="relative/dir")
 
@@ -528,20 +557,24 @@ def test_s3_parts_are_cut_exactly_from_any_chunking_and_reuse_their_buffers(back
     assert len(storage._part_buffers) <= s3_backend.PARTS_IN_FLIGHT, "part buffers are allocated per part, not reused"
 
 
-@only("s3")
-def test_s3_write_many_uploads_every_file(backend):
+@only("s3", "sftp")
+def test_concurrent_write_many_writes_every_file_into_new_directories(backend):
+    """Several writers meet each new directory at once: each directory and (SFTP) its staging
+    directory is made once, and nothing staged is left."""
+    names = sorted("d%d/sub/f%02d.txt" % (i % 3, i) for i in range(40))
     storage = backend.open()
-    storage.write_many(("f%02d.txt" % i, lambda i=i: [b"file %d" % i]) for i in range(40))
-    assert storage.list_files() == ["f%02d.txt" % i for i in range(40)]
-    assert storage.read_bytes("f07.txt") == b"file 7"
+    storage.write_many((name, lambda name=name: [name.encode()]) for name in names)
+    assert storage.list_files() == sorted(names)
+    assert all(storage.read_bytes(name) == name.encode() for name in names[:5])
 
 
-@only("s3")
-def test_s3_write_many_raises_the_first_failure(backend):
+@only("s3", "sftp")
+def test_concurrent_write_many_raises_the_first_failure(backend):
     storage = backend.open()
     items = [("ok%d.txt" % i, lambda: [b"ok"]) for i in range(5)] + [("bad.txt", lambda: failing_chunks(b"x"))]
     expect_error("verification_failed", storage.write_many, items)
     assert "bad.txt" not in storage.list_files()
+    assert not [name for name in storage.list_files() if name.startswith(".distributor")]
 
 
 @only("s3")

@@ -15,14 +15,17 @@ import os
 import socket
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from datetime import datetime, timezone
-from typing import Callable, ContextManager, Iterable
+from typing import Callable, ContextManager, Iterable, TypeVar
 from urllib.parse import quote, quote_plus
 
 from ..errors import DistributorError
 from ..paths import RESERVED_PREFIX
 from ..schemas import show
 from ..timestamps import format_rfc3339
+
+Item = TypeVar("Item")
 
 LOCK_EXPIRY_SECONDS = 600.0
 LOCK_POLL_SECONDS = 0.2
@@ -47,6 +50,21 @@ def temp_name(path: str, token: str) -> str:
     """Where a write of `path` is staged before its rename: reserved, so never an output, and
     derived from the attempt token so recovery can find leftovers without listing."""
     return "%s/%s" % (staging_dir(path, token), path.rpartition("/")[2])
+
+
+def in_parallel(workers: int, task: Callable[[Item], None], items: Iterable[Item]) -> None:
+    """`task` over `items`, `workers` at a time, for backends whose small requests are latency
+    bound. The first failure cancels the tasks not yet started and is raised once the running
+    ones end: what finished stays done, as a sequential run would have left it."""
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(task, item) for item in items]
+        try:
+            for future in as_completed(futures):
+                future.result()
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
 
 
 def not_a_record(where: str, kind: str) -> DistributorError:

@@ -14,7 +14,7 @@ import threading
 import time
 from collections import deque
 import traceback
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from functools import partial
 from typing import Callable, Iterable, Iterator
@@ -23,7 +23,8 @@ from ..attributes import s3_object_args
 from ..errors import DistributorError, MissingLibrary
 from ..paths import LOCK_NAME, join
 from .base import (
-    LOCK_EXPIRY_SECONDS, Lease, Storage, holder_record, holds, lock_is_expired, mentions_secret, redact, wait_for_lock)
+    LOCK_EXPIRY_SECONDS, Lease, Storage, holder_record, holds, in_parallel, lock_is_expired, mentions_secret, redact,
+    wait_for_lock)
 
 PART_SIZE = 8 * 1024 * 1024
 DELETE_BATCH = 1000
@@ -202,15 +203,7 @@ class S3Storage(Storage):
         opened only when their upload starts. The first failure cancels uploads not yet started
         and is raised once the running ones end; files already uploaded stay.
         """
-        with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-            futures = [pool.submit(_write_one, self, path, factory) for path, factory in items]
-            try:
-                for future in as_completed(futures):
-                    future.result()
-            except BaseException:
-                for future in futures:
-                    future.cancel()
-                raise
+        in_parallel(WORKERS, lambda item: self.write(item[0], item[1]()), items)
 
     def delete(self, path: str) -> bool:
         if not self.exists(path):
@@ -324,10 +317,6 @@ class S3Storage(Storage):
         if self._held is not None:
             self._call("release lock", key, "delete_object", NOT_FOUND + CONDITION_FAILED, Key=key, IfMatch=self._held)
         self._held = None
-
-
-def _write_one(storage: S3Storage, path: str, chunks_factory: Callable[[], Iterable[bytes]]) -> None:
-    storage.write(path, chunks_factory())
 
 
 def _session(boto3, storage: dict):
