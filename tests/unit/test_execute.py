@@ -34,3 +34,19 @@ def test_a_failed_write_leaves_every_old_output_in_place(tmp_path):
     assert caught.value.reason == "verification_failed"
     assert sorted(p.name for p in (tmp_path / "www").iterdir()) == [".distributor.json", "keep.png", "old.png"]
     assert (tmp_path / "www/old.png").read_bytes() == b"old"
+
+
+def test_a_large_source_changed_after_its_manifest_is_never_put_in_place(tmp_path):
+    """Read and hashed a chunk ahead of the write: the last chunk's mismatch still stops the
+    rename, and nothing is left staged."""
+    big = bytes(range(256)) * (3 * 4096 + 17)
+    bundle = write_bundle(tmp_path / "b1", {"big.bin": big, "small.txt": b"s"})
+    tampered = bytearray(big)
+    tampered[-1] ^= 0xFF
+    (tmp_path / "b1/big.bin").write_bytes(bytes(tampered))
+    with pytest.raises(DistributorError) as caught:
+        publish(bundle, {"id": "reports"}, local(tmp_path / "www"), now=NOW)
+    assert caught.value.reason == "verification_failed"
+    assert "big.bin: sha256 mismatch" in caught.value.message
+    assert (tmp_path / "www").is_dir()
+    assert sorted(p.name for p in (tmp_path / "www").rglob("*")) == []

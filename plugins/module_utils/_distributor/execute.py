@@ -17,6 +17,7 @@ from .errors import DistributorError
 from .journal import Journal
 from .paths import JOURNAL_NAME, STATE_NAME, directories, in_the_way
 from .plan import Plan
+from .readahead import read_ahead
 from .state import parse_state, serialize_state
 from .storage.base import Storage, temp_name
 
@@ -54,7 +55,7 @@ def output_chunks(write, bundle):
     from the bundle."""
     if write.content.data is not None:
         return [write.content.data]
-    return bundle.chunks(write.source_path)
+    return read_ahead(bundle.chunks(write.source_path))
 
 
 def execute(plan: Plan, storage: Storage, bundle) -> None:

@@ -26,7 +26,7 @@ from .timestamps import parse_rfc3339
 
 MANIFEST_NAME = "manifest.json"
 SCHEMA_VERSION = 1
-READ_CHUNK_SIZE = 1024 * 1024  # one chunk in memory at a time, whatever the file size
+READ_CHUNK_SIZE = 1024 * 1024  # a chunk or two in memory at a time (see readahead), whatever the file size
 
 
 @dataclass(frozen=True)
