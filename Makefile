@@ -237,7 +237,10 @@ $(BENCH_TOOLS)/.installed: benchmarks/requirements.txt
 
 bench: collection $(BENCH_TOOLS)/.installed
 	$(VENV_BIN)/python benchmarks/run.py --aws $(BENCH_TOOLS)/bin/aws $(BENCH_ARGS)
+	$(VENV_BIN)/python benchmarks/first_publish.py $(filter --quick,$(BENCH_ARGS))
 	$(VENV_BIN)/python benchmarks/scale.py $(filter --quick,$(BENCH_ARGS))
+	$(VENV_BIN)/python benchmarks/shared_root.py $(filter --quick,$(BENCH_ARGS))
+	$(VENV_BIN)/python benchmarks/s3_large.py --aws $(BENCH_TOOLS)/bin/aws $(if $(filter --quick,$(BENCH_ARGS)),--size 256 --repeat 1)
 	$(BENCH_TOOLS)/bin/python benchmarks/plot.py
 bench: export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 
