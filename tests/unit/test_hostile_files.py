@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 from contextlib import contextmanager
 
 import pytest
@@ -172,18 +173,30 @@ def test_staged_files_leave_no_staging_directory_behind(place):
 
 def test_a_directory_swapped_for_a_link_mid_write_is_refused_and_nothing_outside_changes(place):
     """docs is seen and written into, then swapped while another directory's file is written;
-    the next write into docs must not go through the link, although docs was checked before."""
+    the next write into docs must not go through the link, although docs was checked before.
+    The events keep that order where writes run concurrently (SFTP channels)."""
     open_one, root, outside = place
     storage = open_one()
     docs = root / BASE / "docs"
+    sent, swapped = threading.Event(), threading.Event()
+
+    def send_then_tell():
+        yield b"ours"
+        sent.set()
 
     def swap_then_send():
+        assert sent.wait(10)
         os.rename(docs, root / BASE / "moved")
         os.symlink(outside, docs)
+        swapped.set()
         yield b"ours"
 
+    def after_the_swap():
+        assert swapped.wait(10)
+        return [b"ours"]
+
     before = snapshot(outside)
-    items = [("docs/x.html", lambda: [b"ours"]), ("other/b.html", swap_then_send), ("docs/a.html", lambda: [b"ours"])]
+    items = [("docs/x.html", send_then_tell), ("other/b.html", swap_then_send), ("docs/a.html", after_the_swap)]
     expect_error("storage_error", storage.write_many, items)
     assert snapshot(outside) == before
 
