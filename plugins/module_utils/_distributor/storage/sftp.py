@@ -4,8 +4,9 @@
 One connection serves the whole run (opened on first use) because an SSH handshake costs far
 more than the operations of a publish. Within a file, writes are pipelined so throughput is not
 bound by the round-trip time; across files, several SFTP channels of that connection work at
-once, because each small file still waits for five round trips. The server's host key is checked against known_hosts like OpenSSH does: an
-unknown key is refused unless the operator chose trust-on-first-use (`accept_new`).
+once, because each small file still waits for five round trips. The server's host key is
+checked against known_hosts like OpenSSH does: an unknown key is refused unless the operator
+chose trust-on-first-use (`accept_new`).
 """
 
 from __future__ import annotations
