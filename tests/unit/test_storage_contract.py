@@ -568,6 +568,18 @@ def test_concurrent_write_many_writes_every_file_into_new_directories(backend):
     assert all(storage.read_bytes(name) == name.encode() for name in names[:5])
 
 
+@only("local", "sftp")
+def test_a_failure_while_staging_leaves_every_old_output_of_the_batch_as_it_was(backend):
+    """Staged, all of them, before the first rename: a source failing last undoes nothing
+    because nothing was replaced yet (S3 has no rename: each object lands when uploaded)."""
+    storage = backend.open()
+    storage.write_many([("a.txt", lambda: [b"old a"]), ("d/m.txt", lambda: [b"old m"]), ("z.txt", lambda: [b"old z"])])
+    items = [("a.txt", lambda: [b"new a"]), ("d/m.txt", lambda: [b"new m"]), ("z.txt", lambda: failing_chunks(b"new z"))]
+    expect_error("verification_failed", storage.write_many, items)
+    assert [storage.read_bytes(name) for name in ("a.txt", "d/m.txt", "z.txt")] == [b"old a", b"old m", b"old z"]
+    assert storage.list_files() == ["a.txt", "d/m.txt", "z.txt"]
+
+
 @only("s3", "sftp")
 def test_concurrent_write_many_raises_the_first_failure(backend):
     storage = backend.open()

@@ -22,7 +22,7 @@ import time
 import traceback
 from contextlib import contextmanager, suppress
 from functools import partial
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator, NamedTuple
 
 from ..attributes import parse_mode
 from ..errors import DistributorError, MissingLibrary
@@ -37,6 +37,7 @@ HOST_KEY_POLICIES = ("reject", "accept_new")
 LOCK_CREATE_ATTEMPTS = 3
 BREAK_GUARD_EXPIRY = 60.0
 CHANNELS = 3  # SFTP channels writing at once; OpenSSH allows 10 sessions a connection by default
+BATCH_FILES = 1024  # files staged before the first of them is renamed
 AEAD_CIPHERS = ("aes128-gcm@openssh.com", "aes256-gcm@openssh.com")
 
 
@@ -304,15 +305,16 @@ class SftpStorage(Storage):
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
         try:
-            self._write(path, chunks)
+            self._commit(self._stage(path, chunks))
         finally:
             self._drop_staging()
 
     def write_many(self, items: Iterable[tuple[str, Callable[[], Iterable[bytes]]]]) -> None:
-        """Up to CHANNELS files at once, each worker on an SFTP channel lent to it for that file
-        (one SFTPClient is not safe for concurrent use), and one staging directory per target
-        directory for all the files, not one per file. Every file takes the same checked path
-        as write(): only the round trips of different files overlap."""
+        """Like local storage, a batch of files is all staged before any of them is renamed, so
+        a failure while staging (a directory that refuses writes, a source that changed) leaves
+        every old output of the batch as it was. Both steps run up to CHANNELS files at once,
+        each worker on an SFTP channel lent to it for that file (one SFTPClient is not safe for
+        concurrent use); every file takes the same checked path as write()."""
         work = list(items)
         if not work:
             return
@@ -321,16 +323,27 @@ class SftpStorage(Storage):
         for session in sessions:
             idle.put(session)
 
-        def write_one(item: tuple[str, Callable[[], Iterable[bytes]]]) -> None:
-            session = self._worker.session = idle.get()
-            try:
-                self._write(item[0], item[1]())
-            finally:
-                self._worker.session = None
-                idle.put(session)
+        def on_a_channel(task: Callable) -> Callable:
+            def run(argument) -> None:
+                session = self._worker.session = idle.get()
+                try:
+                    task(argument)
+                finally:
+                    self._worker.session = None
+                    idle.put(session)
+            return run
 
         try:
-            in_parallel(len(sessions), write_one, work)
+            for first in range(0, len(work), BATCH_FILES):
+                staged: list[_Staged] = []
+                try:
+                    in_parallel(len(sessions), on_a_channel(lambda item: staged.append(self._stage(item[0], item[1]()))),
+                                work[first:first + BATCH_FILES])
+                    in_parallel(len(sessions), on_a_channel(self._commit), staged)
+                except BaseException:
+                    for item in staged:
+                        self._discard(item.staged)
+                    raise
         finally:
             for session in sessions[1:]:
                 with suppress(Exception):
@@ -348,17 +361,25 @@ class SftpStorage(Storage):
                 break
         return opened
 
-    def _write(self, path: str, chunks: Iterable[bytes]) -> None:
+    def _stage(self, path: str, chunks: Iterable[bytes]) -> _Staged:
+        """`chunks` uploaded to a new file in the attempt's staging directory beside `path`."""
         target = self._remote(path, create_parents=True)
         staging, owner = self._staging(path)
         staged = posixpath.join(staging, posixpath.basename(target))
         try:
-            written = self._upload(staged, chunks)
-            self._verify(staged, written, owner)
-            with self._errors("rename into place", target):
-                self._open().posix_rename(_wire(staged), _wire(target))
+            return _Staged(staged, target, self._upload(staged, chunks), owner)
         except BaseException:
             self._discard(staged)
+            raise
+
+    def _commit(self, item: _Staged) -> None:
+        """The staged file checked once more, then renamed over its target."""
+        try:
+            self._verify(item.staged, item.written, item.owner)
+            with self._errors("rename into place", item.target):
+                self._open().posix_rename(_wire(item.staged), _wire(item.target))
+        except BaseException:
+            self._discard(item.staged)
             raise
 
     def _staging(self, path: str) -> tuple[str, int | None]:
@@ -635,6 +656,13 @@ class SftpStorage(Storage):
         if self._acquired_at is not None and holds(self._read(remote), self.token):
             self._remove(remote, "release lock")
         self._acquired_at = None
+
+
+class _Staged(NamedTuple):
+    staged: str
+    target: str
+    written: int
+    owner: int | None
 
 
 class _PathAttributes:
