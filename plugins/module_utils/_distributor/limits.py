@@ -1,0 +1,20 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Bounds on what distributor reads from a destination.
+
+Anyone with write access to a destination can plant a record of any size or a tree of any
+depth; a bound turns that into a clear refusal instead of a MemoryError or a RecursionError.
+Each bound is far above what distributor itself ever writes there.
+"""
+
+from __future__ import annotations
+
+# The state record: about 500 bytes a record leaves room for 1,000,000 outputs.
+STATE_LIMIT = 512 * 1024 * 1024
+# The journal names every path one attempt writes: as many as the state, but shorter records.
+JOURNAL_LIMIT = 256 * 1024 * 1024
+# A lock holds one holder record of a few hundred bytes.
+LOCK_LIMIT = 64 * 1024
+# Directory levels below a bundle path that a listing descends; deeper is a storage_error.
+DEPTH_LIMIT = 256
+# Characters of a string read from storage (a lock holder, an owner id) shown back to a user.
+SHOWN_LIMIT = 256
