@@ -300,8 +300,9 @@ class SftpStorage(Storage):
             except FileNotFoundError:
                 return None
 
-    def read_bytes(self, path: str) -> bytes | None:
-        return self._read(self._remote(path))
+    def read_bytes(self, path: str, limit: int) -> bytes | None:
+        data = self._read(self._remote(path))
+        return None if data is None else data[:limit + 1]
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
         try:
