@@ -387,7 +387,8 @@ class LocalStorage(Storage):
         return found
 
     def _remove_empty_parents(self, path: str) -> None:
-        """Deleting the last file of a directory deletes the directory, up to (not including) the base."""
+        """Deleting the last file of a directory deletes the directory, up to (not including) the base;
+        what is no longer an empty directory at its name (refilled, or swapped for a link) stays."""
         head = path.rpartition("/")[0]
         while head:
             rel_parent, name = self._split(head)
@@ -397,7 +398,7 @@ class LocalStorage(Storage):
             try:
                 os.rmdir(name, dir_fd=parent)
             except OSError as exc:
-                if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT):
+                if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT, errno.ENOTDIR):
                     return
                 raise failed("remove directory", self.describe(head), exc) from exc
             self._forget(join(self.base, head))
