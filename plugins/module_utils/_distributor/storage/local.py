@@ -251,13 +251,15 @@ class LocalStorage(Storage):
             fd = os.open(name, CREATE_FLAGS, 0o600, dir_fd=staging)
         item = Staged(path, name, head, staging, where, (0, 0), 0)
         try:
-            size = 0
-            with os.fdopen(fd, "wb") as handle:
+            try:
+                size = 0
                 for chunk in chunks:
-                    handle.write(chunk)
+                    _write_all(fd, chunk)
                     size += len(chunk)
-                self._settle(handle.fileno(), 0o644 if self.file_mode is None else self.file_mode)
-                info = os.fstat(handle.fileno())
+                self._settle(fd, 0o644 if self.file_mode is None else self.file_mode)
+                info = os.fstat(fd)
+            finally:
+                os.close(fd)
         except BaseException as exc:
             _unlink_quietly(item)
             if isinstance(exc, OSError):
@@ -479,6 +481,14 @@ class LocalStorage(Storage):
         if self._root_fd is not None:
             os.close(self._root_fd)
             self._root_fd = None
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """os.write may write less than asked; a file object would cost a buffer and three system
+    calls more per file."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def _unlink_quietly(item: Staged) -> None:
