@@ -21,9 +21,9 @@ from ..regular import kind_of
 from .base import (
     LOCK_EXPIRY_SECONDS, LOCK_POLL_SECONDS, Lease, Storage, describe_holder, holder_record, not_a_record, staging_dir)
 from .descriptors import (
-    CREATE_FLAGS, NotRegular, entry_mode, failed, identity_at, link_refused, list_tree, make_directory, open_directory, open_regular_at,
-    read_at_most)
-from .durability import Directory, FsyncEach, Staged, durability_for, fsync_staged
+    CREATE_FLAGS, NotRegular, entry_mode, failed, identity_at, link_refused, list_tree, make_directory, open_directory,
+    open_regular_at, read_at_most)
+from .durability import Directory, FsyncEach, Staged, durability_for
 
 SYNC_BATCH_BYTES = 64 * 1024 * 1024  # a batch also ends at this many staged bytes, so big files overlap their syncs
 SYNC_WORKERS = 8
@@ -141,7 +141,7 @@ class LocalStorage(Storage):
         problem = path_problem(path) if path else None
         if problem:
             raise DistributorError("storage_error", "refused to touch %r under %s: it %s" % (path, self.describe(), problem))
-        head, _, name = join(self.base, path).rpartition("/")
+        head, _slash, name = join(self.base, path).rpartition("/")
         return head, name
 
     # -- reading --------------------------------------------------------------------------
