@@ -126,7 +126,8 @@ class Storage:
     def lock(self, timeout: float, expiry: float = LOCK_EXPIRY_SECONDS) -> ContextManager[Lease]:
         """Serialise publishers of this base (a context manager giving the Lease); DistributorError
         ('locked') naming the holder after `timeout` seconds. A holder that died releases it at
-        most `expiry` seconds later; a live one keeps it, however long it works."""
+        most `expiry` seconds after its last renewal, counted on the storage's clock; a live one
+        keeps it, however long it works. SFTP, S3 and memory run lease.held over a LockFile."""
         raise NotImplementedError
 
     def close(self) -> None:
