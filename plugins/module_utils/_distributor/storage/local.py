@@ -18,12 +18,12 @@ from ..errors import DistributorError
 from ..limits import LOCK_LIMIT
 from ..paths import LOCK_NAME, is_reserved, join, path_problem
 from ..regular import kind_of
-from .base import (
-    LOCK_EXPIRY_SECONDS, LOCK_POLL_SECONDS, Lease, Storage, describe_holder, holder_record, not_a_record, staging_dir)
+from .base import Storage, not_a_record, staging_dir
 from .descriptors import (
     CREATE_FLAGS, NotRegular, entry_mode, failed, identity_at, link_refused, list_tree, make_directory, open_directory,
     open_regular_at, read_at_most)
 from .durability import Directory, FsyncEach, Staged, durability_for
+from .lease import LOCK_EXPIRY_SECONDS, LOCK_POLL_SECONDS, Lease, describe_holder, holder_record
 
 SYNC_BATCH_BYTES = 64 * 1024 * 1024  # a batch also ends at this many staged bytes, so big files overlap their syncs
 SYNC_WORKERS = 8
