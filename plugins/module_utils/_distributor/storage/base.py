@@ -133,8 +133,11 @@ class Storage:
         """A location for messages, for example `s3://bucket/prefix/path`."""
         raise NotImplementedError
 
-    def read_bytes(self, path: str) -> bytes | None:
-        """The whole file, or None when it does not exist (used for state, journal, lock)."""
+    def read_bytes(self, path: str, limit: int) -> bytes | None:
+        """The file's first `limit + 1` bytes at most, or None when it does not exist (state,
+        journal, lock, the old content a diff shows). Whatever is at a destination may be of any
+        size: never more than that is read from storage or held in memory, and the extra byte
+        tells the caller that the file is over its bound (see limits.py)."""
         raise NotImplementedError
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:

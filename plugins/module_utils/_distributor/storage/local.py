@@ -14,6 +14,7 @@ from typing import Callable, Iterable, Iterator
 
 from ..attributes import ownership, parse_mode
 from ..errors import DistributorError
+from ..limits import LOCK_LIMIT
 from ..paths import LOCK_NAME, is_reserved, join
 from ..regular import NotRegularFile, kind_of, open_regular
 from .base import (
@@ -117,11 +118,11 @@ class LocalStorage(Storage):
         except OSError as exc:
             raise DistributorError("storage_error", "cannot %s %s: %s" % (action, target, exc.strerror or exc)) from exc
 
-    def read_bytes(self, path: str) -> bytes | None:
+    def read_bytes(self, path: str, limit: int) -> bytes | None:
         real = self._real(path)
         try:
             with open_regular(real) as handle:
-                return handle.read()
+                return handle.read(limit + 1)
         except FileNotFoundError:
             return None
         except NotRegularFile as exc:
@@ -329,7 +330,7 @@ class LocalStorage(Storage):
                     raise DistributorError(
                         "locked",
                         "%s is locked by %s; waited %gs (lock_timeout)"
-                        % (self.describe(), describe_holder(self.read_bytes(LOCK_NAME)), timeout),
+                        % (self.describe(), describe_holder(self.read_bytes(LOCK_NAME, LOCK_LIMIT)), timeout),
                     ) from None
                 time.sleep(LOCK_POLL_SECONDS)
                 continue
@@ -339,7 +340,7 @@ class LocalStorage(Storage):
         try:
             os.ftruncate(fd, 0)
             os.write(fd, holder_record(time.time(), expiry, self.token))
-            with Lease(lambda: _same_file(fd, lock_path), lambda: self.read_bytes(LOCK_NAME), None,
+            with Lease(lambda: _same_file(fd, lock_path), lambda: self.read_bytes(LOCK_NAME, LOCK_LIMIT), None,
                        self.describe(LOCK_NAME)) as lease:
                 yield lease
         finally:

@@ -21,6 +21,7 @@ from typing import Callable, Iterable, Iterator
 
 from ..attributes import s3_object_args
 from ..errors import DistributorError, MissingLibrary
+from ..limits import LOCK_LIMIT
 from ..paths import LOCK_NAME, join
 from .base import (
     LOCK_EXPIRY_SECONDS, Lease, Storage, holder_record, holds, in_parallel, lock_is_expired, mentions_secret, redact,
@@ -32,6 +33,7 @@ WORKERS = 8
 PARTS_IN_FLIGHT = 3  # per storage, across all files: bounds memory to a few parts whatever the file count
 NOT_FOUND = ("404", "NoSuchKey", "NotFound")
 CONDITION_FAILED = ("412", "PreconditionFailed", "ConditionalRequestConflict")
+EMPTY_RANGE = ("416", "InvalidRange")
 
 
 class S3Storage(Storage):
@@ -106,15 +108,25 @@ class S3Storage(Storage):
 
     # -- files ----------------------------------------------------------------------------
 
-    def _read(self, key: str) -> bytes | None:
-        reply = self._call("read", key, "get_object", NOT_FOUND, Key=key)
-        if reply is None:
-            return None
+    def _read(self, key: str, limit: int) -> bytes | None:
+        """A ranged GET, so S3 sends no more than `limit + 1` bytes whatever the object's size;
+        the body is read to that bound too, in case an S3-compatible server ignores the range.
+        An empty object has no byte 0, so S3 refuses the range (416 InvalidRange): it is empty."""
         with self._errors("read", key):
-            return reply["Body"].read()
+            try:
+                reply = self.client.get_object(Bucket=self.bucket, Key=key, Range="bytes=0-%d" % limit)
+            except self._client_error as exc:
+                code = exc.response.get("Error", {}).get("Code")
+                if code in NOT_FOUND + EMPTY_RANGE:
+                    return None if code in NOT_FOUND else b""
+                raise
+            try:
+                return reply["Body"].read(limit + 1)
+            finally:
+                reply["Body"].close()
 
-    def read_bytes(self, path: str) -> bytes | None:
-        return self._read(self._key(path))
+    def read_bytes(self, path: str, limit: int) -> bytes | None:
+        return self._read(self._key(path), limit)
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
         """A file of one part is one PUT; larger files go multipart, PARTS_IN_FLIGHT at a time."""
@@ -253,9 +265,9 @@ class S3Storage(Storage):
         when a holder dies, so a record past its expiry is broken by the next publisher. A live
         holder renews it (boto3 clients are safe to share with the heartbeat thread)."""
         key = self._key(LOCK_NAME)
-        wait_for_lock(lambda: self._try_lock(key, expiry), lambda: self._read(key), timeout, self.describe())
+        wait_for_lock(lambda: self._try_lock(key, expiry), lambda: self._read(key, LOCK_LIMIT), timeout, self.describe())
         try:
-            with Lease(partial(self._renew, key, expiry), lambda: self._read(key), expiry, self.describe(LOCK_NAME)) as lease:
+            with Lease(partial(self._renew, key, expiry), lambda: self._read(key, LOCK_LIMIT), expiry, self.describe(LOCK_NAME)) as lease:
                 yield lease
         except BaseException:
             with suppress(DistributorError):

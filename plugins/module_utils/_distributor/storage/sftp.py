@@ -26,6 +26,7 @@ from typing import Callable, Iterable, Iterator, NamedTuple
 
 from ..attributes import parse_mode
 from ..errors import DistributorError, MissingLibrary
+from ..limits import LOCK_LIMIT
 from ..paths import LOCK_NAME, is_reserved, join
 from ..regular import kind_of
 from .base import (
@@ -281,11 +282,13 @@ class SftpStorage(Storage):
 
     # -- files ----------------------------------------------------------------------------
 
-    def _read(self, remote: str) -> bytes | None:
+    def _read(self, remote: str, limit: int) -> bytes | None:
         """Prefetching requests every block at once; read block by block, a large file would
-        take one round trip per 32 KiB. Only the reserved names are read, and what is there is
-        looked at first: the server would block opening a FIFO, and the whole session with it.
-        (SFTP has no non-blocking open: docs/operations.md states the window left.)"""
+        take one round trip per 32 KiB. Both stop at `limit + 1` bytes: the server sends no more,
+        whatever the file's size. Only the reserved names and managed outputs are read, and what
+        is there is looked at first: the server would block opening a FIFO, and the whole
+        session with it. (SFTP has no non-blocking open: docs/operations.md states the window
+        left.)"""
         attrs = self._lstat(remote)
         if attrs is None:
             return None
@@ -295,13 +298,13 @@ class SftpStorage(Storage):
         with self._errors("read", remote):
             try:
                 with self._open().open(_wire(remote), "rb") as handle:
-                    handle.prefetch()
-                    return handle.read()
+                    handle.prefetch(min(attrs.st_size or 0, limit + 1))
+                    return _read_up_to(handle, limit + 1)
             except FileNotFoundError:
                 return None
 
-    def read_bytes(self, path: str) -> bytes | None:
-        return self._read(self._remote(path))
+    def read_bytes(self, path: str, limit: int) -> bytes | None:
+        return self._read(self._remote(path), limit)
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
         try:
@@ -534,9 +537,9 @@ class SftpStorage(Storage):
         """Exclusive create of `.distributor.lock`; nothing releases it when a holder dies, so a
         record past its expiry is broken by the next publisher. A live holder renews it."""
         remote = self._remote(LOCK_NAME, create_parents=True)
-        wait_for_lock(lambda: self._try_lock(remote, expiry), lambda: self._read(remote), timeout, self.describe())
+        wait_for_lock(lambda: self._try_lock(remote, expiry), lambda: self._read(remote, LOCK_LIMIT), timeout, self.describe())
         try:
-            with Lease(partial(self._renew, remote, expiry), lambda: self._read(remote), expiry,
+            with Lease(partial(self._renew, remote, expiry), lambda: self._read(remote, LOCK_LIMIT), expiry,
                        self.describe(LOCK_NAME)) as lease:
                 yield lease
         except BaseException:
@@ -551,7 +554,7 @@ class SftpStorage(Storage):
         if self._create_lock(remote, expiry):
             return True
         attrs = self._lstat(remote)
-        raw = self._read(remote) if attrs is not None else None
+        raw = self._read(remote, LOCK_LIMIT) if attrs is not None else None
         if raw is None:
             # Its holder released it since our create failed: the way is free, not broken.
             return self._create_lock(remote, expiry)
@@ -643,7 +646,7 @@ class SftpStorage(Storage):
                 self._remove(guard, "remove abandoned guard")
             return False
         try:
-            current = self._read(remote)
+            current = self._read(remote, LOCK_LIMIT)
             if current == expired:
                 self._remove(remote, "break expired lock")
             return current is None or current == expired
@@ -653,7 +656,7 @@ class SftpStorage(Storage):
     def _release(self, remote: str) -> None:
         """Remove the lock only while it is still ours: a holder that lost it (see Lease) must
         leave the next publisher's lock alone."""
-        if self._acquired_at is not None and holds(self._read(remote), self.token):
+        if self._acquired_at is not None and holds(self._read(remote, LOCK_LIMIT), self.token):
             self._remove(remote, "release lock")
         self._acquired_at = None
 
@@ -663,6 +666,19 @@ class _Staged(NamedTuple):
     target: str
     written: int
     owner: int | None
+
+
+def _read_up_to(handle, size: int) -> bytes:
+    """At most `size` bytes of an open file, a request's worth at a time: paramiko's own
+    read(size) grows one bytes object by each reply it gets, copying it again every time."""
+    chunks, left = [], size
+    while left:
+        chunk = handle.read(min(left, handle.MAX_REQUEST_SIZE))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
 
 
 class _PathAttributes:
