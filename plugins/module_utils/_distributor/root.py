@@ -79,9 +79,8 @@ def read_record(storage: Storage, name: str, limit: int) -> bytes | None:
     if raw is not None and len(raw) > limit:
         raise DistributorError(
             "invalid_state",
-            "%s is larger than %d bytes, the most distributor reads of it (it writes far less), so it was not "
-            "read whole. Find out who wrote it; a record that large is not one distributor wrote."
-            % (storage.describe(name), limit),
+            "%s is larger than %d bytes, the most distributor reads of it, so it was not read: distributor "
+            "never writes one that large. Find out who did." % (storage.describe(name), limit),
         )
     return raw
 
