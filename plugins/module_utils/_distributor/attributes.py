@@ -171,6 +171,18 @@ def s3_object_args(storage: dict, path: str) -> dict:
     return args
 
 
+def s3_record_args(storage: dict) -> dict:
+    """put_object arguments for distributor's own records (state, journal): the bucket's default
+    ACL, never the outputs' `acl` (a public-read state would publish every path, owner and source
+    of the root), no caching or metadata meant for readers, and no storage class (a record in
+    GLACIER could not be read back by the next run); encrypted as the outputs are."""
+    args = {"ContentType": "application/json"}
+    for name in ("server_side_encryption", "sse_kms_key_id"):
+        if storage.get(name):
+            args[_S3_ARGS[name]] = storage[name]
+    return args
+
+
 def describe(attributes: tuple[tuple[str, str], ...]) -> str:
     """`file_mode=0640 owner=www` for the diff listing."""
     return " ".join("%s=%s" % pair for pair in attributes)

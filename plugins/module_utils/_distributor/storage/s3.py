@@ -19,10 +19,10 @@ from contextlib import contextmanager, suppress
 from functools import partial
 from typing import Callable, Iterable, Iterator
 
-from ..attributes import s3_object_args
+from ..attributes import s3_object_args, s3_record_args
 from ..errors import DistributorError, MissingLibrary
 from ..limits import LOCK_LIMIT
-from ..paths import LOCK_NAME, join
+from ..paths import LOCK_NAME, is_reserved, join
 from .base import (
     LOCK_EXPIRY_SECONDS, Lease, Storage, holder_record, holds, in_parallel, lock_is_expired, mentions_secret, redact,
     wait_for_lock)
@@ -129,7 +129,8 @@ class S3Storage(Storage):
         return self._read(self._key(path), limit)
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
-        """A file of one part is one PUT; larger files go multipart, PARTS_IN_FLIGHT at a time."""
+        """A file of one part is one PUT; larger files go multipart, PARTS_IN_FLIGHT at a time.
+        The state and the journal are written with s3_record_args: never served by the outputs' ACL."""
         key = self._key(path)
         stream = iter(chunks)
         first, size = [], 0
@@ -138,7 +139,7 @@ class S3Storage(Storage):
             size += len(chunk)
             if size > PART_SIZE:
                 break
-        settings = s3_object_args(self._settings, path)
+        settings = s3_record_args(self._settings) if is_reserved(path) else s3_object_args(self._settings, path)
         if size <= PART_SIZE:
             self._call("write", key, "put_object", Key=key, Body=b"".join(first), **settings)
         else:
