@@ -116,7 +116,9 @@ valid:
   type: bool
   sample: true
 error:
-  description: Why the state record or the journal cannot be read, naming the file and field; V(null) when RV(valid).
+  description:
+    - Why the state record or the journal cannot be read, naming the file and field; V(null) when RV(valid).
+    - Each message is cut to 256 characters (the last one C(…)).
   returned: success
   type: str
   sample: "/srv/www/reports/archive/2026-06-04/.distributor.json: outputs[3].path \"../x\" has an empty, '.' or '..' segment"
@@ -141,7 +143,11 @@ updated_at:
   type: str
   sample: "2026-06-05T08:00:00Z"
 owners:
-  description: The owners recorded (only the one O(pipeline_id) selects, when given).
+  description:
+    - The owners recorded (only the one O(pipeline_id) selects, when given).
+    - Ids read from the record (C(pipeline_id), C(destination_id), the source C(id)), here and in RV(outputs), are cut
+      to 256 characters (the last one C(…)); anyone who can write the destination can write them.
+    - Like every string this module returns, they show control and format characters escaped (C(\x1b), C(\u202e)).
   returned: success
   type: list
   elements: dict
@@ -203,7 +209,9 @@ lock:
   type: dict
   contains:
     holder:
-      description: C(host:pid) of the holder; V(null) when the record cannot be read.
+      description:
+        - C(host:pid) of the holder, cut to 256 characters (the last one C(…)); V(null) when the record cannot be read.
+        - A record over 64 KiB is read no further and cannot be read.
       type: str
     acquired_at:
       description: When it was taken (RFC3339); V(null) when unreadable.

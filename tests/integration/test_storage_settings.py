@@ -114,3 +114,28 @@ def test_module_defaults_group_sets_the_destination_for_every_module(playbook, m
     assert completed.returncode == 0, completed.stdout + completed.stderr
     assert "ok=2" in completed.stdout and "changed=1" in completed.stdout
     assert (root / "index.html").exists()
+
+
+def test_the_state_record_is_never_served_with_the_outputs_acl(playbook, make_bundle, s3_server):
+    bucket = s3_server.create_bucket()
+    storage = dict(s3_server.storage(bucket), acl="public-read", storage_class="STANDARD_IA", cache_control="max-age=60",
+                   metadata={"team": "docs"})
+    (published,) = playbook.run([publish(make_bundle(BUNDLE), storage)])
+    assert published["changed"], published
+    client = s3_server.client()
+
+    def public(key):
+        grants = client.get_object_acl(Bucket=bucket, Key=key)["Grants"]
+        return any(g["Grantee"].get("URI", "").endswith(("/global/AllUsers", "/global/AuthenticatedUsers")) for g in grants)
+
+    assert public("index.html") and not public(".distributor.json")
+    head = client.head_object(Bucket=bucket, Key=".distributor.json")
+    assert (head["ContentType"], head.get("StorageClass", "STANDARD"), head.get("CacheControl"), head["Metadata"]) == (
+        "application/json", "STANDARD", None, {})
+
+
+def test_s3_header_settings_s3_would_refuse_fail_check_mode_without_a_plan_digest(playbook, make_bundle, s3_server):
+    storage = dict(s3_server.storage(s3_server.create_bucket()), metadata={"team": "docs\r\nX-Injected: 1"})
+    (checked,) = playbook.run([publish(make_bundle(BUNDLE), storage)], check=True)
+    assert checked["failed"] and checked["reason"] == "invalid_config" and "plan_digest" not in checked
+    assert 'storage.metadata["team"] "docs\\r\\nX-Injected: 1"' in checked["msg"]

@@ -34,9 +34,9 @@ def diffs(writes, old: dict, unmanaged=()):
     """content_diffs over `old` ({path: bytes} managed at the destination), counting reads."""
     reads = []
 
-    def read_old(path):
+    def read_old(path, limit):
         reads.append(path)
-        return old[path]
+        return old[path][:limit + 1]
 
     managed = {path: Record(len(data)) for path, data in old.items()}
     present = frozenset(old) | frozenset(unmanaged)
@@ -81,11 +81,17 @@ def test_content_over_the_file_bound_is_not_read():
     assert reads == []
 
 
-def test_old_content_that_outgrew_its_record_is_not_shown():
+def test_old_content_that_outgrew_its_record_is_read_to_the_bound_plus_one_byte_and_not_shown():
     managed = {"a.txt": Record(3)}
-    [entry] = content_diffs([write("a.txt", b"new\n")], managed, frozenset(["a.txt"]),
-                            lambda p: b"y" * (FILE_BOUND + 1), lambda w: w.content.data, str)
-    assert "old content is %d bytes" % (FILE_BOUND + 1) in skipped(entry)
+    limits = []
+
+    def read_old(path, limit):
+        limits.append(limit)
+        return b"y" * (limit + 1)
+
+    [entry] = content_diffs([write("a.txt", b"new\n")], managed, frozenset(["a.txt"]), read_old, lambda w: w.content.data, str)
+    assert limits == [FILE_BOUND]
+    assert "old content has grown past its record's 3 bytes, over the bound of %d bytes per file" % FILE_BOUND in skipped(entry)
 
 
 def test_unmanaged_content_in_the_way_is_never_read():

@@ -3,7 +3,7 @@
 (new, replace, merge, takeover, force, shared-root owners, migration), check mode's result and
 digest equal the real run's that follows; the check's digest lets the run proceed after another
 owner published unrelated paths, and is refused (plan_changed, nothing changed) after a publish
-that changes the plan."""
+that changes the plan, or after an unmanaged file appears where the plan writes."""
 
 from __future__ import annotations
 
@@ -30,7 +30,9 @@ DESTINATIONS = {
     "migration": {},
 }
 PATHS = {"reports": ["r/a.html", "r/b.html", "common.html"], "events": ["e/a.html", "common.html"]}
-STEP = st.tuples(st.sampled_from(["reports", "events"]), st.integers(0, 3), st.booleans())
+# (owner, version, force, a path where an unmanaged file appears between the check and the run)
+STEP = st.tuples(st.sampled_from(["reports", "events"]), st.integers(0, 3), st.booleans(),
+                 st.sampled_from([None] + sorted(set(PATHS["reports"] + PATHS["events"]))))
 _counter = itertools.count()
 
 
@@ -78,7 +80,7 @@ def publisher(tmp_path_factory, store, dest, owner, version, force):
 @given(st.sampled_from(sorted(DESTINATIONS)), st.lists(STEP, min_size=1, max_size=6))
 def test_check_mode_predicts_the_real_run_and_its_digest_lets_exactly_that_run_proceed(tmp_path_factory, name, steps):
     store, dest = {}, destination(name)
-    for index, (owner, version, force) in enumerate(steps):
+    for index, (owner, version, force, planted) in enumerate(steps):
         if name == "migration":  # single-owner first, then the same root opened as a shared root
             dest = destination("single replace" if index < len(steps) // 2 else "shared replace")
         run = publisher(tmp_path_factory, store, dest, owner, version, force)
@@ -88,7 +90,14 @@ def test_check_mode_predicts_the_real_run_and_its_digest_lets_exactly_that_run_p
         if "failed" in check:
             same(check, outcome(run))
             continue
-        same(check, outcome(run, expect_plan_digest=check["plan_digest"]))
+        if planted is not None and planted not in store:
+            store[planted] = b"appeared after the review"
+        before = dict(store)
+        real = outcome(run, expect_plan_digest=check["plan_digest"])
+        if planted is not None and real in ({"failed": "plan_changed"}, {"failed": "unmanaged"}):
+            assert store == before  # refused (without force, as unmanaged before the digest is compared)
+            continue
+        same(check, real)
     for operation in (prune, reconcile_state):
         for owner in ("reports", "events"):
             def run(check_mode=False, expect_plan_digest=None):
@@ -141,3 +150,24 @@ def test_a_migration_is_predicted_and_approved_like_any_publish(tmp_path_factory
     check = migrate(check_mode=True)
     assert check["action"] == "migrate"
     same(check, migrate(expect_plan_digest=check["plan_digest"]))
+
+
+@pytest.mark.parametrize("name", ["single replace", "shared replace"])
+def test_an_unmanaged_file_planted_at_a_planned_path_after_review_turns_create_into_force_overwrite_and_is_refused(
+        tmp_path_factory, name):
+    """The review already forces one collision (so the action is force_replace either way); a
+    second unmanaged file appears at a path the review showed as a `create`."""
+    store, dest = {}, destination(name)
+    store["r/a.html"] = b"unmanaged, seen by the review"
+    approved = publisher(tmp_path_factory, store, dest, "reports", 1, True)
+    check = approved(check_mode=True)
+    assert check["action"] == "force_replace"
+    assert {c["path"]: c["change"] for c in check["changes"]} == {"r/a.html": "force_overwrite", "r/b.html": "create"}
+    store["r/b.html"] = b"planted after the review"
+    before = dict(store)
+    with pytest.raises(DistributorError) as caught:
+        approved(expect_plan_digest=check["plan_digest"])
+    assert caught.value.reason == "plan_changed"
+    assert "overwrite files no record manages r/a.html, r/b.html" in caught.value.message
+    assert {c["path"]: c["change"] for c in caught.value.details["changes"]}["r/b.html"] == "force_overwrite"
+    assert store == before

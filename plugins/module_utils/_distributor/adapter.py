@@ -6,15 +6,24 @@ from __future__ import annotations
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from .errors import DistributorError, MissingLibrary
+from .visible import visible
 
 
 class DistributorModule(AnsibleModule):
     """Ansible rejects bad options itself (a wrong type, an unknown choice); those failures carry
-    `reason: invalid_config` like the core's own, so automation can rely on `reason`."""
+    `reason: invalid_config` like the core's own, so automation can rely on `reason`. Every
+    message, Ansible's own (which quote the value given) and the core's, and every warning
+    leaves `shown`."""
 
     def fail_json(self, msg, **kwargs):
         kwargs.setdefault("reason", "invalid_config")
-        super().fail_json(msg=msg, **kwargs)
+        details = shown({key: value for key, value in kwargs.items() if key != "exception"})
+        if "exception" in kwargs:  # a traceback, shown with -vvv: its lines stay lines
+            details["exception"] = shown(kwargs["exception"], "\n")
+        super().fail_json(msg=shown(msg), **details)
+
+    def warn(self, warning):
+        super().warn(shown(warning))
 
 
 def run_module(argument_spec: dict, operation, diff_aware: bool = False) -> None:
@@ -28,27 +37,33 @@ def run_module(argument_spec: dict, operation, diff_aware: bool = False) -> None
     except MissingLibrary as error:
         module.fail_json(msg=missing_required_lib(error.library, reason="for " + error.purpose), exception=error.traceback, reason=error.reason)
     except DistributorError as error:
-        module.fail_json(msg=readable(error.message), reason=error.reason, **readable(error.details))
-    result = readable(result)
+        module.fail_json(msg=error.message, reason=error.reason, **error.details)
+    diff = result.pop("diff", None)
+    result = shown(result)
     for warning in result.pop("warnings", ()):
         module.warn(warning)
-    if not module._diff:
-        result.pop("diff", None)
+    if module._diff and diff is not None:
+        result["diff"] = [_shown_diff(entry) for entry in diff] if isinstance(diff, list) else _shown_diff(diff)
     module.exit_json(**result)
 
 
-def readable(value):
-    """A destination may hold names that are not UTF-8; backends carry their bytes as lone
-    surrogates (Python's surrogateescape), which no JSON result can hold. They are reported with
-    each such byte written as a backslash escape, `caf\\xe9.html`, as `ls -b` shows them."""
+# The diff texts Ansible prints line by line keep their newlines, and a content diff its tabs;
+# the listings (report.listing) escape their fields themselves, so no id can start a line.
+DIFF_KEEPS = {"before": "\n\t", "after": "\n\t", "prepared": "\n"}
+
+
+def shown(value, keep: str = ""):
+    """A result or message as a person reads it: the presentation boundary of every module, so
+    no id, path or content from a bundle or a destination reaches a terminal raw (see
+    visible.py): control characters, format characters and bytes that are not UTF-8 escaped."""
     if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-            return value
-        except UnicodeEncodeError:
-            return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        return visible(value, keep)
     if isinstance(value, dict):
-        return {readable(k): readable(v) for k, v in value.items()}
+        return {shown(k): shown(v, keep) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [readable(v) for v in value]
+        return [shown(v, keep) for v in value]
     return value
+
+
+def _shown_diff(entry: dict) -> dict:
+    return {shown(key): shown(value, DIFF_KEEPS.get(key, "")) for key, value in entry.items()}

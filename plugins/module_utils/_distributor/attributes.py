@@ -14,12 +14,21 @@ import os
 import re
 
 from .errors import DistributorError
+from .schemas import show
 
 FILE_SETTINGS = ("file_mode", "owner", "group")
 S3_SETTINGS = ("acl", "cache_control", "storage_class", "server_side_encryption", "sse_kms_key_id", "metadata")
 _OCTAL = re.compile(r"0?[0-7]{3,4}")
 # Text types a browser must not guess the charset of: distributor writes UTF-8.
 _UTF8_TYPES = ("text/", "application/javascript", "image/svg+xml")
+# S3 sends these settings as HTTP headers, which carry printable US-ASCII: AWS refuses anything
+# else in user metadata, and a CR or LF would end the header where the value should go on.
+_HEADER_VALUE = re.compile(r"[\x20-\x7e]*")
+_KMS_KEY = re.compile(r"[\x21-\x7e]+")
+# A metadata key is the end of a header name, x-amz-meta-<key>: an HTTP token (RFC 9110).
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+# Bytes of user metadata, keys and values together, S3 accepts on one object.
+METADATA_BYTES = 2048
 _S3_ARGS = {
     "acl": "ACL",
     "cache_control": "CacheControl",
@@ -55,6 +64,47 @@ def check_storage(storage: dict) -> None:
     bundle = storage.get("ca_bundle")
     if bundle and not os.path.isabs(os.path.expanduser(bundle)):
         raise DistributorError("invalid_config", "storage.ca_bundle %r must be an absolute path" % bundle)
+    if storage.get("type") == "s3":
+        check_s3_headers(storage)
+
+
+def check_s3_headers(storage: dict) -> None:
+    """The S3 settings sent as headers, checked as S3 would check them, so check mode refuses what
+    every upload would fail on (storage_class is a schema enum). Values are shown JSON-quoted:
+    the character at fault is visible."""
+    for field, value in _header_values(storage):
+        if not _HEADER_VALUE.fullmatch(value):
+            raise _bad_header(field, value, "S3 sends it as an HTTP header, which holds printable ASCII only: no "
+                                            "control characters (CR, LF, tab, ESC), no letters outside ASCII")
+    kms_key = storage.get("sse_kms_key_id")
+    if kms_key is not None and not _KMS_KEY.fullmatch(kms_key):
+        raise _bad_header("sse_kms_key_id", kms_key, "a KMS key id, ARN or alias is printable ASCII without spaces")
+    metadata = storage.get("metadata") or {}
+    for key in metadata:
+        if not _HEADER_NAME.fullmatch(key):
+            raise _bad_header("metadata key", key, "it ends the header name x-amz-meta-<key>, which holds letters, "
+                                                   "digits and !#$%&'*+-.^_`|~ only")
+    size = sum(len(key) + len(str(value)) for key, value in metadata.items())
+    if size > METADATA_BYTES:
+        raise DistributorError("invalid_config", "storage.metadata is %d bytes (keys and values), over the %d bytes "
+                                                 "S3 accepts on an object" % (size, METADATA_BYTES))
+
+
+def _header_values(storage: dict):
+    """(setting, text) of every header value the settings hold."""
+    setting = storage.get("cache_control")
+    if isinstance(setting, str):
+        yield "cache_control", setting
+    for index, rule in enumerate(setting if isinstance(setting, list) else ()):
+        yield "cache_control[%d].value" % index, rule["value"]
+    for key, value in (storage.get("metadata") or {}).items():
+        yield "metadata[%s]" % show(key), str(value)
+    for key, value in (storage.get("content_types") or {}).items():
+        yield "content_types[%s]" % show(key), value
+
+
+def _bad_header(field: str, value: str, why: str) -> DistributorError:
+    return DistributorError("invalid_config", "storage.%s %s: %s" % (field, show(value), why))
 
 
 def _glob(pattern: str, path: str) -> bool:
@@ -118,6 +168,18 @@ def s3_object_args(storage: dict, path: str) -> dict:
         value = cache_control(storage, path) if name == "cache_control" else storage.get(name)
         if value:
             args[arg] = {str(k): str(v) for k, v in value.items()} if name == "metadata" else value
+    return args
+
+
+def s3_record_args(storage: dict) -> dict:
+    """put_object arguments for distributor's own records (state, journal): the bucket's default
+    ACL, never the outputs' `acl` (a public-read state would publish every path, owner and source
+    of the root), no caching or metadata meant for readers, and no storage class (a record in
+    GLACIER could not be read back by the next run); encrypted as the outputs are."""
+    args = {"ContentType": "application/json"}
+    for name in ("server_side_encryption", "sse_kms_key_id"):
+        if storage.get(name):
+            args[_S3_ARGS[name]] = storage[name]
     return args
 
 

@@ -30,13 +30,14 @@ class _Skip(Exception):
 
 
 def content_diffs(writes: Iterable[Write], managed: dict[str, Output], present: frozenset,
-                  read_old: Callable[[str], bytes | None], read_new: Callable[[Write], bytes],
+                  read_old: Callable[[str, int], bytes | None], read_new: Callable[[Write], bytes],
                   where: Callable[[str], str]) -> list[dict]:
     """One Ansible diff entry per write, in plan order.
 
     `managed` maps paths to their records before the run, `present` holds the files under the
-    bundle path (as the plan saw them), `read_old` reads the destination, `read_new` the bytes the
-    write puts there, `where` names a path's location for the headers.
+    bundle path (as the plan saw them), `read_old(path, limit)` reads at most `limit + 1` bytes
+    of the destination (the record's size may be a lie, the file there of any size), `read_new`
+    the bytes the write puts there, `where` names a path's location for the headers.
     """
     budget = TASK_BOUND
     entries = []
@@ -67,8 +68,10 @@ def _texts(write: Write, record: Output | None, present: bool, read_old, read_ne
     after = _text(new, "new")
     if not present:
         return "", after, len(new)
-    old = read_old(write.path) or b""
-    _within(len(old), "old")
+    old = read_old(write.path, FILE_BOUND) or b""
+    if len(old) > FILE_BOUND:
+        raise _Skip("old content has grown past its record's %d bytes, over the bound of %d bytes per file"
+                    % (old_size, FILE_BOUND))
     return _text(old, "old"), after, len(new) + len(old)
 
 

@@ -8,6 +8,9 @@ the clock: check mode and the real run that follows see the same destination and
 build the same facts. It holds only this owner's side of a shared root, so another owner
 publishing unrelated paths in between changes nothing; every path the run writes, deletes or takes
 over carries who managed it before and its recorded digest, so another owner claiming one does.
+Every write carries its kind of change too (`create`, `update`, `take_over`, `force_overwrite`):
+with `force`, an unmanaged file put at a planned path after the review turns a `create` into a
+`force_overwrite`, which overwrites content the reviewer never saw.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from .plan import Plan
 from .state import Output, OwnerKey, State
 
 # Bumped whenever the canonical form changes, so digests of different forms never compare equal.
-PLAN_FORMAT = 1
+PLAN_FORMAT = 2
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}\Z")
 SHOWN = 5
 
@@ -55,10 +58,12 @@ def _manager(record: Output | None) -> dict:
     return {"owner": str(record.owner) if record else None, "sha256": record.sha256 if record else None}
 
 
-def publish_facts(the_plan: Plan, manifest, recovered) -> dict:
-    """A publish: the decision, the source, this owner's recorded source, every write and delete,
-    who managed each path it touches, the records it leaves for this owner and the outputs an
-    interrupted attempt left that it removes first (`recovered`)."""
+def publish_facts(the_plan: Plan, manifest, recovered, changes: list) -> dict:
+    """A publish: the decision, the source, this owner's recorded source, every write (with its
+    kind of change, from `changes`) and delete, who managed each path it touches, the records it
+    leaves for this owner and the outputs an interrupted attempt left that it removes first
+    (`recovered`)."""
+    kinds = {entry["path"]: entry["change"] for entry in changes}
     key = the_plan.owner
     base = the_plan.decision.state
     previous = base.by_path() if base else {}
@@ -77,8 +82,9 @@ def publish_facts(the_plan: Plan, manifest, recovered) -> dict:
         "state_mode": the_plan.after.mode if the_plan.after else None,
         "reconciliation": after_owner.reconciliation if after_owner else None,
         "primary_url": after_owner.primary_url if after_owner else None,
-        "writes": [{"path": w.path, "sha256": w.content.sha256, "size": w.content.size, "owner": str(key),
-                    "attributes": [list(pair) for pair in w.content.attributes]} for w in the_plan.writes],
+        "writes": [{"path": w.path, "change": kinds[w.path], "sha256": w.content.sha256, "size": w.content.size,
+                    "owner": str(key), "attributes": [list(pair) for pair in w.content.attributes]}
+                   for w in the_plan.writes],
         "deletes": sorted(the_plan.deletes),
         "managed_before": [dict(_manager(previous.get(p)), path=p) for p in sorted(touched)],
         "outputs": [_record(o) for o in sorted(outputs, key=lambda o: o.path)],
@@ -158,6 +164,9 @@ def explain(facts: dict) -> str:
               if m["owner"] not in (None, facts["owner"])]
     if others:
         parts.append("take over from other owners %s" % _some(others))
+    overwritten = [w["path"] for w in facts.get("writes", ()) if w["change"] == "force_overwrite"]
+    if overwritten:
+        parts.append("overwrite files no record manages %s" % _some(overwritten))
     return "; ".join(parts)
 
 

@@ -118,8 +118,9 @@ def _leftovers(journal: Journal, state, listing: frozenset, check_mode: bool, wa
 
 def plan_review(the_plan, manifest, present, leftovers) -> tuple:
     """(facts, plan_digest, changes): what the result shows a reviewer and the digest covers."""
-    facts = publish_facts(the_plan, manifest, leftovers)
-    return facts, plan_digest(facts), publish_changes(the_plan, present)
+    changes = publish_changes(the_plan, present)
+    facts = publish_facts(the_plan, manifest, leftovers, changes)
+    return facts, plan_digest(facts), changes
 
 
 def _listing(paths: list, shown: int = 20) -> str:

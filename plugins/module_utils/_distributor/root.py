@@ -13,8 +13,8 @@ from typing import Iterator
 
 from .config import Destination
 from .errors import DistributorError
-from .limits import JOURNAL_LIMIT, STATE_LIMIT
 from .journal import Journal, parse_journal
+from .limits import JOURNAL_LIMIT, STATE_LIMIT
 from .paths import JOURNAL_NAME, STATE_NAME, is_reserved
 from .state import State, parse_state
 from .storage.base import Storage
@@ -56,11 +56,9 @@ def read_records(storage: Storage):
 
 def read_state(storage: Storage):
     """(state, state_error): the record, or the invalid_state error that says why it is unusable."""
-    raw = storage.read_bytes(STATE_NAME, STATE_LIMIT)
-    if raw is None:
-        return None, None
     try:
-        return parse_state(raw, storage.describe(STATE_NAME)), None
+        raw = read_record(storage, STATE_NAME, STATE_LIMIT)
+        return (parse_state(raw, storage.describe(STATE_NAME)) if raw is not None else None), None
     except DistributorError as error:
         if error.reason != "invalid_state":
             raise
@@ -69,8 +67,22 @@ def read_state(storage: Storage):
 
 def read_journal(storage: Storage):
     """The journal of a dead attempt, or None; an invalid one raises invalid_state."""
-    raw = storage.read_bytes(JOURNAL_NAME, JOURNAL_LIMIT)
+    raw = read_record(storage, JOURNAL_NAME, JOURNAL_LIMIT)
     return parse_journal(raw, storage.describe(JOURNAL_NAME)) if raw is not None else None
+
+
+def read_record(storage: Storage, name: str, limit: int) -> bytes | None:
+    """A record (state, journal) read with its bound: anyone who can write the destination can
+    plant one of any size, and one over the bound is refused after `limit + 1` bytes, never
+    read whole or parsed."""
+    raw = storage.read_bytes(name, limit)
+    if raw is not None and len(raw) > limit:
+        raise DistributorError(
+            "invalid_state",
+            "%s is larger than %d bytes, the most distributor reads of it, so it was not read: distributor "
+            "never writes one that large. Find out who did." % (storage.describe(name), limit),
+        )
+    return raw
 
 
 def list_present(storage: Storage) -> frozenset:

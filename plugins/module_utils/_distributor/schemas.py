@@ -270,7 +270,7 @@ DESTINATION = {
                                 "properties": {"match": {"type": "string", "minLength": 1}, "value": _STR},
                                 "additionalProperties": False,
                             }}]},
-                            "storage_class": {"type": "string", "minLength": 1},
+                            "storage_class": {"enum": list(vocabulary.S3_STORAGE_CLASSES)},
                             "server_side_encryption": {"enum": list(vocabulary.SERVER_SIDE_ENCRYPTION)},
                             "sse_kms_key_id": _STR,
                             "metadata": {"type": "object", "additionalProperties": {"type": ["string", "number", "boolean"]}},

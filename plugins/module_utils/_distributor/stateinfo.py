@@ -16,10 +16,10 @@ import time
 from collections import Counter
 from datetime import datetime, timezone
 
-from .limits import LOCK_LIMIT
 from .config import parse_destination, render_bundle_path
 from .errors import DistributorError
 from .journal import Journal
+from .limits import LOCK_LIMIT, SHOWN_LIMIT
 from .paths import LOCK_NAME
 from .managed_root import Selector, parse_created
 from .root import opened, read_journal, read_state
@@ -47,7 +47,7 @@ def state_info(destination: dict, *, pipeline_id: str | None = None, selector: S
             journal_error = error
         lock = storage.read_bytes(LOCK_NAME, LOCK_LIMIT)
     key = OwnerKey(pipeline_id, destination_cfg.id) if pipeline_id is not None else None
-    errors = [e.message for e in (state_error, journal_error) if e is not None]
+    errors = [shown(e.message) for e in (state_error, journal_error) if e is not None]
     return dict(describe(state, key, journal, lock, time.time() if now is None else now),
                 changed=False, exists=exists, valid=not errors, error="; ".join(errors) or None, bundle_path=bundle_path)
 
@@ -56,7 +56,10 @@ def describe(state: State | None, key: OwnerKey | None, journal: Journal | None,
     """The module's return values for what was read; `key` limits owners and outputs to one owner.
 
     Outputs are returned in the shared-root record form, with their owner and source, whatever
-    the state's mode, so a playbook reads every root the same way."""
+    the state's mode, so a playbook reads every root the same way. Ids and the lock holder are
+    free text anyone who can write the destination may have made megabytes long: they are
+    `shown` cut short. Paths, digests and times are returned whole (the state's rules bound
+    what they may hold)."""
     owners = [o for o in state.owners if key is None or o.key == key] if state else []
     outputs = [o for o in state.outputs if key is None or o.owner == key] if state else []
     counts = Counter(o.owner for o in outputs)
@@ -66,17 +69,31 @@ def describe(state: State | None, key: OwnerKey | None, journal: Journal | None,
         "created_at": state.created_at if state else None,
         "updated_at": state.updated_at if state else None,
         "owners": [{
-            "pipeline_id": o.key.pipeline_id,
-            "destination_id": o.key.destination_id,
-            "source": {"id": o.manifest.id, "digest": o.manifest.digest, "created": o.manifest.created},
+            "pipeline_id": shown(o.key.pipeline_id),
+            "destination_id": shown(o.key.destination_id),
+            "source": {"id": shown(o.manifest.id), "digest": o.manifest.digest, "created": o.manifest.created},
             "reconciliation": o.reconciliation,
             "primary_url": o.primary_url,
             "outputs": counts[o.key],
         } for o in owners],
-        "outputs": [output_to_dict(o, True) for o in sorted(outputs, key=lambda o: o.path)],
+        "outputs": [_output(o) for o in sorted(outputs, key=lambda o: o.path)],
         "interrupted": _interrupted(journal, state),
         "lock": _lock(lock, now),
     }
+
+
+def _output(output) -> dict:
+    record = output_to_dict(output, True)
+    record.update((field, shown(record[field])) for field in ("pipeline_id", "destination_id", "source_id"))
+    return record
+
+
+def shown(text: str | None) -> str | None:
+    """A string read from storage as it is returned: at most SHOWN_LIMIT characters, the last
+    of a longer one `…`."""
+    if text is None or len(text) <= SHOWN_LIMIT:
+        return text
+    return text[:SHOWN_LIMIT - 1] + "…"
 
 
 def _interrupted(journal: Journal | None, state: State | None) -> dict | None:
@@ -91,17 +108,20 @@ def _interrupted(journal: Journal | None, state: State | None) -> dict | None:
 
 def _lock(raw: bytes | None, now: float) -> dict | None:
     """The lock record, as anyone may have written it: fields that cannot be read are None, and
-    a record past its expiry, or unreadable, is `expired`, as a waiting publisher judges it."""
+    a record past its expiry, or unreadable, is `expired`, as a waiting publisher judges it. A
+    record over LOCK_LIMIT is unreadable: it was read no further than that."""
     if raw is None:
         return None
-    try:
-        record = json.loads(raw)
-    except UNREADABLE_RECORD:
-        record = None
+    record = None
+    if len(raw) <= LOCK_LIMIT:
+        try:
+            record = json.loads(raw)
+        except UNREADABLE_RECORD:
+            pass
     record = record if isinstance(record, dict) else {}
     holder = record.get("holder")
     return {
-        "holder": holder if isinstance(holder, str) else None,
+        "holder": shown(holder) if isinstance(holder, str) else None,
         "acquired_at": _time(record.get("acquired_at")),
         "expires_at": _time(record.get("expires_at")),
         "expired": lock_is_expired(raw, now),

@@ -20,3 +20,8 @@ OUTPUT_KINDS = ("source", "generated")
 SERVER_SIDE_ENCRYPTION = ("AES256", "aws:kms")
 S3_ACLS = ("private", "public-read", "public-read-write", "authenticated-read", "aws-exec-read",
            "bucket-owner-read", "bucket-owner-full-control")
+# The storage classes an S3 upload may ask for, as botocore 1.44 lists them (StorageClass): any
+# other word fails every upload, so it is refused with the settings, before a plan is made.
+S3_STORAGE_CLASSES = ("STANDARD", "REDUCED_REDUNDANCY", "STANDARD_IA", "ONEZONE_IA", "INTELLIGENT_TIERING", "GLACIER",
+                      "DEEP_ARCHIVE", "OUTPOSTS", "GLACIER_IR", "SNOW", "EXPRESS_ONEZONE", "FSX_OPENZFS", "FSX_ONTAP",
+                      "AWS_BACKUP_WARM", "AWS_BACKUP_LOW_COST_WARM")

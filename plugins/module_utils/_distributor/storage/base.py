@@ -84,8 +84,10 @@ class Storage:
         raise NotImplementedError
 
     def read_bytes(self, path: str, limit: int) -> bytes | None:
-        """None when the file does not exist; else at most `limit + 1` bytes of it, so a caller
-        tells a file over its bound, and nothing larger is ever read or held."""
+        """The file's first `limit + 1` bytes at most, or None when it does not exist (state,
+        journal, lock, the old content a diff shows). Whatever is at a destination may be of any
+        size: never more than that is read from storage or held in memory, and the extra byte
+        tells the caller that the file is over its bound (see limits.py)."""
         raise NotImplementedError
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:

@@ -19,10 +19,10 @@ from datetime import timezone
 from email.utils import parsedate_to_datetime
 from typing import Callable, ContextManager, Iterable, Iterator
 
-from ..attributes import s3_object_args
+from ..attributes import s3_object_args, s3_record_args
 from ..errors import DistributorError, MissingLibrary
 from ..limits import LOCK_LIMIT
-from ..paths import LOCK_NAME, join
+from ..paths import LOCK_NAME, is_reserved, join
 from .base import Storage, in_parallel, mentions_secret, redact
 from .lease import LOCK_EXPIRY_SECONDS, Lease, LockFile, Seen, held
 
@@ -105,19 +105,29 @@ class S3Storage(Storage):
 
     # -- files ----------------------------------------------------------------------------
 
-    def _read(self, key: str) -> bytes | None:
-        reply = self._call("read", key, "get_object", NOT_FOUND, Key=key)
-        if reply is None:
-            return None
+    def _read(self, key: str, limit: int) -> bytes | None:
+        """A ranged GET, so S3 sends no more than `limit + 1` bytes whatever the object's size;
+        the body is read to that bound too, in case an S3-compatible server ignores the range.
+        An empty object has no byte 0, so S3 refuses the range (416 InvalidRange): it is empty."""
         with self._errors("read", key):
-            return reply["Body"].read()
+            try:
+                reply = self.client.get_object(Bucket=self.bucket, Key=key, Range="bytes=0-%d" % limit)
+            except self._client_error as exc:
+                code = exc.response.get("Error", {}).get("Code")
+                if code in NOT_FOUND + EMPTY_RANGE:
+                    return None if code in NOT_FOUND else b""
+                raise
+            try:
+                return reply["Body"].read(limit + 1)
+            finally:
+                reply["Body"].close()
 
     def read_bytes(self, path: str, limit: int) -> bytes | None:
-        data = self._read(self._key(path))
-        return None if data is None else data[:limit + 1]
+        return self._read(self._key(path), limit)
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
-        """A file of one part is one PUT; larger files go multipart, PARTS_IN_FLIGHT at a time."""
+        """A file of one part is one PUT; larger files go multipart, PARTS_IN_FLIGHT at a time.
+        The state and the journal are written with s3_record_args: never served by the outputs' ACL."""
         key = self._key(path)
         stream = iter(chunks)
         first, size = [], 0
@@ -126,7 +136,7 @@ class S3Storage(Storage):
             size += len(chunk)
             if size > PART_SIZE:
                 break
-        settings = s3_object_args(self._settings, path)
+        settings = s3_record_args(self._settings) if is_reserved(path) else s3_object_args(self._settings, path)
         if size <= PART_SIZE:
             self._call("write", key, "put_object", Key=key, Body=b"".join(first), **settings)
         else:

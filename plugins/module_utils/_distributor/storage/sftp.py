@@ -273,11 +273,13 @@ class SftpStorage(Storage):
 
     # -- files ----------------------------------------------------------------------------
 
-    def _read(self, remote: str) -> bytes | None:
+    def _read(self, remote: str, limit: int) -> bytes | None:
         """Prefetching requests every block at once; read block by block, a large file would
-        take one round trip per 32 KiB. Only the reserved names are read, and what is there is
-        looked at first: the server would block opening a FIFO, and the whole session with it.
-        (SFTP has no non-blocking open: docs/operations.md states the window left.)"""
+        take one round trip per 32 KiB. Both stop at `limit + 1` bytes: the server sends no more,
+        whatever the file's size. Only the reserved names and managed outputs are read, and what
+        is there is looked at first: the server would block opening a FIFO, and the whole
+        session with it. (SFTP has no non-blocking open: docs/operations.md states the window
+        left.)"""
         attrs = self._lstat(remote)
         if attrs is None:
             return None
@@ -287,14 +289,13 @@ class SftpStorage(Storage):
         with self._errors("read", remote):
             try:
                 with self._open().open(_wire(remote), "rb") as handle:
-                    handle.prefetch()
-                    return handle.read()
+                    handle.prefetch(min(attrs.st_size or 0, limit + 1))
+                    return _read_up_to(handle, limit + 1)
             except FileNotFoundError:
                 return None
 
     def read_bytes(self, path: str, limit: int) -> bytes | None:
-        data = self._read(self._remote(path))
-        return None if data is None else data[:limit + 1]
+        return self._read(self._remote(path), limit)
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
         try:
@@ -532,6 +533,19 @@ class _Staged(NamedTuple):
     target: str
     written: int
     owner: int | None
+
+
+def _read_up_to(handle, size: int) -> bytes:
+    """At most `size` bytes of an open file, a request's worth at a time: paramiko's own
+    read(size) grows one bytes object by each reply it gets, copying it again every time."""
+    chunks, left = [], size
+    while left:
+        chunk = handle.read(min(left, handle.MAX_REQUEST_SIZE))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
 
 
 class _PathAttributes:

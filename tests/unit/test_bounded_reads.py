@@ -1,0 +1,159 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Every read of destination content is bounded: a state record, a journal, a lock record or an
+old output planted at any size is refused (or left unshown) after its bound, and memory does not
+grow with it.
+
+Each operation runs in a child Python, whose peak memory is its own (VmHWM, reset when the child
+starts: Linux carries ru_maxrss over from the parent through fork and exec): sparse files of
+2 GiB (local, SFTP) and objects of 64 MiB (S3, in moto) are planted, and the child's peak must stay
+far below what reading them would take. The state and journal limits (512 and 256 MiB, far above
+what any real record reaches) are lowered in the child to 1 MiB, so that a bounded read stays small
+while an unbounded one still reads the whole planted file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from ansible_collections.distributor.core.plugins.module_utils._distributor.contentdiff import FILE_BOUND
+from ansible_collections.distributor.core.plugins.module_utils._distributor.limits import LOCK_LIMIT
+from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import JOURNAL_NAME, LOCK_NAME, STATE_NAME
+from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
+
+from builders import write_bundle
+
+TEST_LIMIT = 1024 * 1024
+SPARSE_SIZE = 2 * 1024 ** 3
+S3_SIZE = 64 * 1024 * 1024
+PEAK_MIB = 200
+GROWTH_MIB = 32  # what the operation may add to the child's peak, its backend library loaded
+BUNDLE_PATH = "site"
+PIPELINE = {"id": "reports", "outputs": [{"match": "*.txt"}]}
+
+CHILD = r"""
+import json, sys
+paths, request = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+sys.path[:0] = paths
+from ansible_collections.distributor.core.plugins.module_utils._distributor import root
+from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
+from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.stateinfo import state_info
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
+
+def peak_mib():
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 1024.0
+
+with open("/proc/self/clear_refs", "w") as clear:
+    clear.write("5")  # a peak starting at this process's own: ru_maxrss starts at the parent's
+
+for name, value in request["limits"].items():
+    setattr(root, name, value)
+warm = open_storage(request["destination"]["storage"], "", "warmup")
+warm.exists("warm-up")  # loads the backend's library and connects, as the operation will
+warm.close()
+before = peak_mib()
+try:
+    if request["operation"] == "state_info":
+        out = {"result": state_info(request["destination"], pipeline_id="reports")}
+    else:
+        out = {"result": publish(request["source"], request["pipeline"], request["destination"], check_mode=True,
+                                 diff_contents=True)}
+except DistributorError as error:
+    out = {"reason": error.reason, "message": error.message}
+out.update(before=before, peak=peak_mib())
+print(json.dumps(out, default=str))
+"""
+
+
+def in_child(operation: str, destination: dict, **request) -> dict:
+    """Run `operation` in a fresh Python; its outcome with the child's peak memory (MiB)."""
+    paths = [p for p in sys.path if p]
+    request = dict(request, operation=operation, destination=destination, limits=request.get("limits", {}))
+    done = subprocess.run([sys.executable, "-c", CHILD, json.dumps(paths), json.dumps(request)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout)
+    assert out["peak"] < PEAK_MIB and out["peak"] - out["before"] < GROWTH_MIB, (
+        "peak memory %.0f MiB (%.0f MiB before the operation)" % (out["peak"], out["before"]))
+    return out
+
+
+class Place:
+    """One destination on one backend, where a test plants a file of any size."""
+
+    def __init__(self, kind: str, tmp_path, request):
+        self.kind = kind
+        if kind == "s3":
+            server = request.getfixturevalue("s3_server")
+            self.bucket = server.create_bucket()
+            self.client = server.client()
+            storage = server.storage(self.bucket)
+        else:
+            self.root = tmp_path / "root"
+            (self.root / BUNDLE_PATH).mkdir(parents=True)
+            storage = {"type": "local", "root": str(self.root)}
+            if kind == "sftp":
+                storage = request.getfixturevalue("sshd_server").storage(str(self.root))
+        self.destination = {"id": "archive", "storage": storage, "path": BUNDLE_PATH}
+
+    def plant(self, name: str, head: bytes = b"") -> None:
+        """`head` followed by filler: 2 GiB of zeros, sparse, on local and SFTP; 64 MiB of spaces
+        in S3 (a read of zeros from a socket hardly shows in the reader's peak memory)."""
+        if self.kind == "s3":
+            body = head + b" " * (S3_SIZE - len(head))
+            self.client.put_object(Bucket=self.bucket, Key="%s/%s" % (BUNDLE_PATH, name), Body=body)
+            return
+        with open(self.root / BUNDLE_PATH / name, "wb") as handle:
+            handle.write(head)
+            handle.truncate(SPARSE_SIZE)
+
+
+@pytest.fixture(params=["local", "sftp", "s3"])
+def place(request, tmp_path):
+    return Place(request.param, tmp_path, request)
+
+
+def test_a_huge_state_record_is_invalid_state_naming_it_and_its_limit_without_being_read_whole(place, tmp_path):
+    place.plant(STATE_NAME, b'{"schema_version": 2, "outputs": [')
+    info = in_child("state_info", place.destination, limits={"STATE_LIMIT": TEST_LIMIT})["result"]
+    assert (info["exists"], info["valid"], info["owners"]) == (True, False, [])
+    assert "%s is larger than %d bytes" % (STATE_NAME, TEST_LIMIT) in info["error"]
+    source = write_bundle(tmp_path / "bundle", {"a.txt": b"a\n"})
+    refused = in_child("publish", place.destination, source=source, pipeline=PIPELINE, limits={"STATE_LIMIT": TEST_LIMIT})
+    assert refused["reason"] == "invalid_state"
+    assert "%s is larger than %d bytes" % (STATE_NAME, TEST_LIMIT) in refused["message"]
+
+
+def test_a_huge_journal_is_invalid_state_naming_it_and_its_limit_without_being_read_whole(place, tmp_path):
+    place.plant(JOURNAL_NAME, b'{"token": "t", "writes": [')
+    info = in_child("state_info", place.destination, limits={"JOURNAL_LIMIT": TEST_LIMIT})["result"]
+    assert info["valid"] is False and "%s is larger than %d bytes" % (JOURNAL_NAME, TEST_LIMIT) in info["error"]
+    source = write_bundle(tmp_path / "bundle", {"a.txt": b"a\n"})
+    refused = in_child("publish", place.destination, source=source, pipeline=PIPELINE, limits={"JOURNAL_LIMIT": TEST_LIMIT})
+    assert refused["reason"] == "invalid_state"
+    assert "%s is larger than %d bytes" % (JOURNAL_NAME, TEST_LIMIT) in refused["message"]
+
+
+def test_a_huge_lock_record_is_an_unreadable_holder_read_no_further_than_its_limit(place):
+    place.plant(LOCK_NAME, b'{"holder": "' + b"h" * LOCK_LIMIT)
+    info = in_child("state_info", place.destination)["result"]
+    assert info["lock"] == {"holder": None, "acquired_at": None, "expires_at": None, "expired": True}
+
+
+def test_a_huge_old_output_is_not_shown_under_diff_and_is_read_no_further_than_the_bound(place, tmp_path):
+    first = write_bundle(tmp_path / "v1", {"a.txt": b"old\n", "b.txt": b"b\n"}, created="2026-06-03T00:00:00Z")
+    publish(first, PIPELINE, place.destination, opener=open_storage)
+    place.plant("a.txt", b"grown\n")
+    second = write_bundle(tmp_path / "v2", {"a.txt": b"new\n", "b.txt": b"b2\n"})
+    result = in_child("publish", place.destination, source=second, pipeline=PIPELINE)["result"]
+    entries = {entry["after_header"].rpartition("/")[2]: entry for entry in result["diff"][1:]}
+    assert entries["a.txt"]["prepared"].endswith(
+        "old content has grown past its record's 4 bytes, over the bound of %d bytes per file\n" % FILE_BOUND)
+    assert (entries["b.txt"]["before"], entries["b.txt"]["after"]) == ("b\n", "b2\n")
