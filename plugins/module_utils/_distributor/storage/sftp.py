@@ -26,19 +26,24 @@ from typing import Callable, Iterable, Iterator, NamedTuple
 
 from ..attributes import parse_mode
 from ..errors import DistributorError, MissingLibrary
+from ..limits import DEPTH_LIMIT
 from ..paths import LOCK_NAME, is_reserved, join
 from ..regular import kind_of
 from .base import (
     LOCK_EXPIRY_SECONDS, Lease, Storage, holder_record, holds, in_parallel, lock_is_expired, mentions_secret,
     not_a_record, redact, staging_dir, wait_for_lock)
+from .sftp_connect import HostKeyPolicy, check_config, check_known_hosts
+from .sftp_private import foreign_owner, shared_refusal, shared_warning, writable_by_others
+from .sftp_wire import LSETSTAT, USERS_GROUPS_BY_ID, listdir_attr, lsetstat, session_class, user_names
+from .sftp_wire import wire as _wire
 
 CONNECT_TIMEOUT = 30.0
-HOST_KEY_POLICIES = ("reject", "accept_new")
 LOCK_CREATE_ATTEMPTS = 3
 BREAK_GUARD_EXPIRY = 60.0
 CHANNELS = 3  # SFTP channels writing at once; OpenSSH allows 10 sessions a connection by default
 BATCH_FILES = 1024  # files staged before the first of them is renamed
 AEAD_CIPHERS = ("aes128-gcm@openssh.com", "aes256-gcm@openssh.com")
+DEFAULT_DIRECTORY_MODE = 0o777  # asked of mkdir without a directory_mode: the server's umask applies, as for mkdir(1)
 
 
 class SftpStorage(Storage):
@@ -58,7 +63,8 @@ class SftpStorage(Storage):
         self.file_mode = parse_mode(storage.get("file_mode"), "file_mode")
         self.directory_mode = parse_mode(storage.get("directory_mode"), "directory_mode")
         self.ids = tuple(int(storage[f]) if storage.get(f) is not None else -1 for f in ("owner", "group"))
-        _check_config(self)
+        self.require_private_directories = bool(storage.get("require_private_directories"))
+        check_config(self)
         try:
             import paramiko
         except ImportError:
@@ -68,8 +74,12 @@ class SftpStorage(Storage):
         self._client = None
         self._session = None
         self._dirs: set[str] = set()
-        self._staging_dirs: dict[str, int | None] = {}
-        self._staging_lock = threading.Lock()
+        self._judged: set[str] = set()
+        self._shared: list[tuple[str, str]] = []
+        self._names: dict[int, str | None] = {}
+        self._extensions: frozenset = frozenset()
+        self._staging_dirs: set[str] = set()
+        self._staging_lock = threading.RLock()  # also held while a missing directory is made (see _create)
         self._worker = threading.local()
         self._acquired_at: float | None = None
         self._beat_session = None
@@ -116,25 +126,34 @@ class SftpStorage(Storage):
                 with self._errors("connect to", self.root):
                     self._trust_known_hosts(client)
                     client.connect(**self._connect_options())
-                    self._session = client.open_sftp()
+                    self._session = self._new_session(client)
+                    self._extensions = self._session.extensions
             except BaseException:
                 client.close()
                 raise
             self._client = client
         return self._session
 
+    def _new_session(self, client):
+        """The run's SFTP channel, which learns the server's extensions (see
+        sftp_wire.session_class); the same server's other channels offer the same."""
+        session = session_class(self._paramiko).from_transport(client.get_transport())
+        if session is None:
+            raise self._paramiko.SSHException("the server refused an SFTP session")
+        return session
+
     def _trust_known_hosts(self, client) -> None:
         if self.known_hosts_file:
             path = os.path.expanduser(self.known_hosts_file)
             if os.path.exists(path):
-                _check_known_hosts(path)
+                check_known_hosts(path)
                 client.get_host_keys().load(path)
         else:
             system = os.path.expanduser("~/.ssh/known_hosts")
             if os.path.exists(system):
-                _check_known_hosts(system)
+                check_known_hosts(system)
             client.load_system_host_keys()
-        client.set_missing_host_key_policy(_HostKeyPolicy(self))
+        client.set_missing_host_key_policy(HostKeyPolicy(self))
 
     def _connect_options(self) -> dict:
         """Explicit credentials are used alone; without any, ssh-agent and ~/.ssh keys are
@@ -181,14 +200,18 @@ class SftpStorage(Storage):
         Directories already checked on this connection are remembered: a publish touches the
         same few directories for every file, and each check is a round trip. Where a path is
         acted on, that memory is not trusted (a directory may since have been swapped for a
-        link): a directory is created, and a file removed, only after _check_directories has
-        looked at the whole way again; a staged file is renamed only from a staging directory
-        beside its target (see base.staging_dir).
+        link): every rename, delete and attribute change is preceded by _check_directories,
+        which looks at the whole way again, and files are staged and parked only in a staging
+        directory beside their target (see base.staging_dir). Each directory is judged (see
+        _judge) the first time it is seen, before anything is done in it.
         """
+        if not self._judged:
+            self._look_at_root()
         current = self.root
         if create_parents and current not in self._dirs:
             self._make_root()
         parts = [part for part in join(self.base, path).split("/") if part]
+        above_base = len([part for part in self.base.split("/") if part])
         for index, part in enumerate(parts):
             current = posixpath.join(current, part)
             if current in self._dirs:
@@ -196,13 +219,13 @@ class SftpStorage(Storage):
             attrs = self._lstat(current)
             if attrs is None:
                 if create_parents and index < len(parts) - 1:
-                    self._check_directories(posixpath.dirname(current))
-                    self._mkdir(current)
+                    self._create(current, "/".join(parts[above_base:index + 1]) if index >= above_base else None)
                     continue
                 return posixpath.join(current, *parts[index + 1:])
             if stat.S_ISLNK(attrs.st_mode):
                 raise _link_refused(self._url(current))
             if stat.S_ISDIR(attrs.st_mode):
+                self._judge(current, attrs)
                 self._dirs.add(current)
             elif index < len(parts) - 1:
                 raise _not_a_directory(self._url(current), self.describe(path))
@@ -223,6 +246,7 @@ class SftpStorage(Storage):
             if not stat.S_ISDIR(attrs.st_mode):
                 raise DistributorError("storage_error", "%s is not a directory; something else changed the "
                                        "destination during this run" % self._url(current))
+            self._judge(current, attrs)
         return True
 
     def _make_root(self) -> None:
@@ -248,36 +272,154 @@ class SftpStorage(Storage):
             except FileNotFoundError:
                 return None
 
+    # -- directories others can write -------------------------------------------------------
+
+    @property
+    def warnings(self) -> list[str]:
+        return [shared_warning(self._shared, self.username)] if self._shared else []
+
+    def _look_at_root(self) -> None:
+        """Before the first read or write: the root (whatever its path leads to: the operator
+        chose it, links included) and the directories this run's settings would create."""
+        with self._errors("inspect", self.root):
+            try:
+                attrs = self._open().stat(_wire(self.root))
+            except FileNotFoundError:
+                attrs = None
+        self._judged.add("")
+        if attrs is not None and stat.S_ISDIR(attrs.st_mode or 0):
+            self._judge(self.root, attrs)
+        created = "the directories distributor creates"
+        if self.directory_mode is not None:
+            self._found_shared("%s (storage.directory_mode)" % created, writable_by_others(self.directory_mode))
+        if self.ids[0] != -1:
+            self._found_shared("%s (storage.owner)" % created,
+                               foreign_owner(self.ids[0], self._name_of(self.ids[0]), self.username))
+
+    def _judge(self, remote: str, attrs) -> None:
+        """A directory distributor walks, seen for the first time this run: noted (a warning)
+        when another account than the SFTP user can write in it, refused with
+        require_private_directories. Writable by its group or by all, or owned by another uid
+        (an owner can always make it writable), see sftp_private."""
+        if remote in self._judged:
+            return
+        self._judged.add(remote)
+        why = writable_by_others(attrs.st_mode or 0)
+        if why is None and attrs.st_uid is not None:
+            why = foreign_owner(attrs.st_uid, self._name_of(attrs.st_uid), self.username)
+        self._found_shared(self._url(remote), why)
+
+    def _found_shared(self, where: str, why: str | None) -> None:
+        if why is None:
+            return
+        if self.require_private_directories:
+            raise DistributorError("storage_error", self._redact(shared_refusal(where, why, self.username)))
+        self._shared.append((where, why))
+
+    def _name_of(self, uid: int) -> str | None:
+        """The account name the server gives `uid` (None when it cannot say), asked once a run."""
+        if uid not in self._names:
+            name = None
+            if USERS_GROUPS_BY_ID in self._extensions:
+                with self._errors("look up the account of uid %d at" % uid, self.root):
+                    name = user_names(self._open(), [uid])[0] or None
+            self._names[uid] = name
+        return self._names[uid]
+
+    # -- directories distributor creates ------------------------------------------------------
+
+    def _create(self, remote: str, path: str | None) -> None:
+        """The missing directory `remote`: of the bundle path when `path` (relative to it) is
+        given, else of the base or root. write_many's workers may both find it missing, and one
+        of them makes it."""
+        with self._staging_lock:
+            if remote in self._dirs:
+                return
+            self._check_directories(posixpath.dirname(remote))
+            if path is None:
+                self._mkdir(remote)
+            else:
+                self._make_directory(path, remote)
+
     def _mkdir(self, remote: str) -> None:
-        """Another publisher may create the same directory at the same moment, which is fine;
-        SFTP reports 'already exists' only as a generic failure, so look before complaining."""
+        """A directory of the root or of the bundle path itself (below it, _make_directory).
+        mkdir asks for the configured mode and neither follows nor reuses what is at the name;
+        the way to it is looked at again right after, so a mkdir that a directory swapped for a
+        link led elsewhere stops the run. Another publisher may create the same directory at the
+        same moment, which is fine; SFTP reports 'already exists' only as a generic failure, so
+        look before complaining."""
         try:
             with self._errors("create directory", remote):
-                self._open().mkdir(_wire(remote))
+                self._open().mkdir(_wire(remote), DEFAULT_DIRECTORY_MODE if self.directory_mode is None
+                                   else self.directory_mode)
         except DistributorError:
             attrs = self._lstat(remote)
             if attrs is None or not stat.S_ISDIR(attrs.st_mode):
                 raise
         else:
-            self._settle(remote, self.directory_mode)
+            if not self._check_directories(remote):
+                raise _disappeared(self._url(remote))
+            self._settle_directory(remote, check=True)
         self._dirs.add(remote)
 
-    def _settle(self, remote: str, mode: int | None, handle=None) -> None:
-        """Apply the configured mode and numeric ownership: to a staged file before its rename
-        (through its open `handle`, so no name is resolved again), so an output never appears
-        with other permissions, and to a directory we created. An unset owner or group keeps
-        the server's (-1 is not sent: SFTP sets both ids at once)."""
-        sftp = self._open()
-        target = handle or _PathAttributes(sftp, _wire(remote))
+    def _make_directory(self, path: str, remote: str) -> None:
+        """A directory below the bundle path, `path` relative to it: made in this attempt's
+        staging directory beside it, given its mode and owner there, and renamed into place.
+        In the staging directory, which exists only where this attempt made it, no swapped link
+        can lead the attribute change to another directory."""
+        made = posixpath.join(self._staging(path), posixpath.basename(remote))
+        with self._errors("create directory", made):
+            self._open().mkdir(_wire(made), DEFAULT_DIRECTORY_MODE if self.directory_mode is None else self.directory_mode)
+        try:
+            self._settle_directory(made, check=False)
+            self._check_directories(posixpath.dirname(made))
+            with self._errors("create directory", remote):
+                self._open().posix_rename(_wire(made), _wire(remote))
+        except BaseException:
+            with suppress(Exception):
+                self._open().rmdir(_wire(made))
+            raise
+        self._dirs.add(remote)
+
+    def _settle_directory(self, remote: str, check: bool) -> None:
+        """The configured mode (when the server's umask took bits of it) and owner, set with
+        lsetstat@openssh.com, which does not follow a link at the name: SETSTAT would. With
+        `check`, the way is looked at again right before (a directory outside the staging
+        directory). A server without lsetstat gets no attributes set on directories: storage_error."""
+        if self.directory_mode is None and self.ids == (-1, -1):
+            return
+        attrs = self._lstat(remote)
+        if attrs is None:
+            raise _disappeared(self._url(remote))
+        mode = self.directory_mode if self.directory_mode not in (None, stat.S_IMODE(attrs.st_mode)) else None
+        ids = tuple(attrs.st_uid if want == -1 else want for want in self.ids) if self.ids != (-1, -1) else None
+        ids = None if ids == (attrs.st_uid, attrs.st_gid) else ids
+        if mode is None and ids is None:
+            return
+        if LSETSTAT not in self._extensions:
+            raise DistributorError(
+                "storage_error", "cannot set the mode or owner of %s: the server does not offer %s, and distributor "
+                "never sets attributes with SETSTAT, which follows a symbolic link planted at the name; remove "
+                "storage.directory_mode, owner and group, or use an OpenSSH server (8.0 or later)" % (self._url(remote), LSETSTAT))
+        if check and not self._check_directories(remote):
+            raise _disappeared(self._url(remote))
+        with self._errors("set permissions of", remote):
+            lsetstat(self._open(), remote, mode, ids)
+
+    def _settle(self, remote: str, mode: int | None, handle) -> None:
+        """Apply the configured mode and numeric ownership to a staged file before its rename,
+        through its open `handle` (FSETSTAT: no name is resolved), so an output never appears
+        with other permissions. An unset owner or group keeps the server's (-1 is not sent:
+        SFTP sets both ids at once)."""
         with self._errors("set permissions of", remote):
             if mode is not None:
-                target.chmod(mode)
+                handle.chmod(mode)
             if self.ids != (-1, -1):
                 uid, gid = self.ids
                 if -1 in self.ids:
-                    attrs = target.stat()
+                    attrs = handle.stat()
                     uid, gid = (attrs.st_uid if uid == -1 else uid), (attrs.st_gid if gid == -1 else gid)
-                target.chown(uid, gid)
+                handle.chown(uid, gid)
 
     # -- files ----------------------------------------------------------------------------
 
@@ -364,39 +506,44 @@ class SftpStorage(Storage):
     def _stage(self, path: str, chunks: Iterable[bytes]) -> _Staged:
         """`chunks` uploaded to a new file in the attempt's staging directory beside `path`."""
         target = self._remote(path, create_parents=True)
-        staging, owner = self._staging(path)
-        staged = posixpath.join(staging, posixpath.basename(target))
+        staged = posixpath.join(self._staging(path), posixpath.basename(target))
         try:
-            return _Staged(staged, target, self._upload(staged, chunks), owner)
+            return _Staged(staged, target, *self._upload(staged, chunks))
         except BaseException:
             self._discard(staged)
             raise
 
     def _commit(self, item: _Staged) -> None:
-        """The staged file checked once more, then renamed over its target."""
+        """The staged file checked to be the one this attempt wrote, the way to it looked at
+        again, then renamed over its target. Source and target share every directory but the
+        staging one, which exists only where this attempt made it: a directory swapped for a
+        link since the check leads the rename's source to a name that does not exist."""
         try:
-            self._verify(item.staged, item.written, item.owner)
+            self._verify(item)
+            if not self._check_directories(posixpath.dirname(item.staged)):
+                raise _disappeared(self._url(posixpath.dirname(item.staged)))
             with self._errors("rename into place", item.target):
                 self._open().posix_rename(_wire(item.staged), _wire(item.target))
         except BaseException:
             self._discard(item.staged)
             raise
 
-    def _staging(self, path: str) -> tuple[str, int | None]:
-        """(remote, uid): this attempt's staging directory beside `path` (see base.staging_dir),
-        made on first use. mkdir neither follows nor reuses what is at the name; the way to it is
-        checked right before and right after, so it is never made behind a directory that was
-        swapped for a link, even one cached as checked earlier in the run."""
+    def _staging(self, path: str) -> str:
+        """This attempt's staging directory beside `path` (see base.staging_dir), made on first
+        use; write_many's workers meet the same new directory at once, and only one of them may
+        make it."""
         remote = posixpath.join(self.root, join(self.base, staging_dir(path, self.token)))
         if remote not in self._staging_dirs:
             with self._staging_lock:
                 if remote not in self._staging_dirs:
                     self._make_staging(remote)
-        return remote, self._staging_dirs[remote]
+        return remote
 
     def _make_staging(self, remote: str) -> None:
-        """Under _staging_lock: write_many's workers meet the same new directory at once, and
-        only one of them may make its staging directory."""
+        """mkdir neither follows nor reuses what is at the name; the way to it is checked right
+        before and right after, and what is there must be a private directory of the SFTP
+        account: one that someone who read the attempt's token from the journal made first, while
+        a swapped link led the mkdir elsewhere, is refused."""
         self._check_directories(posixpath.dirname(remote))
         with self._errors("create staging directory", remote):
             try:
@@ -409,10 +556,13 @@ class SftpStorage(Storage):
                         "attempt creates; remove it" % self._url(remote)) from None
                 raise
         if not self._check_directories(remote):
-            raise DistributorError("storage_error", "%s disappeared right after it was made; something else "
-                                   "changed the destination during this run" % self._url(remote))
+            raise _disappeared(self._url(remote))
         attrs = self._lstat(remote)
-        self._staging_dirs[remote] = attrs.st_uid if attrs is not None else None
+        if attrs is None or stat.S_IMODE(attrs.st_mode or 0) & 0o077 or (
+                attrs.st_uid != 0 and self._name_of(attrs.st_uid) not in (None, self.username)):
+            raise DistributorError("storage_error", "%s is not the private directory this attempt made; something "
+                                   "else changed the destination during this run" % self._url(remote))
+        self._staging_dirs.add(remote)
 
     def _drop_staging(self) -> None:
         """Remove the staging directories, empty once their files are renamed or removed."""
@@ -421,10 +571,10 @@ class SftpStorage(Storage):
                 self._open().rmdir(_wire(remote))
         self._staging_dirs.clear()
 
-    def _upload(self, staged: str, chunks: Iterable[bytes]) -> int:
+    def _upload(self, staged: str, chunks: Iterable[bytes]) -> tuple[int, tuple]:
         """Stream `chunks` to a new file `staged` (exclusive create: never opened through a name
         that exists, link or not); the chunk iterator's own exceptions pass unchanged. The
-        number of bytes sent."""
+        number of bytes sent, and the file as its handle sees it once written and settled."""
         sftp = self._open()
         with self._errors("write", staged):
             handle = sftp.open(_wire(staged), "wx")
@@ -436,29 +586,31 @@ class SftpStorage(Storage):
                     handle.write(chunk)
                 written += len(chunk)
             self._settle(staged, self.file_mode, handle)
+            with self._errors("write", staged):
+                handle.flush()
+                identity = _identity(handle.stat())
         except BaseException:
             with suppress(Exception):
                 handle.close()
             raise
         with self._errors("write", staged):
             handle.close()
-        return written
+        return written, identity
 
-    def _verify(self, staged: str, written: int, owner: int | None) -> None:
-        """Right before the rename: the staged name still holds a regular file owned as this
-        attempt made it, of every byte sent. Pipelined writes are not acknowledged one by one
-        and paramiko drops the errors of unacknowledged writes at close, so a short file (a full
-        disk, say) is caught here, before the rename publishes it."""
-        attrs = self._lstat(staged)
-        expected_owner = owner if self.ids[0] == -1 else self.ids[0]
-        if attrs is None or not stat.S_ISREG(attrs.st_mode or 0) or attrs.st_uid != expected_owner:
+    def _verify(self, item: _Staged) -> None:
+        """Right before the rename: the staged name still holds the file this attempt wrote,
+        as its handle last saw it (type, mode, owner, size, time), of every byte sent. Pipelined
+        writes are not acknowledged one by one and paramiko drops the errors of unacknowledged
+        writes at close, so a short file (a full disk, say) is caught here, before the rename
+        publishes it."""
+        attrs = self._lstat(item.staged)
+        if attrs is None or not stat.S_ISREG(attrs.st_mode or 0) or _identity(attrs) != item.identity:
             raise DistributorError("storage_error", "cannot write %s: the staged file was replaced or removed by "
-                                   "someone else" % self._url(staged))
-        if attrs.st_size != written:
+                                   "someone else" % self._url(item.staged))
+        if attrs.st_size != item.written:
             raise DistributorError(
-                "storage_error",
-                "cannot write %s: only %d of %d bytes arrived (is the disk full?)" % (self._url(staged), attrs.st_size, written),
-            )
+                "storage_error", "cannot write %s: only %d of %d bytes arrived (is the disk full?)"
+                % (self._url(item.staged), attrs.st_size, item.written))
 
     def _discard(self, remote: str) -> None:
         """Best effort: a staged name is reserved and derived from the token, so recovery finds
@@ -467,6 +619,9 @@ class SftpStorage(Storage):
             self._open().remove(_wire(remote))
 
     def _remove(self, remote: str, action: str) -> bool:
+        """Remove a file by name, the way to it looked at again right before: True when it was there."""
+        if not self._check_directories(posixpath.dirname(remote)):
+            return False
         with self._errors(action, remote):
             try:
                 self._open().remove(_wire(remote))
@@ -475,27 +630,61 @@ class SftpStorage(Storage):
         return True
 
     def delete(self, path: str) -> bool:
-        """The way to the file is checked again right before the remove, so a directory swapped
-        for a link since it was first seen does not lead the remove out of the root. A staged
-        file already gone still tidies its staging directory: an attempt that died after its
-        renames left that directory empty, and recovery deletes staged names."""
+        return bool(self.delete_many([path]))
+
+    def delete_many(self, paths: Iterable[str]) -> list[str]:
+        """An output is parked before it is removed: renamed into this attempt's staging
+        directory beside it, then removed there. Through a directory swapped for a link since
+        the way was checked, the rename finds no staging directory (it exists only where this
+        attempt made it) and moves nothing. distributor's own names (records, the staged files
+        of a dead attempt) are removed by name once the way is looked at again. Directories
+        the deletes emptied are removed at the end, below the base; a staged file already gone
+        still tidies its staging directory (an attempt that died after its renames left it
+        empty, and recovery deletes staged names)."""
+        removed, tidy = [], []
+        try:
+            for path in paths:
+                if self._delete(path):
+                    removed.append(path)
+                    tidy.append(path)
+                elif is_reserved(path):
+                    tidy.append(path)
+        finally:
+            self._drop_staging()
+        for head in sorted({path.rpartition("/")[0] for path in tidy}, key=lambda head: (-head.count("/"), head)):
+            self._remove_empty_parents(head)
+        return removed
+
+    def _delete(self, path: str) -> bool:
         remote = self._remote(path)
-        if not (self._check_directories(posixpath.dirname(remote)) and self._remove(remote, "delete")):
-            if is_reserved(path):
-                self._remove_empty_parents(path)
+        attrs = self._lstat(remote)
+        if attrs is None:
             return False
-        self._remove_empty_parents(path)
+        if is_reserved(path) or stat.S_ISDIR(attrs.st_mode or 0):
+            return self._remove(remote, "delete")
+        parked = posixpath.join(self._staging(path), posixpath.basename(remote))
+        if not self._check_directories(posixpath.dirname(remote)):
+            return False
+        with self._errors("delete", remote):
+            try:
+                self._open().posix_rename(_wire(remote), _wire(parked))
+            except FileNotFoundError:
+                return False
+            self._open().remove(_wire(parked))
         return True
 
-    def _remove_empty_parents(self, path: str) -> None:
-        """Remove directories the delete emptied, up to (not including) the base.
+    def _remove_empty_parents(self, head: str) -> None:
+        """Remove the directory `head` and its parents while the deletes left them empty, up to
+        (not including) the base; the way to each is looked at again before its rmdir (which
+        never follows a link at the name).
 
         SFTP reports a non-empty directory only as a generic failure, so any failure ends the
         tidy-up: a leftover empty directory is harmless.
         """
-        head = path.rpartition("/")[0]
         while head:
             remote = self._remote(head)
+            if not self._check_directories(posixpath.dirname(remote)):
+                return
             with self._errors("remove directory", remote):
                 try:
                     self._open().rmdir(_wire(remote))
@@ -508,24 +697,31 @@ class SftpStorage(Storage):
         return self._lstat(self._remote(path)) is not None
 
     def list_files(self) -> list[str]:
+        """Directory entries carry lstat attributes, so symlinks are listed, never followed. The
+        walk keeps its own stack, so a planted tree of any depth is refused past DEPTH_LIMIT
+        levels (storage_error) instead of exhausting Python's recursion. A directory that cannot
+        be listed fails the listing (storage_error): taken as empty, its files would be
+        overwritten unseen. Each directory is judged (see _judge) before it is listed."""
         found: list[str] = []
-        self._walk(self._remote(""), "", found)
+        pending = [(self._remote(""), "")]
+        while pending:
+            remote, prefix = pending.pop()
+            with self._errors("list", remote):
+                try:
+                    entries = listdir_attr(self._open(), remote)
+                except FileNotFoundError:
+                    continue
+            for entry in entries:
+                if not stat.S_ISDIR(entry.st_mode or 0):
+                    found.append(prefix + entry.filename)
+                    continue
+                child = posixpath.join(remote, entry.filename)
+                if prefix.count("/") + 1 > DEPTH_LIMIT:
+                    raise DistributorError("storage_error", "%s is more than %d directories deep; distributor lists "
+                                           "trees at most that deep (limits.DEPTH_LIMIT)" % (self._url(child), DEPTH_LIMIT))
+                self._judge(child, entry)
+                pending.append((child, prefix + entry.filename + "/"))
         return sorted(found)
-
-    def _walk(self, remote: str, prefix: str, found: list[str]) -> None:
-        """Directory entries carry lstat attributes, so symlinks are listed, never followed. A
-        directory that cannot be listed fails the listing (storage_error): taken as empty, its
-        files would be overwritten unseen."""
-        with self._errors("list", remote):
-            try:
-                entries = _listdir_attr(self._open(), remote)
-            except FileNotFoundError:
-                return
-        for entry in entries:
-            if stat.S_ISDIR(entry.st_mode or 0):
-                self._walk(posixpath.join(remote, entry.filename), prefix + entry.filename + "/", found)
-            else:
-                found.append(prefix + entry.filename)
 
     # -- lock -----------------------------------------------------------------------------
 
@@ -662,62 +858,12 @@ class _Staged(NamedTuple):
     staged: str
     target: str
     written: int
-    owner: int | None
+    identity: tuple  # the staged file as its own handle saw it last (see _identity)
 
 
-class _PathAttributes:
-    """A remote path with the attribute calls of an open paramiko file (chmod, chown, stat),
-    so _settle treats a directory and an open staged file alike."""
-
-    def __init__(self, sftp, wire: bytes):
-        self.sftp = sftp
-        self.wire = wire
-
-    def chmod(self, mode: int) -> None:
-        self.sftp.chmod(self.wire, mode)
-
-    def chown(self, uid: int, gid: int) -> None:
-        self.sftp.chown(self.wire, uid, gid)
-
-    def stat(self):
-        return self.sftp.lstat(self.wire)
-
-
-def _wire(remote: str) -> bytes:
-    """A remote path as sent to the server. paramiko encodes text as strict UTF-8, but a name
-    read from a listing may not be UTF-8: it is carried as surrogate escapes (like the local
-    backend, see _listdir_attr) and goes back out as the same bytes."""
-    return remote.encode("utf-8", "surrogateescape")
-
-
-def _listdir_attr(sftp, remote: str) -> list:
-    """paramiko's SFTPClient.listdir_attr, but names that are not UTF-8 are kept as surrogate
-    escapes instead of raising UnicodeDecodeError (paramiko decodes them strictly, and has no
-    option): the same requests, through its request helper."""
-    from paramiko.sftp import CMD_CLOSE, CMD_HANDLE, CMD_NAME, CMD_OPENDIR, CMD_READDIR, SFTPError
-    from paramiko.sftp_attr import SFTPAttributes
-
-    kind, message = sftp._request(CMD_OPENDIR, _wire(remote))
-    if kind != CMD_HANDLE:
-        raise SFTPError("Expected handle")
-    handle = message.get_binary()
-    entries = []
-    try:
-        while True:
-            try:
-                kind, message = sftp._request(CMD_READDIR, handle)
-            except EOFError:
-                return entries
-            if kind != CMD_NAME:
-                raise SFTPError("Expected name response")
-            for _index in range(message.get_int()):
-                name = message.get_string().decode("utf-8", "surrogateescape")
-                longname = message.get_string().decode("utf-8", "surrogateescape")
-                entry = SFTPAttributes._from_msg(message, name, longname)
-                if name not in (".", ".."):
-                    entries.append(entry)
-    finally:
-        sftp._request(CMD_CLOSE, handle)
+def _identity(attrs) -> tuple:
+    """What SFTP version 3 tells of a file that can single it out: it has no inode number."""
+    return attrs.st_mode, attrs.st_uid, attrs.st_gid, attrs.st_size, attrs.st_mtime
 
 
 def _link_refused(where: str) -> DistributorError:
@@ -725,89 +871,16 @@ def _link_refused(where: str) -> DistributorError:
                             "destination root" % where)
 
 
-class _HostKeyPolicy:
-    """What paramiko asks about a server key missing from known_hosts (duck-typed like
-    paramiko.MissingHostKeyPolicy, so paramiko stays a lazy import)."""
-
-    def __init__(self, storage: SftpStorage):
-        self.storage = storage
-
-    def missing_host_key(self, client, hostname: str, key) -> None:
-        storage = self.storage
-        if storage.host_key_policy != "accept_new":
-            raise DistributorError(
-                "storage_error",
-                "the host key of %s:%d (%s %s) is not in %s; add it there (for example "
-                "`ssh-keyscan -p %d %s >> %s`) or set host_key_policy: accept_new to trust it on "
-                "first use"
-                % (
-                    storage.host,
-                    storage.port,
-                    key.get_name(),
-                    key.fingerprint,
-                    storage.known_hosts_file or "~/.ssh/known_hosts",
-                    storage.port,
-                    storage.host,
-                    storage.known_hosts_file or "~/.ssh/known_hosts",
-                ),
-            )
-        client.get_host_keys().add(hostname, key.get_name(), key)
-        if storage.known_hosts_file:
-            _remember_host_key(os.path.expanduser(storage.known_hosts_file), hostname, key)
-
-
-def _remember_host_key(path: str, hostname: str, key) -> None:
-    """Append, as OpenSSH does, so comments and hashed entries in the file survive."""
-    if os.path.dirname(path):
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-    with open(path, "a") as handle:
-        handle.write("%s %s %s\n" % (hostname, key.get_name(), key.get_base64()))
-
-
-def _check_config(storage: SftpStorage) -> None:
-    if not storage.host:
-        raise DistributorError("invalid_config", "storage.host is required for sftp storage")
-    if not posixpath.isabs(storage.root):
-        raise DistributorError("invalid_config", "storage.root %r must be an absolute remote path" % storage.root)
-    if posixpath.normpath(storage.root) in ("/", "//"):
-        raise DistributorError("invalid_config", "storage.root '/' is refused: publish into a directory of its own")
-    if storage.host_key_policy not in HOST_KEY_POLICIES:
-        raise DistributorError(
-            "invalid_config",
-            "storage.host_key_policy %r must be one of %s" % (storage.host_key_policy, ", ".join(HOST_KEY_POLICIES)),
-        )
-
-
-def _check_known_hosts(path: str) -> None:
-    """paramiko skips lines of key types it does not know but raises on a damaged line, and on
-    a file that is not text, with no word of where: name the file and line instead."""
-    from paramiko.hostkeys import HostKeyEntry, InvalidHostKey
-    from paramiko.ssh_exception import SSHException
-
-    try:
-        with open(path, "rb") as handle:
-            lines = handle.read().decode("utf-8").splitlines()
-    except UnicodeDecodeError as exc:
-        raise DistributorError("invalid_config", "%s is not a known_hosts file: it is not UTF-8 text (byte %d)"
-                               % (path, exc.start)) from None
-    for number, line in enumerate(lines, 1):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        try:
-            HostKeyEntry.from_line(line, number)
-        except SSHException:
-            continue
-        except (InvalidHostKey, ValueError, TypeError) as exc:
-            raise DistributorError("invalid_config", "%s line %d is not a valid known_hosts entry (%s); fix or "
-                                   "remove that line" % (path, number, type(exc).__name__)) from None
-
-
 def _not_a_directory(where: str, needed_by: str) -> DistributorError:
     return DistributorError(
         "storage_error",
         "%s is a file where %s needs a directory; move it away so distributor can publish there" % (where, needed_by),
     )
+
+
+def _disappeared(where: str) -> DistributorError:
+    return DistributorError("storage_error", "%s is not where distributor just made it; something else changed the "
+                            "destination during this run" % where)
 
 
 def _cause(exc: BaseException) -> str:
