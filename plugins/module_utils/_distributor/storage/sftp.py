@@ -1,19 +1,17 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """A directory on an SSH server, reached over SFTP with paramiko.
 
-One connection serves the whole run (opened on first use) because an SSH handshake costs far
-more than the operations of a publish. Within a file, writes are pipelined so throughput is not
-bound by the round-trip time; across files, several SFTP channels of that connection work at
-once, because each small file still waits for five round trips. The server's host key is
-checked against known_hosts like OpenSSH does: an unknown key is refused unless the operator
-chose trust-on-first-use (`accept_new`).
+One connection serves the whole run (sftp_connect). Within a file, writes are pipelined so
+throughput is not bound by the round-trip time; across files, several SFTP channels of that
+connection work at once, because each small file still waits for five round trips. Every path is
+found and checked by sftp_paths; SFTP acts by path, so what that leaves open is said in
+sftp_private and docs/operations.md.
 """
 
 from __future__ import annotations
 
 import getpass
 import hashlib
-import os
 import posixpath
 import queue
 import stat
@@ -27,26 +25,23 @@ from typing import Callable, Iterable, Iterator, NamedTuple
 from ..attributes import parse_mode
 from ..errors import DistributorError, MissingLibrary
 from ..limits import DEPTH_LIMIT
-from ..paths import LOCK_NAME, is_reserved, join
+from ..paths import LOCK_NAME, is_reserved
 from ..regular import kind_of
 from .base import (
-    LOCK_EXPIRY_SECONDS, Lease, Storage, holder_record, holds, in_parallel, lock_is_expired, mentions_secret,
-    not_a_record, redact, staging_dir, wait_for_lock)
-from .sftp_connect import HostKeyPolicy, check_config, check_known_hosts
-from .sftp_private import foreign_owner, shared_refusal, shared_warning, writable_by_others
-from .sftp_wire import LSETSTAT, USERS_GROUPS_BY_ID, listdir_attr, lsetstat, session_class, user_names
+    LOCK_EXPIRY_SECONDS, Lease, Storage, holder_record, holds, in_parallel, lock_is_expired, not_a_record,
+    wait_for_lock)
+from .sftp_connect import SftpConnection, check_config
+from .sftp_paths import SftpPaths, disappeared
+from .sftp_wire import listdir_attr
 from .sftp_wire import wire as _wire
 
-CONNECT_TIMEOUT = 30.0
 LOCK_CREATE_ATTEMPTS = 3
 BREAK_GUARD_EXPIRY = 60.0
 CHANNELS = 3  # SFTP channels writing at once; OpenSSH allows 10 sessions a connection by default
 BATCH_FILES = 1024  # files staged before the first of them is renamed
-AEAD_CIPHERS = ("aes128-gcm@openssh.com", "aes256-gcm@openssh.com")
-DEFAULT_DIRECTORY_MODE = 0o777  # asked of mkdir without a directory_mode: the server's umask applies, as for mkdir(1)
 
 
-class SftpStorage(Storage):
+class SftpStorage(SftpConnection, SftpPaths, Storage):
     kind = "sftp"
 
     def __init__(self, storage: dict, base: str, token: str):
@@ -84,106 +79,6 @@ class SftpStorage(Storage):
         self._acquired_at: float | None = None
         self._beat_session = None
 
-    # -- locations and errors -------------------------------------------------------------
-
-    def _url(self, remote: str) -> str:
-        return "sftp://%s@%s:%d%s" % (self.username, self.host, self.port, remote)
-
-    def describe(self, path: str = "") -> str:
-        relative = join(self.base, path)
-        return self._url(posixpath.join(self.root, relative) if relative else self.root)
-
-    @contextmanager
-    def _errors(self, action: str, remote: str) -> Iterator[None]:
-        """paramiko and socket errors leave as storage_error naming the remote location."""
-        try:
-            yield
-        except self._paramiko.BadHostKeyException as exc:
-            raise DistributorError(
-                "storage_error",
-                "the host key of %s:%d does not match the one in %s; if the server's key really "
-                "changed, replace its line there" % (self.host, self.port, self.known_hosts_file or "~/.ssh/known_hosts"),
-            ) from exc
-        except self._sdk_errors as exc:
-            message = "cannot %s %s: %s" % (action, self._url(remote), _cause(exc))
-            error = DistributorError("storage_error", self._redact(message))
-            # A cause quoting the password would print it in a traceback: the message says enough.
-            raise error from (None if mentions_secret(exc, [self._password]) else exc)
-
-    def _redact(self, text: str) -> str:
-        return redact(text, [self._password])
-
-    # -- connection -----------------------------------------------------------------------
-
-    def _open(self):
-        """The SFTP session, connecting on first use; in a write_many worker, that worker's."""
-        lent = getattr(self._worker, "session", None)
-        if lent is not None:
-            return lent
-        if self._session is None:
-            client = self._paramiko.SSHClient()
-            try:
-                with self._errors("connect to", self.root):
-                    self._trust_known_hosts(client)
-                    client.connect(**self._connect_options())
-                    self._session = self._new_session(client)
-                    self._extensions = self._session.extensions
-            except BaseException:
-                client.close()
-                raise
-            self._client = client
-        return self._session
-
-    def _new_session(self, client):
-        """The run's SFTP channel, which learns the server's extensions (see
-        sftp_wire.session_class); the same server's other channels offer the same."""
-        session = session_class(self._paramiko).from_transport(client.get_transport())
-        if session is None:
-            raise self._paramiko.SSHException("the server refused an SFTP session")
-        return session
-
-    def _trust_known_hosts(self, client) -> None:
-        if self.known_hosts_file:
-            path = os.path.expanduser(self.known_hosts_file)
-            if os.path.exists(path):
-                check_known_hosts(path)
-                client.get_host_keys().load(path)
-        else:
-            system = os.path.expanduser("~/.ssh/known_hosts")
-            if os.path.exists(system):
-                check_known_hosts(system)
-            client.load_system_host_keys()
-        client.set_missing_host_key_policy(HostKeyPolicy(self))
-
-    def _connect_options(self) -> dict:
-        """Explicit credentials are used alone; without any, ssh-agent and ~/.ssh keys are
-        tried, as the ssh command would."""
-        explicit = bool(self._password or self._private_key_file)
-        return {
-            "hostname": self.host,
-            "port": self.port,
-            "username": self.username,
-            "password": self._password or None,
-            "key_filename": os.path.expanduser(self._private_key_file) if self._private_key_file else None,
-            "look_for_keys": not explicit,
-            "allow_agent": not explicit,
-            "timeout": CONNECT_TIMEOUT,
-            "banner_timeout": CONNECT_TIMEOUT,
-            "auth_timeout": CONNECT_TIMEOUT,
-            "transport_factory": self._transport,
-        }
-
-    def _transport(self, sock, **options):
-        """paramiko offers AES-CTR with a separate HMAC first; AES-GCM authenticates as it
-        encrypts, which saves CPU on every packet of its pure-Python packet layer, and a
-        publish of small files is bound by that CPU. So GCM is offered first; the server's own
-        cipher list still decides, and the other ciphers stay on offer."""
-        transport = self._paramiko.Transport(sock, **options)
-        security = transport.get_security_options()
-        offered = [name for name in AEAD_CIPHERS if name in security.ciphers]
-        security.ciphers = tuple(offered) + tuple(name for name in security.ciphers if name not in offered)
-        return transport
-
     def close(self) -> None:
         self._close_beat_session()
         if self._client is not None:
@@ -191,235 +86,6 @@ class SftpStorage(Storage):
         self._client = self._session = None
         self._dirs.clear()
         self._staging_dirs.clear()
-
-    # -- paths ----------------------------------------------------------------------------
-
-    def _remote(self, path: str, create_parents: bool = False) -> str:
-        """The remote path of `path`, refusing any symlink between the root and it.
-
-        Directories already checked on this connection are remembered: a publish touches the
-        same few directories for every file, and each check is a round trip. Where a path is
-        acted on, that memory is not trusted (a directory may since have been swapped for a
-        link): every rename, delete and attribute change is preceded by _check_directories,
-        which looks at the whole way again, and files are staged and parked only in a staging
-        directory beside their target (see base.staging_dir). Each directory is judged (see
-        _judge) the first time it is seen, before anything is done in it.
-        """
-        if not self._judged:
-            self._look_at_root()
-        current = self.root
-        if create_parents and current not in self._dirs:
-            self._make_root()
-        parts = [part for part in join(self.base, path).split("/") if part]
-        above_base = len([part for part in self.base.split("/") if part])
-        for index, part in enumerate(parts):
-            current = posixpath.join(current, part)
-            if current in self._dirs:
-                continue
-            attrs = self._lstat(current)
-            if attrs is None:
-                if create_parents and index < len(parts) - 1:
-                    self._create(current, "/".join(parts[above_base:index + 1]) if index >= above_base else None)
-                    continue
-                return posixpath.join(current, *parts[index + 1:])
-            if stat.S_ISLNK(attrs.st_mode):
-                raise _link_refused(self._url(current))
-            if stat.S_ISDIR(attrs.st_mode):
-                self._judge(current, attrs)
-                self._dirs.add(current)
-            elif index < len(parts) - 1:
-                raise _not_a_directory(self._url(current), self.describe(path))
-        return current
-
-    def _check_directories(self, remote_dir: str) -> bool:
-        """Whether every directory from below the root down to `remote_dir` exists, looked at
-        right now (one round trip each, nothing remembered); storage_error when one is a
-        symbolic link or not a directory."""
-        current = self.root
-        for part in [p for p in remote_dir[len(self.root):].split("/") if p]:
-            current = posixpath.join(current, part)
-            attrs = self._lstat(current)
-            if attrs is None:
-                return False
-            if stat.S_ISLNK(attrs.st_mode):
-                raise _link_refused(self._url(current))
-            if not stat.S_ISDIR(attrs.st_mode):
-                raise DistributorError("storage_error", "%s is not a directory; something else changed the "
-                                       "destination during this run" % self._url(current))
-            self._judge(current, attrs)
-        return True
-
-    def _make_root(self) -> None:
-        """Like the local backend, a missing root is created (its parents too) on first write."""
-        missing = []
-        current = self.root
-        while current not in ("/", ""):
-            attrs = self._lstat(current)
-            if attrs is not None:
-                if not stat.S_ISDIR(attrs.st_mode):
-                    raise _not_a_directory(self._url(current), "storage.root " + self._url(self.root))
-                break
-            missing.append(current)
-            current = posixpath.dirname(current)
-        for directory in reversed(missing):
-            self._mkdir(directory)
-        self._dirs.add(self.root)
-
-    def _lstat(self, remote: str):
-        with self._errors("inspect", remote):
-            try:
-                return self._open().lstat(_wire(remote))
-            except FileNotFoundError:
-                return None
-
-    # -- directories others can write -------------------------------------------------------
-
-    @property
-    def warnings(self) -> list[str]:
-        return [shared_warning(self._shared, self.username)] if self._shared else []
-
-    def _look_at_root(self) -> None:
-        """Before the first read or write: the root (whatever its path leads to: the operator
-        chose it, links included) and the directories this run's settings would create."""
-        with self._errors("inspect", self.root):
-            try:
-                attrs = self._open().stat(_wire(self.root))
-            except FileNotFoundError:
-                attrs = None
-        self._judged.add("")
-        if attrs is not None and stat.S_ISDIR(attrs.st_mode or 0):
-            self._judge(self.root, attrs)
-        created = "the directories distributor creates"
-        if self.directory_mode is not None:
-            self._found_shared("%s (storage.directory_mode)" % created, writable_by_others(self.directory_mode))
-        if self.ids[0] != -1:
-            self._found_shared("%s (storage.owner)" % created,
-                               foreign_owner(self.ids[0], self._name_of(self.ids[0]), self.username))
-
-    def _judge(self, remote: str, attrs) -> None:
-        """A directory distributor walks, seen for the first time this run: noted (a warning)
-        when another account than the SFTP user can write in it, refused with
-        require_private_directories. Writable by its group or by all, or owned by another uid
-        (an owner can always make it writable), see sftp_private."""
-        if remote in self._judged:
-            return
-        self._judged.add(remote)
-        why = writable_by_others(attrs.st_mode or 0)
-        if why is None and attrs.st_uid is not None:
-            why = foreign_owner(attrs.st_uid, self._name_of(attrs.st_uid), self.username)
-        self._found_shared(self._url(remote), why)
-
-    def _found_shared(self, where: str, why: str | None) -> None:
-        if why is None:
-            return
-        if self.require_private_directories:
-            raise DistributorError("storage_error", self._redact(shared_refusal(where, why, self.username)))
-        self._shared.append((where, why))
-
-    def _name_of(self, uid: int) -> str | None:
-        """The account name the server gives `uid` (None when it cannot say), asked once a run."""
-        if uid not in self._names:
-            name = None
-            if USERS_GROUPS_BY_ID in self._extensions:
-                with self._errors("look up the account of uid %d at" % uid, self.root):
-                    name = user_names(self._open(), [uid])[0] or None
-            self._names[uid] = name
-        return self._names[uid]
-
-    # -- directories distributor creates ------------------------------------------------------
-
-    def _create(self, remote: str, path: str | None) -> None:
-        """The missing directory `remote`: of the bundle path when `path` (relative to it) is
-        given, else of the base or root. write_many's workers may both find it missing, and one
-        of them makes it."""
-        with self._staging_lock:
-            if remote in self._dirs:
-                return
-            self._check_directories(posixpath.dirname(remote))
-            if path is None:
-                self._mkdir(remote)
-            else:
-                self._make_directory(path, remote)
-
-    def _mkdir(self, remote: str) -> None:
-        """A directory of the root or of the bundle path itself (below it, _make_directory).
-        mkdir asks for the configured mode and neither follows nor reuses what is at the name;
-        the way to it is looked at again right after, so a mkdir that a directory swapped for a
-        link led elsewhere stops the run. Another publisher may create the same directory at the
-        same moment, which is fine; SFTP reports 'already exists' only as a generic failure, so
-        look before complaining."""
-        try:
-            with self._errors("create directory", remote):
-                self._open().mkdir(_wire(remote), DEFAULT_DIRECTORY_MODE if self.directory_mode is None
-                                   else self.directory_mode)
-        except DistributorError:
-            attrs = self._lstat(remote)
-            if attrs is None or not stat.S_ISDIR(attrs.st_mode):
-                raise
-        else:
-            if not self._check_directories(remote):
-                raise _disappeared(self._url(remote))
-            self._settle_directory(remote, check=True)
-        self._dirs.add(remote)
-
-    def _make_directory(self, path: str, remote: str) -> None:
-        """A directory below the bundle path, `path` relative to it: made in this attempt's
-        staging directory beside it, given its mode and owner there, and renamed into place.
-        In the staging directory, which exists only where this attempt made it, no swapped link
-        can lead the attribute change to another directory."""
-        made = posixpath.join(self._staging(path), posixpath.basename(remote))
-        with self._errors("create directory", made):
-            self._open().mkdir(_wire(made), DEFAULT_DIRECTORY_MODE if self.directory_mode is None else self.directory_mode)
-        try:
-            self._settle_directory(made, check=False)
-            self._check_directories(posixpath.dirname(made))
-            with self._errors("create directory", remote):
-                self._open().posix_rename(_wire(made), _wire(remote))
-        except BaseException:
-            with suppress(Exception):
-                self._open().rmdir(_wire(made))
-            raise
-        self._dirs.add(remote)
-
-    def _settle_directory(self, remote: str, check: bool) -> None:
-        """The configured mode (when the server's umask took bits of it) and owner, set with
-        lsetstat@openssh.com, which does not follow a link at the name: SETSTAT would. With
-        `check`, the way is looked at again right before (a directory outside the staging
-        directory). A server without lsetstat gets no attributes set on directories: storage_error."""
-        if self.directory_mode is None and self.ids == (-1, -1):
-            return
-        attrs = self._lstat(remote)
-        if attrs is None:
-            raise _disappeared(self._url(remote))
-        mode = self.directory_mode if self.directory_mode not in (None, stat.S_IMODE(attrs.st_mode)) else None
-        ids = tuple(attrs.st_uid if want == -1 else want for want in self.ids) if self.ids != (-1, -1) else None
-        ids = None if ids == (attrs.st_uid, attrs.st_gid) else ids
-        if mode is None and ids is None:
-            return
-        if LSETSTAT not in self._extensions:
-            raise DistributorError(
-                "storage_error", "cannot set the mode or owner of %s: the server does not offer %s, and distributor "
-                "never sets attributes with SETSTAT, which follows a symbolic link planted at the name; remove "
-                "storage.directory_mode, owner and group, or use an OpenSSH server (8.0 or later)" % (self._url(remote), LSETSTAT))
-        if check and not self._check_directories(remote):
-            raise _disappeared(self._url(remote))
-        with self._errors("set permissions of", remote):
-            lsetstat(self._open(), remote, mode, ids)
-
-    def _settle(self, remote: str, mode: int | None, handle) -> None:
-        """Apply the configured mode and numeric ownership to a staged file before its rename,
-        through its open `handle` (FSETSTAT: no name is resolved), so an output never appears
-        with other permissions. An unset owner or group keeps the server's (-1 is not sent:
-        SFTP sets both ids at once)."""
-        with self._errors("set permissions of", remote):
-            if mode is not None:
-                handle.chmod(mode)
-            if self.ids != (-1, -1):
-                uid, gid = self.ids
-                if -1 in self.ids:
-                    attrs = handle.stat()
-                    uid, gid = (attrs.st_uid if uid == -1 else uid), (attrs.st_gid if gid == -1 else gid)
-                handle.chown(uid, gid)
 
     # -- files ----------------------------------------------------------------------------
 
@@ -492,17 +158,6 @@ class SftpStorage(Storage):
                     session.close()
             self._drop_staging()
 
-    def _extra_sessions(self, wanted: int) -> list:
-        """Channels beyond the run's own, as many of `wanted` as the server grants: one that
-        limits sessions (MaxSessions) refuses the rest, and fewer channels are only slower."""
-        opened = []
-        for _number in range(wanted):
-            try:
-                opened.append(self._client.open_sftp())
-            except self._sdk_errors:
-                break
-        return opened
-
     def _stage(self, path: str, chunks: Iterable[bytes]) -> _Staged:
         """`chunks` uploaded to a new file in the attempt's staging directory beside `path`."""
         target = self._remote(path, create_parents=True)
@@ -521,55 +176,12 @@ class SftpStorage(Storage):
         try:
             self._verify(item)
             if not self._check_directories(posixpath.dirname(item.staged)):
-                raise _disappeared(self._url(posixpath.dirname(item.staged)))
+                raise disappeared(self._url(posixpath.dirname(item.staged)))
             with self._errors("rename into place", item.target):
                 self._open().posix_rename(_wire(item.staged), _wire(item.target))
         except BaseException:
             self._discard(item.staged)
             raise
-
-    def _staging(self, path: str) -> str:
-        """This attempt's staging directory beside `path` (see base.staging_dir), made on first
-        use; write_many's workers meet the same new directory at once, and only one of them may
-        make it."""
-        remote = posixpath.join(self.root, join(self.base, staging_dir(path, self.token)))
-        if remote not in self._staging_dirs:
-            with self._staging_lock:
-                if remote not in self._staging_dirs:
-                    self._make_staging(remote)
-        return remote
-
-    def _make_staging(self, remote: str) -> None:
-        """mkdir neither follows nor reuses what is at the name; the way to it is checked right
-        before and right after, and what is there must be a private directory of the SFTP
-        account: one that someone who read the attempt's token from the journal made first, while
-        a swapped link led the mkdir elsewhere, is refused."""
-        self._check_directories(posixpath.dirname(remote))
-        with self._errors("create staging directory", remote):
-            try:
-                self._open().mkdir(_wire(remote), 0o700)
-            except OSError:
-                if self._lstat(remote) is not None:
-                    raise DistributorError(
-                        "storage_error",
-                        "cannot stage files in %s: something already exists at that name, which only this "
-                        "attempt creates; remove it" % self._url(remote)) from None
-                raise
-        if not self._check_directories(remote):
-            raise _disappeared(self._url(remote))
-        attrs = self._lstat(remote)
-        if attrs is None or stat.S_IMODE(attrs.st_mode or 0) & 0o077 or (
-                attrs.st_uid != 0 and self._name_of(attrs.st_uid) not in (None, self.username)):
-            raise DistributorError("storage_error", "%s is not the private directory this attempt made; something "
-                                   "else changed the destination during this run" % self._url(remote))
-        self._staging_dirs.add(remote)
-
-    def _drop_staging(self) -> None:
-        """Remove the staging directories, empty once their files are renamed or removed."""
-        for remote in self._staging_dirs:
-            with suppress(Exception):
-                self._open().rmdir(_wire(remote))
-        self._staging_dirs.clear()
 
     def _upload(self, staged: str, chunks: Iterable[bytes]) -> tuple[int, tuple]:
         """Stream `chunks` to a new file `staged` (exclusive create: never opened through a name
@@ -866,24 +478,3 @@ def _identity(attrs) -> tuple:
     return attrs.st_mode, attrs.st_uid, attrs.st_gid, attrs.st_size, attrs.st_mtime
 
 
-def _link_refused(where: str) -> DistributorError:
-    return DistributorError("storage_error", "%s is a symbolic link; distributor never follows links inside a "
-                            "destination root" % where)
-
-
-def _not_a_directory(where: str, needed_by: str) -> DistributorError:
-    return DistributorError(
-        "storage_error",
-        "%s is a file where %s needs a directory; move it away so distributor can publish there" % (where, needed_by),
-    )
-
-
-def _disappeared(where: str) -> DistributorError:
-    return DistributorError("storage_error", "%s is not where distributor just made it; something else changed the "
-                            "destination during this run" % where)
-
-
-def _cause(exc: BaseException) -> str:
-    if isinstance(exc, OSError) and exc.strerror:
-        return "%s: %s" % (exc.strerror, exc.filename) if exc.filename else exc.strerror
-    return str(exc) or type(exc).__name__
