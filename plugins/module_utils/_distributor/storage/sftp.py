@@ -281,7 +281,11 @@ class SftpStorage(SftpConnection, SftpPaths, Storage):
             try:
                 self._open().posix_rename(_wire(remote), _wire(parked))
             except FileNotFoundError:
-                return False
+                # Gone since it was seen, or the way changed under the rename: look again.
+                if not self._check_directories(posixpath.dirname(remote)) or self._lstat(remote) is None:
+                    return False
+                raise DistributorError("storage_error", "cannot delete %s: something else changed the destination "
+                                       "during this run" % self._url(remote)) from None
             self._open().remove(_wire(parked))
         return True
 
