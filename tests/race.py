@@ -10,7 +10,8 @@ link in a tight loop (renameat2 with RENAME_EXCHANGE, atomic), as an unprivilege
 to that account: chown, as a web-content account owns a web root). The swapper runs as `nobody`
 through setpriv when the tests run as root, so it has no power a real attacker would lack; as
 another user it runs as that user. It stops after `seconds` or at stop(), always after an even
-number of exchanges.
+number of exchanges. An exchange that finds one of the names missing (the directory removed, to be
+made again) is no error: the swapper tries again.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import sys
 SWAPPER_ACCOUNT = "nobody"
 
 _LOOP = r"""
-import ctypes, os, signal, sys, time
+import ctypes, errno, os, signal, sys, time
 libc = ctypes.CDLL(None, use_errno=True)
 AT_FDCWD, RENAME_EXCHANGE = -100, 2
 first, second, seconds = os.fsencode(sys.argv[1]), os.fsencode(sys.argv[2]), float(sys.argv[3])
@@ -37,12 +38,13 @@ sys.stdout.write("ready\n")
 sys.stdout.flush()
 while not stopped and time.monotonic() < deadline:
     for _ in range(200):
-        if libc.renameat2(AT_FDCWD, first, AT_FDCWD, second, RENAME_EXCHANGE) != 0:
+        if libc.renameat2(AT_FDCWD, first, AT_FDCWD, second, RENAME_EXCHANGE) == 0:
+            swaps += 1
+        elif ctypes.get_errno() != errno.ENOENT:  # the directory may be removed and made again
             raise SystemExit("renameat2: %s" % os.strerror(ctypes.get_errno()))
+while swaps % 2 and time.monotonic() < deadline + 10:
+    if libc.renameat2(AT_FDCWD, first, AT_FDCWD, second, RENAME_EXCHANGE) == 0:
         swaps += 1
-if swaps % 2:
-    libc.renameat2(AT_FDCWD, first, AT_FDCWD, second, RENAME_EXCHANGE)
-    swaps += 1
 sys.stdout.write("%d\n" % swaps)
 """
 

@@ -10,6 +10,7 @@ import os
 import stat
 
 import pytest
+from deep_tree import plant_tree, remove_tree
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.limits import DEPTH_LIMIT
@@ -234,6 +235,24 @@ def test_a_delete_through_a_directory_swapped_after_its_check_removes_nothing_ou
     assert (outside / "a.html").read_bytes() == b"the neighbour's a.html"
 
 
+def test_a_read_through_a_directory_swapped_after_its_check_shows_nothing_outside(place, monkeypatch):
+    """The file opened must be the one looked at: the outside a.html has another mode and size."""
+    open_one, root, outside = place
+    storage = open_one(file_mode="0640")
+    storage.write_bytes("docs/a.html", b"ours")
+    session = storage._open()
+    real_open = session.open
+
+    def swapped_open(remote, mode="r", *args):
+        if mode == "rb" and not os.path.islink(root / "site" / "docs"):
+            swap_for_link(root / "site" / "docs", outside)
+        return real_open(remote, mode, *args)
+
+    monkeypatch.setattr(session, "open", swapped_open)
+    error = expect_error("storage_error", storage.read_bytes, "docs/a.html")
+    assert "another file was there" in error.message
+
+
 def test_a_staged_file_changed_before_its_rename_is_not_published(place, monkeypatch):
     """The staged file is compared with what its own handle saw (mode, owner, size, time)."""
     open_one, root, _outside = place
@@ -272,27 +291,14 @@ def test_an_emptied_directory_behind_a_swapped_parent_is_not_removed(place, monk
 # -- listings: no recursion, bounded depth ---------------------------------------------------
 
 
-def plant_tree(top, levels: int) -> str:
-    """`levels` nested directories under `top` (built with relative mkdirs: the path is longer
-    than PATH_MAX), a file at the bottom; the relative path of that file."""
-    fd = os.open(str(top), os.O_DIRECTORY)
-    try:
-        for _level in range(levels):
-            os.mkdir("d", dir_fd=fd)
-            child = os.open("d", os.O_DIRECTORY, dir_fd=fd)
-            os.close(fd)
-            fd = child
-        os.close(os.open("f", os.O_CREAT | os.O_WRONLY, dir_fd=fd))
-    finally:
-        os.close(fd)
-    return "d/" * levels + "f"
-
-
 def test_a_tree_deeper_than_the_limit_is_storage_error_naming_it(place):
     open_one, root, _outside = place
     (root / "site").mkdir(parents=True)
     plant_tree(root / "site", 1500)
-    error = expect_error("storage_error", open_one().list_files)
+    try:
+        error = expect_error("storage_error", open_one().list_files)
+    finally:
+        remove_tree(root / "site")
     assert "more than %d directories deep" % DEPTH_LIMIT in error.message
     assert "/site/" + "d/" * DEPTH_LIMIT + "d is" in error.message
 
@@ -301,4 +307,7 @@ def test_a_tree_as_deep_as_the_limit_is_listed(place):
     open_one, root, _outside = place
     (root / "site").mkdir(parents=True)
     deepest = plant_tree(root / "site", DEPTH_LIMIT)
-    assert open_one().list_files() == [deepest]
+    try:
+        assert open_one().list_files() == [deepest]
+    finally:
+        remove_tree(root / "site")

@@ -89,27 +89,37 @@ class SftpStorage(SftpConnection, SftpPaths, Storage):
 
     # -- files ----------------------------------------------------------------------------
 
-    def _read(self, remote: str) -> bytes | None:
+    def _read(self, remote: str, as_seen: bool = False) -> bytes | None:
         """Prefetching requests every block at once; read block by block, a large file would
         take one round trip per 32 KiB. Only the reserved names are read, and what is there is
         looked at first: the server would block opening a FIFO, and the whole session with it.
-        (SFTP has no non-blocking open: docs/operations.md states the window left.)"""
+        (SFTP has no non-blocking open: docs/operations.md states the window left.) With
+        `as_seen`, the way is looked at again right before the open, and the opened file must be
+        the one looked at (see _identity): a directory swapped for a link in between would
+        otherwise show another file's content, a diff of a file outside the root. (Not for lock
+        records, which their holder rewrites in place at any time.)"""
         attrs = self._lstat(remote)
         if attrs is None:
             return None
         kind = kind_of(attrs.st_mode or 0)
         if kind:
             raise not_a_record(self._url(remote), kind)
+        if as_seen and not self._check_directories(posixpath.dirname(remote)):
+            return None
         with self._errors("read", remote):
             try:
                 with self._open().open(_wire(remote), "rb") as handle:
+                    if as_seen and _identity(handle.stat()) != _identity(attrs):
+                        raise DistributorError("storage_error", "cannot read %s: another file was there when it was "
+                                               "opened; something else changed the destination during this run"
+                                               % self._url(remote))
                     handle.prefetch()
                     return handle.read()
             except FileNotFoundError:
                 return None
 
     def read_bytes(self, path: str) -> bytes | None:
-        return self._read(self._remote(path))
+        return self._read(self._remote(path), as_seen=True)
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
         try:
