@@ -69,7 +69,7 @@ class SftpStorage(SftpConnection, SftpPaths, Storage):
         self._client = None
         self._session = None
         self._dirs: set[str] = set()
-        self._judged: set[str] = set()
+        self._judged: set[str] = set()  # directories judged ("" once the root and the settings are)
         self._shared: list[tuple[str, str]] = []
         self._names: dict[int, str | None] = {}
         self._extensions: frozenset = frozenset()

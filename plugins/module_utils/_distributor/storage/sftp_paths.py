@@ -21,7 +21,7 @@ from ..errors import DistributorError
 from ..paths import join
 from .base import staging_dir
 from .sftp_private import foreign_owner, shared_refusal, shared_warning, writable_by_others
-from .sftp_wire import LSETSTAT, USERS_GROUPS_BY_ID, lsetstat, user_names
+from .sftp_wire import LSETSTAT, USERS_GROUPS_BY_ID, lsetstat, lstat_many, user_names
 from .sftp_wire import wire as _wire
 
 DEFAULT_DIRECTORY_MODE = 0o777  # asked of mkdir without a directory_mode: the server's umask applies, as for mkdir(1)
@@ -43,7 +43,7 @@ class SftpPaths:
         directory beside their target (see base.staging_dir). Each directory is judged (see
         _judge) the first time it is seen, before anything is done in it.
         """
-        if not self._judged:
+        if "" not in self._judged:
             self._look_at_root()
         current = self.root
         if create_parents and current not in self._dirs:
@@ -71,12 +71,16 @@ class SftpPaths:
 
     def _check_directories(self, remote_dir: str) -> bool:
         """Whether every directory from below the root down to `remote_dir` exists, looked at
-        right now (one round trip each, nothing remembered); storage_error when one is a
-        symbolic link or not a directory."""
-        current = self.root
+        right now (nothing remembered; all of them in one round trip, see lstat_many);
+        storage_error when one is a symbolic link or not a directory."""
+        way = []
         for part in [p for p in remote_dir[len(self.root):].split("/") if p]:
-            current = posixpath.join(current, part)
-            attrs = self._lstat(current)
+            way.append(posixpath.join(way[-1] if way else self.root, part))
+        if not way:
+            return True
+        with self._errors("inspect", remote_dir):
+            seen = lstat_many(self._open(), way)
+        for current, attrs in zip(way, seen):
             if attrs is None:
                 return False
             if stat.S_ISLNK(attrs.st_mode):
@@ -118,13 +122,13 @@ class SftpPaths:
 
     def _look_at_root(self) -> None:
         """Before the first read or write: the root (whatever its path leads to: the operator
-        chose it, links included) and the directories this run's settings would create."""
+        chose it, links included) and the directories this run's settings would create. Marked
+        done only once all passed: a refusal is given again to every later request."""
         with self._errors("inspect", self.root):
             try:
                 attrs = self._open().stat(_wire(self.root))
             except FileNotFoundError:
                 attrs = None
-        self._judged.add("")
         if attrs is not None and stat.S_ISDIR(attrs.st_mode or 0):
             self._judge(self.root, attrs)
         created = "the directories distributor creates"
@@ -133,19 +137,22 @@ class SftpPaths:
         if self.ids[0] != -1:
             self._found_shared("%s (storage.owner)" % created,
                                foreign_owner(self.ids[0], self._name_of(self.ids[0]), self.username))
+        self._judged.add("")
 
     def _judge(self, remote: str, attrs) -> None:
         """A directory distributor walks, seen for the first time this run: noted (a warning)
         when another account than the SFTP user can write in it, refused with
-        require_private_directories. Writable by its group or by all, or owned by another uid
-        (an owner can always make it writable), see sftp_private."""
-        if remote in self._judged:
-            return
-        self._judged.add(remote)
-        why = writable_by_others(attrs.st_mode or 0)
-        if why is None and attrs.st_uid is not None:
-            why = foreign_owner(attrs.st_uid, self._name_of(attrs.st_uid), self.username)
-        self._found_shared(self._url(remote), why)
+        require_private_directories (again each time it is met). Writable by its group or by
+        all, or owned by another uid (an owner can always make it writable), see sftp_private.
+        Under the lock write_many's workers share, so each directory is named once."""
+        with self._staging_lock:
+            if remote in self._judged:
+                return
+            why = writable_by_others(attrs.st_mode or 0)
+            if why is None and attrs.st_uid is not None:
+                why = foreign_owner(attrs.st_uid, self._name_of(attrs.st_uid), self.username)
+            self._found_shared(self._url(remote), why)
+            self._judged.add(remote)
 
     def _found_shared(self, where: str, why: str | None) -> None:
         if why is None:

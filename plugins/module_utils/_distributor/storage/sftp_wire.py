@@ -109,3 +109,41 @@ def listdir_attr(sftp, remote: str) -> list:
                     entries.append(entry)
     finally:
         sftp._request(CMD_CLOSE, handle)
+
+
+class _Replies:
+    """Collects the replies paramiko hands to a "file" object that made asynchronous requests."""
+
+    def __init__(self):
+        self.replies: dict = {}
+
+    def _async_response(self, kind, message, number) -> None:
+        self.replies[number] = (kind, message)
+
+
+def lstat_many(sftp, remotes: list[str]) -> list:
+    """lstat of every path of `remotes`, None where there is nothing: all requests are sent
+    before the first reply is awaited, so looking at a whole way costs one round trip, not one a
+    directory (the server still answers them in order)."""
+    from paramiko.sftp import CMD_ATTRS, CMD_LSTAT, CMD_STATUS, SFTPError
+    from paramiko.sftp_attr import SFTPAttributes
+
+    collector = _Replies()
+    numbers = [sftp._async_request(collector, CMD_LSTAT, wire(remote)) for remote in remotes]
+    while len(collector.replies) < len(numbers):
+        sftp._read_response()
+    found = []
+    for number in numbers:
+        kind, message = collector.replies[number]
+        if kind == CMD_ATTRS:
+            found.append(SFTPAttributes._from_msg(message))
+        elif kind == CMD_STATUS:
+            try:
+                sftp._convert_status(message)
+            except FileNotFoundError:
+                found.append(None)
+                continue
+            raise SFTPError("Expected attributes")
+        else:
+            raise SFTPError("Expected attributes")
+    return found
