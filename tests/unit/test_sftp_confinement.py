@@ -249,7 +249,7 @@ def test_a_read_through_a_directory_swapped_after_its_check_shows_nothing_outsid
         return real_open(remote, mode, *args)
 
     monkeypatch.setattr(session, "open", swapped_open)
-    error = expect_error("storage_error", storage.read_bytes, "docs/a.html")
+    error = expect_error("storage_error", storage.read_bytes, "docs/a.html", 100)
     assert "another file was there" in error.message
 
 

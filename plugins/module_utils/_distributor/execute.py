@@ -15,6 +15,7 @@ from functools import partial
 
 from .errors import DistributorError
 from .journal import Journal
+from .limits import STATE_LIMIT
 from .paths import JOURNAL_NAME, STATE_NAME, directories, in_the_way
 from .plan import Plan
 from .readahead import read_ahead
@@ -89,7 +90,7 @@ def _clean_up(storage: Storage, journal: Journal) -> None:
     Planned paths no state records count as this attempt's, so force's colliding unmanaged files
     are replaced from the attempt's start. If storage is gone too, the journal stays."""
     try:
-        raw = storage.read_bytes(STATE_NAME)
+        raw = storage.read_bytes(STATE_NAME, STATE_LIMIT)
         managed = set(parse_state(raw, storage.describe(STATE_NAME)).by_path()) if raw is not None else set()
         recover(storage, journal, managed, frozenset(storage.list_files()))
     except DistributorError:

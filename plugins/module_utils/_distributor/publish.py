@@ -14,7 +14,7 @@ from . import report
 from .attributes import output_attributes
 from .changes import publish_changes
 from .config import parse_destination, parse_pipeline, render_bundle_path, render_url
-from .contentdiff import content_diffs
+from .contentdiff import FILE_BOUND, content_diffs
 from .decide import decide
 from .digest import check_expected, plan_digest, publish_facts
 from .execute import execute, output_chunks, recover, recovery_deletes
@@ -103,7 +103,7 @@ def _content_diffs(the_plan, present, storage, bundle) -> list:
     if not the_plan.writes:
         return []
     managed = the_plan.before.by_path() if the_plan.before else {}
-    return content_diffs(the_plan.writes, managed, present, storage.read_bytes,
+    return content_diffs(the_plan.writes, managed, present, lambda path: storage.read_bytes(path, FILE_BOUND),
                          lambda write: b"".join(output_chunks(write, bundle)), storage.describe)
 
 

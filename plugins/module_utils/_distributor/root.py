@@ -13,6 +13,7 @@ from typing import Iterator
 
 from .config import Destination
 from .errors import DistributorError
+from .limits import JOURNAL_LIMIT, STATE_LIMIT
 from .journal import Journal, parse_journal
 from .paths import JOURNAL_NAME, STATE_NAME, is_reserved
 from .state import State, parse_state
@@ -55,7 +56,7 @@ def read_records(storage: Storage):
 
 def read_state(storage: Storage):
     """(state, state_error): the record, or the invalid_state error that says why it is unusable."""
-    raw = storage.read_bytes(STATE_NAME)
+    raw = storage.read_bytes(STATE_NAME, STATE_LIMIT)
     if raw is None:
         return None, None
     try:
@@ -68,7 +69,7 @@ def read_state(storage: Storage):
 
 def read_journal(storage: Storage):
     """The journal of a dead attempt, or None; an invalid one raises invalid_state."""
-    raw = storage.read_bytes(JOURNAL_NAME)
+    raw = storage.read_bytes(JOURNAL_NAME, JOURNAL_LIMIT)
     return parse_journal(raw, storage.describe(JOURNAL_NAME)) if raw is not None else None
 
 

@@ -16,6 +16,7 @@ import time
 from collections import Counter
 from datetime import datetime, timezone
 
+from .limits import LOCK_LIMIT
 from .config import parse_destination, render_bundle_path
 from .errors import DistributorError
 from .journal import Journal
@@ -44,7 +45,7 @@ def state_info(destination: dict, *, pipeline_id: str | None = None, selector: S
             if error.reason != "invalid_state":
                 raise
             journal_error = error
-        lock = storage.read_bytes(LOCK_NAME)
+        lock = storage.read_bytes(LOCK_NAME, LOCK_LIMIT)
     key = OwnerKey(pipeline_id, destination_cfg.id) if pipeline_id is not None else None
     errors = [e.message for e in (state_error, journal_error) if e is not None]
     return dict(describe(state, key, journal, lock, time.time() if now is None else now),

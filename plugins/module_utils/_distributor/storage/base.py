@@ -133,8 +133,9 @@ class Storage:
         """A location for messages, for example `s3://bucket/prefix/path`."""
         raise NotImplementedError
 
-    def read_bytes(self, path: str) -> bytes | None:
-        """The whole file, or None when it does not exist (used for state, journal, lock)."""
+    def read_bytes(self, path: str, limit: int) -> bytes | None:
+        """None when the file does not exist; else at most `limit + 1` bytes of it, so a caller
+        tells a file over its bound, and nothing larger is ever read or held."""
         raise NotImplementedError
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:

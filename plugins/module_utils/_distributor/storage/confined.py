@@ -79,9 +79,9 @@ class ConfinedStorage(Storage):
     def describe(self, path: str = "") -> str:
         return self.inner.describe(path)
 
-    def read_bytes(self, path: str) -> bytes | None:
+    def read_bytes(self, path: str, limit: int) -> bytes | None:
         with self._reported("read", self._inside(path)):
-            return self.inner.read_bytes(path)
+            return self.inner.read_bytes(path, limit)
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
         with self._reported("write", self._writing(path)):

@@ -33,9 +33,10 @@ class MemoryStorage(Storage):
     def describe(self, path: str = "") -> str:
         return "memory:/" + self._key(path)
 
-    def read_bytes(self, path: str) -> bytes | None:
+    def read_bytes(self, path: str, limit: int) -> bytes | None:
         self.fault("read", path)
-        return self.files.get(self._key(path))
+        data = self.files.get(self._key(path))
+        return None if data is None else data[:limit + 1]
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
         staged = self._key(temp_name(path, self.token))

@@ -113,8 +113,9 @@ class S3Storage(Storage):
         with self._errors("read", key):
             return reply["Body"].read()
 
-    def read_bytes(self, path: str) -> bytes | None:
-        return self._read(self._key(path))
+    def read_bytes(self, path: str, limit: int) -> bytes | None:
+        data = self._read(self._key(path))
+        return None if data is None else data[:limit + 1]
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
         """A file of one part is one PUT; larger files go multipart, PARTS_IN_FLIGHT at a time."""

@@ -118,8 +118,9 @@ class SftpStorage(SftpConnection, SftpPaths, Storage):
             except FileNotFoundError:
                 return None
 
-    def read_bytes(self, path: str) -> bytes | None:
-        return self._read(self._remote(path), as_seen=True)
+    def read_bytes(self, path: str, limit: int) -> bytes | None:
+        data = self._read(self._remote(path), as_seen=True)
+        return None if data is None else data[:limit + 1]
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
         try:
