@@ -14,7 +14,9 @@ from deep_tree import plant_tree, remove_tree
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.limits import DEPTH_LIMIT
+from ansible_collections.distributor.core.plugins.module_utils._distributor.prune import prune
 from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.reconcile import reconcile_state
 from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest import create_manifest
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.sftp_private import (
@@ -140,7 +142,7 @@ def test_require_private_directories_refuses_settings_that_share_new_directories
     assert not (root / "site").exists()
 
 
-def test_publish_result_carries_the_warning_and_check_mode_refuses_like_a_real_run(place, tmp_path, sshd_server):
+def test_results_carry_the_warning_and_check_mode_refuses_like_a_real_run(place, tmp_path, sshd_server):
     _open_one, root, _outside = place
     (root / "site").mkdir(parents=True)
     os.chmod(root / "site", 0o777)
@@ -151,6 +153,9 @@ def test_publish_result_carries_the_warning_and_check_mode_refuses_like_a_real_r
     destination = {"id": "archive", "storage": sshd_server.storage(str(root)), "path": "site"}
     result = publish(str(bundle), {"id": "reports"}, destination)
     assert any("/site is writable by every account" in warning for warning in result["warnings"]), result["warnings"]
+    for operation in (prune, reconcile_state):
+        warnings = operation("reports", dict(destination, retention={"max_outputs": 5}), check_mode=True)["warnings"]
+        assert any("/site is writable by every account" in warning for warning in warnings), (operation, warnings)
     destination["storage"]["require_private_directories"] = True
     for check_mode in (True, False):
         error = expect_error("storage_error", lambda: publish(str(bundle), {"id": "reports"}, destination,
