@@ -179,12 +179,14 @@ def test_a_base_directory_swapped_right_after_its_mkdir_gets_no_attributes_outsi
     assert attributes(outside) == before
 
 
-def test_a_staged_directory_is_given_its_attributes_before_it_is_moved_into_place(place):
+@pytest.mark.parametrize("ids", [{"owner": NOBODY, "group": NOBODY}, {"owner": NOBODY}, {"group": NOBODY}])
+def test_a_staged_directory_is_given_its_attributes_before_it_is_moved_into_place(place, ids):
+    """An unset owner or group keeps the server's (root's, here)."""
     open_one, root, _outside = place
-    storage = open_one(directory_mode="0751", owner=NOBODY, group=NOBODY)
+    storage = open_one(directory_mode="0751", **ids)
     storage.write_bytes("docs/deep/a.html", b"a")
     for directory in (root / "site", root / "site" / "docs", root / "site" / "docs" / "deep"):
-        assert attributes(directory)[:3] == (0o751, NOBODY, NOBODY), directory
+        assert attributes(directory)[:3] == (0o751, ids.get("owner", 0), ids.get("group", 0)), directory
     assert sorted(os.listdir(root / "site")) == ["docs"]
 
 

@@ -204,7 +204,7 @@ class SftpPaths:
         else:
             if not self._check_directories(remote):
                 raise disappeared(self._url(remote))
-            self._settle_directory(remote, check=True)
+            self._settle_directory(remote)
         self._dirs.add(remote)
 
     def _make_directory(self, path: str, remote: str) -> None:
@@ -216,7 +216,7 @@ class SftpPaths:
         with self._errors("create directory", made):
             self._open().mkdir(_wire(made), DEFAULT_DIRECTORY_MODE if self.directory_mode is None else self.directory_mode)
         try:
-            self._settle_directory(made, check=False)
+            self._settle_directory(made)
             self._check_directories(posixpath.dirname(made))
             with self._errors("create directory", remote):
                 self._open().posix_rename(_wire(made), _wire(remote))
@@ -226,18 +226,19 @@ class SftpPaths:
             raise
         self._dirs.add(remote)
 
-    def _settle_directory(self, remote: str, check: bool) -> None:
-        """The configured mode (when the server's umask took bits of it) and owner, set with
-        lsetstat@openssh.com, which does not follow a link at the name: SETSTAT would. With
-        `check`, the way is looked at again right before (a directory outside the staging
-        directory). A server without lsetstat gets no attributes set on directories: storage_error."""
+    def _settle_directory(self, remote: str) -> None:
+        """The configured mode (when the server's umask took bits of it) and owner of a
+        directory distributor has just made, set with lsetstat@openssh.com, which does not
+        follow a link at the name: SETSTAT would. The way is looked at again right before. A
+        server without lsetstat gets no attributes set on directories: storage_error."""
         if self.directory_mode is None and self.ids == (-1, -1):
             return
         attrs = self._lstat(remote)
         if attrs is None:
             raise disappeared(self._url(remote))
         mode = self.directory_mode if self.directory_mode not in (None, stat.S_IMODE(attrs.st_mode)) else None
-        ids = tuple(attrs.st_uid if want == -1 else want for want in self.ids) if self.ids != (-1, -1) else None
+        uid, gid = self.ids
+        ids = (attrs.st_uid if uid == -1 else uid, attrs.st_gid if gid == -1 else gid)
         ids = None if ids == (attrs.st_uid, attrs.st_gid) else ids
         if mode is None and ids is None:
             return
@@ -246,7 +247,7 @@ class SftpPaths:
                 "storage_error", "cannot set the mode or owner of %s: the server does not offer %s, and distributor "
                 "never sets attributes with SETSTAT, which follows a symbolic link planted at the name; remove "
                 "storage.directory_mode, owner and group, or use an OpenSSH server (8.0 or later)" % (self._url(remote), LSETSTAT))
-        if check and not self._check_directories(remote):
+        if not self._check_directories(remote):
             raise disappeared(self._url(remote))
         with self._errors("set permissions of", remote):
             lsetstat(self._open(), remote, mode, ids)
