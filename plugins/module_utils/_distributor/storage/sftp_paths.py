@@ -294,8 +294,15 @@ class SftpPaths:
                         "cannot stage files in %s: something already exists at that name, which only this "
                         "attempt creates; remove it" % self._url(remote)) from None
                 raise
-        if not self._check_directories(remote):
-            raise disappeared(self._url(remote))
+        try:
+            if not self._check_directories(remote):
+                raise disappeared(self._url(remote))
+        except DistributorError:
+            # Made through a link swapped in: removing it by its name, which is this attempt's
+            # alone, takes it back out from wherever the name now leads, when that is there.
+            with suppress(Exception):
+                self._open().rmdir(_wire(remote))
+            raise
         attrs = self._lstat(remote)
         if attrs is None or stat.S_IMODE(attrs.st_mode or 0) & 0o077 or (
                 attrs.st_uid != 0 and self._name_of(attrs.st_uid) not in (None, self.username)):
