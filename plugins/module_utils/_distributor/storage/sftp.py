@@ -491,5 +491,3 @@ class _Staged(NamedTuple):
 def _identity(attrs) -> tuple:
     """What SFTP version 3 tells of a file that can single it out: it has no inode number."""
     return attrs.st_mode, attrs.st_uid, attrs.st_gid, attrs.st_size, attrs.st_mtime
-
-

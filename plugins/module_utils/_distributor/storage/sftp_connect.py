@@ -138,8 +138,6 @@ class SftpConnection:
         return opened
 
 
-
-
 class HostKeyPolicy:
     """What paramiko asks about a server key missing from known_hosts (duck-typed like
     paramiko.MissingHostKeyPolicy, so paramiko stays a lazy import)."""

@@ -318,7 +318,6 @@ class SftpPaths:
         self._staging_dirs.clear()
 
 
-
 def _link_refused(where: str) -> DistributorError:
     return DistributorError("storage_error", "%s is a symbolic link; distributor never follows links inside a "
                             "destination root" % where)
@@ -334,5 +333,3 @@ def _not_a_directory(where: str, needed_by: str) -> DistributorError:
 def disappeared(where: str) -> DistributorError:
     return DistributorError("storage_error", "%s is not where distributor just made it; something else changed the "
                             "destination during this run" % where)
-
-
