@@ -22,7 +22,8 @@ from datetime import datetime, timedelta, timezone
 
 from deep_tree import plant_tree, remove_tree
 from hostile import assert_refused
-from test_race_local import BUNDLES, RACE_SECONDS, SECRET, SWAPPED, _snapshot, arena  # noqa: F401 (arena: a fixture)
+import test_race_local
+from test_race_local import BUNDLES, RACE_SECONDS, SECRET, SWAPPED, _snapshot
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.limits import DEPTH_LIMIT
@@ -65,6 +66,8 @@ def test_a_shared_directory_is_a_warning_of_the_run_and_a_refusal_with_require_p
 
 
 # -- the race -------------------------------------------------------------------------------------
+
+arena = test_race_local.arena  # the same fixture: one arena and one swapper for both backends
 
 
 def test_sftp_publishes_raced_by_a_swapper_never_change_the_outside_directory(arena, sshd_server):
