@@ -243,7 +243,8 @@ def test_a_delete_through_a_directory_swapped_after_its_check_removes_nothing_ou
 
 
 def test_a_read_through_a_directory_swapped_after_its_check_shows_nothing_outside(place, monkeypatch):
-    """The file opened must be the one looked at: the outside a.html has another mode and size."""
+    """The file opened must be the one looked at: the outside a.html has another mode and size.
+    (Looked at again, the way holds the link.)"""
     open_one, root, outside = place
     storage = open_one(file_mode="0640")
     storage.write_bytes("docs/a.html", b"ours")
@@ -257,7 +258,26 @@ def test_a_read_through_a_directory_swapped_after_its_check_shows_nothing_outsid
 
     monkeypatch.setattr(session, "open", swapped_open)
     error = expect_error("storage_error", storage.read_bytes, "docs/a.html", 100)
-    assert "another file was there" in error.message
+    assert "another file was there" in error.message or "/site/docs is a symbolic link" in error.message
+
+
+def test_a_file_rewritten_in_place_between_the_look_and_the_open_is_looked_at_again(place, monkeypatch):
+    """As a lock holder renews its record while distributor_state_info reads it."""
+    open_one, root, _outside = place
+    storage = open_one()
+    storage.write_bytes("a.html", b"first")
+    session = storage._open()
+    real_open = session.open
+    rewritten = []
+
+    def open_after_a_rewrite(remote, mode="r", *args):
+        if mode == "rb" and not rewritten:
+            rewritten.append(True)
+            (root / "site" / "a.html").write_bytes(b"second, longer")
+        return real_open(remote, mode, *args)
+
+    monkeypatch.setattr(session, "open", open_after_a_rewrite)
+    assert storage.read_bytes("a.html", 100) == b"second, longer"
 
 
 def test_a_staged_file_changed_before_its_rename_is_not_published(place, monkeypatch):

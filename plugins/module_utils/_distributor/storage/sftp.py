@@ -39,6 +39,7 @@ LOCK_CREATE_ATTEMPTS = 3
 BREAK_GUARD_EXPIRY = 60.0
 CHANNELS = 3  # SFTP channels writing at once; OpenSSH allows 10 sessions a connection by default
 BATCH_FILES = 1024  # files staged before the first of them is renamed
+READ_ATTEMPTS = 3  # looks at a file that changed between the look and the open (see read_bytes)
 
 
 class SftpStorage(SftpConnection, SftpPaths, Storage):
@@ -96,8 +97,9 @@ class SftpStorage(SftpConnection, SftpPaths, Storage):
         (SFTP has no non-blocking open: docs/operations.md states the window left.) With
         `as_seen`, the way is looked at again right before the open, and the opened file must be
         the one looked at (see _identity): a directory swapped for a link in between would
-        otherwise show another file's content, a diff of a file outside the root. (Not for lock
-        records, which their holder rewrites in place at any time.)"""
+        otherwise show another file's content, a diff of a file outside the root (_NotAsSeen).
+        (Not for the lock code's reads of lock records, which their holder rewrites in place at
+        any time.)"""
         attrs = self._lstat(remote)
         if attrs is None:
             return None
@@ -110,16 +112,27 @@ class SftpStorage(SftpConnection, SftpPaths, Storage):
             try:
                 with self._open().open(_wire(remote), "rb") as handle:
                     if as_seen and _identity(handle.stat()) != _identity(attrs):
-                        raise DistributorError("storage_error", "cannot read %s: another file was there when it was "
-                                               "opened; something else changed the destination during this run"
-                                               % self._url(remote))
+                        raise _NotAsSeen("storage_error", "cannot read %s: another file was there when it was "
+                                         "opened; something else changed the destination during this run"
+                                         % self._url(remote))
                     handle.prefetch()
                     return handle.read()
             except FileNotFoundError:
                 return None
 
     def read_bytes(self, path: str, limit: int) -> bytes | None:
-        data = self._read(self._remote(path), as_seen=True)
+        """A file rewritten in place between the look and the open (the lock, which its holder
+        renews while distributor_state_info reads it) is looked at again, a few times."""
+        remote = self._remote(path)
+        attempt = 1
+        while True:
+            try:
+                data = self._read(remote, as_seen=True)
+                break
+            except _NotAsSeen:
+                if attempt == READ_ATTEMPTS:
+                    raise
+                attempt += 1
         return None if data is None else data[:limit + 1]
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
@@ -479,6 +492,10 @@ class SftpStorage(SftpConnection, SftpPaths, Storage):
         if self._acquired_at is not None and holds(self._read(remote), self.token):
             self._remove(remote, "release lock")
         self._acquired_at = None
+
+
+class _NotAsSeen(DistributorError):
+    """The file opened is not the one looked at (see _read)."""
 
 
 class _Staged(NamedTuple):
