@@ -78,8 +78,10 @@ def leftovers(files: dict) -> list:
 
 
 def expired_record() -> dict:
+    """A dead holder's record. Its age is judged on the storage's clock, from the moment the test
+    writes it, against the lease the record declares: one second."""
     now = time.time()
-    return {"holder": "ghost-host:4242", "acquired_at": now - 1200, "expires_at": now - 600}
+    return {"holder": "ghost-host:4242", "acquired_at": now - 1200, "expires_at": now - 600, "expiry": 1}
 
 
 def sha(data: bytes) -> str:

@@ -11,7 +11,7 @@ import pytest
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
 from ansible_collections.distributor.core.plugins.module_utils._distributor.state import parse_state
-from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.base import (
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.lease import (
     describe_holder, lock_is_expired)
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.memory import MemoryStorage
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.sftp import SftpStorage

@@ -40,9 +40,9 @@ def not_a_directory(where: str, needed_by: str) -> DistributorError:
 
 
 def failed(action: str, where: str, exc: OSError) -> DistributorError:
-    error = DistributorError("storage_error", "cannot %s %s: %s" % (action, where, exc.strerror or exc))
-    error.__cause__ = exc
-    return error
+    """An OSError of an act on the destination as storage_error naming the location; callers
+    raise it `from exc`."""
+    return DistributorError("storage_error", "cannot %s %s: %s" % (action, where, exc.strerror or exc))
 
 
 def entry_mode(parent: int, name: str) -> int | None:

@@ -18,12 +18,12 @@ from ..errors import DistributorError
 from ..limits import LOCK_LIMIT
 from ..paths import LOCK_NAME, is_reserved, join, path_problem
 from ..regular import kind_of
-from .base import (
-    LOCK_EXPIRY_SECONDS, LOCK_POLL_SECONDS, Lease, Storage, describe_holder, holder_record, not_a_record, staging_dir)
+from .base import Storage, not_a_record, staging_dir
 from .descriptors import (
-    CREATE_FLAGS, NotRegular, entry_mode, failed, identity_at, link_refused, list_tree, make_directory, open_directory, open_regular_at,
-    read_at_most)
-from .durability import Directory, FsyncEach, Staged, durability_for, fsync_staged
+    CREATE_FLAGS, NotRegular, entry_mode, failed, identity_at, link_refused, list_tree, make_directory, open_directory,
+    open_regular_at, read_at_most)
+from .durability import Directory, FsyncEach, Staged, durability_for
+from .lease import LOCK_EXPIRY_SECONDS, LOCK_POLL_SECONDS, Lease, describe_holder, holder_record
 
 SYNC_BATCH_BYTES = 64 * 1024 * 1024  # a batch also ends at this many staged bytes, so big files overlap their syncs
 SYNC_WORKERS = 8
@@ -141,7 +141,7 @@ class LocalStorage(Storage):
         problem = path_problem(path) if path else None
         if problem:
             raise DistributorError("storage_error", "refused to touch %r under %s: it %s" % (path, self.describe(), problem))
-        head, _, name = join(self.base, path).rpartition("/")
+        head, _slash, name = join(self.base, path).rpartition("/")
         return head, name
 
     # -- reading --------------------------------------------------------------------------
@@ -251,13 +251,15 @@ class LocalStorage(Storage):
             fd = os.open(name, CREATE_FLAGS, 0o600, dir_fd=staging)
         item = Staged(path, name, head, staging, where, (0, 0), 0)
         try:
-            size = 0
-            with os.fdopen(fd, "wb") as handle:
+            try:
+                size = 0
                 for chunk in chunks:
-                    handle.write(chunk)
+                    _write_all(fd, chunk)
                     size += len(chunk)
-                self._settle(handle.fileno(), 0o644 if self.file_mode is None else self.file_mode)
-                info = os.fstat(handle.fileno())
+                self._settle(fd, 0o644 if self.file_mode is None else self.file_mode)
+                info = os.fstat(fd)
+            finally:
+                os.close(fd)
         except BaseException as exc:
             _unlink_quietly(item)
             if isinstance(exc, OSError):
@@ -479,6 +481,14 @@ class LocalStorage(Storage):
         if self._root_fd is not None:
             os.close(self._root_fd)
             self._root_fd = None
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """os.write may write less than asked; a file object would cost a buffer and three system
+    calls more per file."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def _unlink_quietly(item: Staged) -> None:

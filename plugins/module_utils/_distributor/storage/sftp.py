@@ -11,32 +11,27 @@ sftp_private and docs/operations.md.
 from __future__ import annotations
 
 import getpass
-import hashlib
 import posixpath
 import queue
 import stat
 import threading
-import time
 import traceback
-from contextlib import contextmanager, suppress
-from functools import partial
-from typing import Callable, Iterable, Iterator, NamedTuple
+from contextlib import suppress
+from typing import Callable, ContextManager, Iterable, NamedTuple
 
 from ..attributes import parse_mode
 from ..errors import DistributorError, MissingLibrary
 from ..limits import DEPTH_LIMIT
-from ..paths import LOCK_NAME, is_reserved
+from ..paths import is_reserved
 from ..regular import kind_of
-from .base import (
-    LOCK_EXPIRY_SECONDS, Lease, Storage, holder_record, holds, in_parallel, lock_is_expired, not_a_record,
-    wait_for_lock)
+from .base import Storage, in_parallel, not_a_record
+from .lease import LOCK_EXPIRY_SECONDS, Lease, held
 from .sftp_connect import SftpConnection, check_config
+from .sftp_lock import SftpLock
 from .sftp_paths import SftpPaths, disappeared
 from .sftp_wire import listdir_attr
 from .sftp_wire import wire as _wire
 
-LOCK_CREATE_ATTEMPTS = 3
-BREAK_GUARD_EXPIRY = 60.0
 CHANNELS = 3  # SFTP channels writing at once; OpenSSH allows 10 sessions a connection by default
 BATCH_FILES = 1024  # files staged before the first of them is renamed
 READ_ATTEMPTS = 3  # looks at a file that changed between the look and the open (see read_bytes)
@@ -77,11 +72,8 @@ class SftpStorage(SftpConnection, SftpPaths, Storage):
         self._staging_dirs: set[str] = set()
         self._staging_lock = threading.RLock()  # also held while a missing directory is made (see _create)
         self._worker = threading.local()
-        self._acquired_at: float | None = None
-        self._beat_session = None
 
     def close(self) -> None:
-        self._close_beat_session()
         if self._client is not None:
             self._client.close()
         self._client = self._session = None
@@ -90,28 +82,26 @@ class SftpStorage(SftpConnection, SftpPaths, Storage):
 
     # -- files ----------------------------------------------------------------------------
 
-    def _read(self, remote: str, as_seen: bool = False) -> bytes | None:
+    def _read(self, remote: str) -> bytes | None:
         """Prefetching requests every block at once; read block by block, a large file would
         take one round trip per 32 KiB. Only the reserved names are read, and what is there is
         looked at first: the server would block opening a FIFO, and the whole session with it.
-        (SFTP has no non-blocking open: docs/operations.md states the window left.) With
-        `as_seen`, the way is looked at again right before the open, and the opened file must be
-        the one looked at (see _identity): a directory swapped for a link in between would
-        otherwise show another file's content, a diff of a file outside the root (_NotAsSeen).
-        (Not for the lock code's reads of lock records, which their holder rewrites in place at
-        any time.)"""
+        (SFTP has no non-blocking open: docs/operations.md states the window left.) The way is
+        looked at again right before the open, and the opened file must be the one looked at
+        (see _identity): a directory swapped for a link in between would otherwise show another
+        file's content, a diff of a file outside the root (_NotAsSeen)."""
         attrs = self._lstat(remote)
         if attrs is None:
             return None
         kind = kind_of(attrs.st_mode or 0)
         if kind:
             raise not_a_record(self._url(remote), kind)
-        if as_seen and not self._check_directories(posixpath.dirname(remote)):
+        if not self._check_directories(posixpath.dirname(remote)):
             return None
         with self._errors("read", remote):
             try:
                 with self._open().open(_wire(remote), "rb") as handle:
-                    if as_seen and _identity(handle.stat()) != _identity(attrs):
+                    if _identity(handle.stat()) != _identity(attrs):
                         raise _NotAsSeen("storage_error", "cannot read %s: another file was there when it was "
                                          "opened; something else changed the destination during this run"
                                          % self._url(remote))
@@ -127,7 +117,7 @@ class SftpStorage(SftpConnection, SftpPaths, Storage):
         attempt = 1
         while True:
             try:
-                data = self._read(remote, as_seen=True)
+                data = self._read(remote)
                 break
             except _NotAsSeen:
                 if attempt == READ_ATTEMPTS:
@@ -365,133 +355,9 @@ class SftpStorage(SftpConnection, SftpPaths, Storage):
 
     # -- lock -----------------------------------------------------------------------------
 
-    @contextmanager
-    def lock(self, timeout: float, expiry: float = LOCK_EXPIRY_SECONDS) -> Iterator[Lease]:
-        """Exclusive create of `.distributor.lock`; nothing releases it when a holder dies, so a
-        record past its expiry is broken by the next publisher. A live holder renews it."""
-        remote = self._remote(LOCK_NAME, create_parents=True)
-        wait_for_lock(lambda: self._try_lock(remote, expiry), lambda: self._read(remote), timeout, self.describe())
-        try:
-            with Lease(partial(self._renew, remote, expiry), lambda: self._read(remote), expiry,
-                       self.describe(LOCK_NAME)) as lease:
-                yield lease
-        except BaseException:
-            with suppress(DistributorError):
-                self._release(remote)
-            raise
-        finally:
-            self._close_beat_session()
-        self._release(remote)
-
-    def _try_lock(self, remote: str, expiry: float) -> bool:
-        if self._create_lock(remote, expiry):
-            return True
-        attrs = self._lstat(remote)
-        raw = self._read(remote) if attrs is not None else None
-        if raw is None:
-            # Its holder released it since our create failed: the way is free, not broken.
-            return self._create_lock(remote, expiry)
-        # An empty or partial record is a lock being created: judged by the file's age.
-        if not lock_is_expired(raw, time.time(), (attrs.st_mtime or 0) + expiry):
-            return False
-        return self._break_lock(remote, raw) and self._create_lock(remote, expiry)
-
-    def _create_lock(self, remote: str, expiry: float) -> bool:
-        """Exclusive create, then the holder record. SFTP reports an existing file only as a
-        generic failure, so a failed create is judged by looking: a file there is another
-        holder's lock; none there means it was released in the meantime (try again) or the
-        failure is real (it repeats, and is raised)."""
-        for attempt in range(LOCK_CREATE_ATTEMPTS):
-            try:
-                with self._errors("create lock", remote):
-                    handle = self._open().open(remote, "wx")
-            except DistributorError:
-                if self._lstat(remote) is not None:
-                    return False
-                if attempt == LOCK_CREATE_ATTEMPTS - 1:
-                    raise
-                continue
-            acquired_at = time.time()
-            try:
-                with self._errors("write lock", remote):
-                    with handle:
-                        handle.write(holder_record(acquired_at, expiry, self.token))
-            except BaseException:
-                # Our own empty lock would otherwise block everyone until its age expires it.
-                with suppress(Exception):
-                    self._open().remove(remote)
-                raise
-            self._acquired_at = acquired_at
-            return True
-        return False
-
-    def _renew(self, remote: str, expiry: float) -> bool:
-        """Rewrite our holder record with a later expiry, only while the lock is still ours.
-
-        In place, never by create or rename: a lock broken and taken by another publisher is a
-        new file, which a handle opened on ours never writes into, and a lock that is gone is
-        not created again. A reader that meets a record half rewritten judges it by the file's
-        age, which the write has just refreshed. On an SFTP channel of its own: the heartbeat
-        runs beside the run's pipelined uploads, and one SFTPClient is not safe for concurrent use.
-        """
-        with self._errors("renew lock", remote):
-            if self._beat_session is None:
-                self._beat_session = self._client.open_sftp()
-            try:
-                handle = self._beat_session.open(remote, "r+")
-            except FileNotFoundError:
-                return False
-            with handle:
-                if not holds(handle.read(), self.token):
-                    return False
-                record = holder_record(time.time(), expiry, self.token, self._acquired_at)
-                handle.seek(0)
-                handle.write(record)
-                handle.flush()
-                handle.truncate(len(record))
-        return True
-
-    def _close_beat_session(self) -> None:
-        if self._beat_session is not None:
-            with suppress(Exception):
-                self._beat_session.close()
-            self._beat_session = None
-
-    def _break_lock(self, remote: str, expired: bytes) -> bool:
-        """Remove an expired lock, True when it is gone.
-
-        Publishers waiting on the same dead holder all find its lock expired at once, and SFTP
-        has no conditional delete (S3 uses If-Match): a slower one must not remove the lock a
-        faster one has just created. So breaking that record takes a guard named after it,
-        created exclusively, and the lock is read again under the guard: whoever gets the guard
-        later finds a different record there and leaves it alone. A guard older than
-        BREAK_GUARD_EXPIRY was left by a publisher that died while breaking, and is removed.
-        """
-        guard = "%s.break.%s" % (remote, hashlib.sha256(expired).hexdigest()[:16])
-        try:
-            with self._errors("break expired lock", guard):
-                self._open().open(guard, "wx").close()
-        except DistributorError:
-            attrs = self._lstat(guard)
-            if attrs is None:
-                return False  # another publisher has just broken it: retry the create
-            if (attrs.st_mtime or 0) + BREAK_GUARD_EXPIRY < time.time():
-                self._remove(guard, "remove abandoned guard")
-            return False
-        try:
-            current = self._read(remote)
-            if current == expired:
-                self._remove(remote, "break expired lock")
-            return current is None or current == expired
-        finally:
-            self._remove(guard, "remove guard")
-
-    def _release(self, remote: str) -> None:
-        """Remove the lock only while it is still ours: a holder that lost it (see Lease) must
-        leave the next publisher's lock alone."""
-        if self._acquired_at is not None and holds(self._read(remote), self.token):
-            self._remove(remote, "release lock")
-        self._acquired_at = None
+    def lock(self, timeout: float, expiry: float = LOCK_EXPIRY_SECONDS) -> ContextManager[Lease]:
+        """The protocol of lease.held over SftpLock."""
+        return held(SftpLock(self), self.token, timeout, expiry)
 
 
 class _NotAsSeen(DistributorError):
