@@ -136,17 +136,21 @@ class NotRegular(Exception):
         self.kind = kind
 
 
-def read_at_most(fd: int, limit: int) -> bytes:
-    """At most `limit + 1` bytes: enough for a caller to tell a file over its bound, never more."""
-    parts = []
-    wanted = limit + 1
-    while wanted > 0:
-        chunk = os.read(fd, min(wanted, 1024 * 1024))
-        if not chunk:
+def read_at_most(fd: int, limit: int) -> bytearray:
+    """At most `limit + 1` bytes: enough for a caller to tell a file over its bound, never more.
+    Read into one buffer sized from the file, and returned as it is: a planted record of any
+    size costs the bound once, not once more for joining chunks or copying them into bytes."""
+    buffer = bytearray(min(os.fstat(fd).st_size, limit) + 1)
+    view = memoryview(buffer)
+    got = 0
+    while got < len(buffer):
+        count = os.readv(fd, [view[got:]])
+        if not count:
             break
-        parts.append(chunk)
-        wanted -= len(chunk)
-    return b"".join(parts)
+        got += count
+    view.release()
+    del buffer[got:]
+    return buffer
 
 
 def list_tree(top: int, where: Callable[[str], str]) -> Iterator[str]:
