@@ -19,7 +19,6 @@ import time
 
 import yaml
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor.limits import STATE_LIMIT
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
 from conftest import VENV_BIN, collections_path
 
@@ -79,8 +78,10 @@ def leftovers(files: dict) -> list:
 
 
 def expired_record() -> dict:
+    """A dead holder's record. Its age is judged on the storage's clock, from the moment the test
+    writes it, against the lease the record declares: one second."""
     now = time.time()
-    return {"holder": "ghost-host:4242", "acquired_at": now - 1200, "expires_at": now - 600}
+    return {"holder": "ghost-host:4242", "acquired_at": now - 1200, "expires_at": now - 600, "expiry": 1}
 
 
 def sha(data: bytes) -> str:
@@ -138,7 +139,7 @@ def test_lock_excludes_every_other_holder_under_contention(backend):
         try:
             for _round in range(rounds):
                 with storage.lock(timeout=60):
-                    count = int(storage.read_bytes("count", STATE_LIMIT) or b"0")
+                    count = int(storage.read_bytes("count", 1 << 30) or b"0")
                     storage.write_bytes("count", b"%d" % (count + 1))
         except Exception as error:  # reported below, with the holder's number
             errors.append("holder %d: %r" % (number, error))

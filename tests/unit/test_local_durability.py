@@ -24,6 +24,13 @@ SYNCFS_AVAILABLE = durability.syncfs_usable(os.getcwd())
 needs_syncfs = pytest.mark.skipif(not SYNCFS_AVAILABLE, reason="no syncfs(2) on this filesystem or kernel")
 
 
+def full_name(path, dir_fd=None) -> str:
+    """The path a call names, also when it names it relative to a directory descriptor."""
+    if dir_fd is None:
+        return os.fspath(path)
+    return os.path.join(os.readlink("/proc/self/fd/%d" % dir_fd), os.fspath(path))
+
+
 def spy(monkeypatch, strategy):
     """Events: ('stage', path) when a staged file is created, ('fsync', path), ('syncfs',),
     ('rename', src, dst). `strategy` forces the durability a publish uses; batches are small."""
@@ -33,22 +40,23 @@ def spy(monkeypatch, strategy):
 
     def spy_open(path, flags, *args, **kwargs):
         fd = real_open(path, flags, *args, **kwargs)
-        names[fd] = os.fspath(path)
+        names[fd] = full_name(path, kwargs.get("dir_fd"))
         if flags & os.O_CREAT and "/.distributor.tmp." in names[fd]:
             events.append(("stage", names[fd]))
         return fd
 
     def spy_fsync(fd):
         real_fsync(fd)
-        events.append(("fsync", names.get(fd) if isinstance(fd, int) else None))
+        events.append(("fsync", names.get(fd, os.readlink("/proc/self/fd/%d" % fd))))
 
     def spy_syncfs(fd):
         real_syncfs(fd)
         events.append(("syncfs",))
 
-    def spy_replace(src, dst):
+    def spy_replace(src, dst, src_dir_fd=None, dst_dir_fd=None):
+        src, dst = full_name(src, src_dir_fd), full_name(dst, dst_dir_fd)
         real_replace(src, dst)
-        events.append(("rename", os.fspath(src), os.fspath(dst)))
+        events.append(("rename", src, dst))
 
     monkeypatch.setattr(os, "open", spy_open)
     monkeypatch.setattr(os, "fsync", spy_fsync)
@@ -133,7 +141,7 @@ def test_a_file_on_another_filesystem_below_the_root_is_fsynced_on_its_own(tmp_p
     """A mount point below the root holds files that one syncfs of the root's filesystem misses."""
     bundle = write_bundle(tmp_path / "bundle", {"a.txt": b"a", "mnt/b.txt": b"b"})
     events = spy(monkeypatch, "syncfs")
-    real_fstat, real_lstat = os.fstat, os.lstat
+    real_fstat, real_stat = os.fstat, os.stat
     elsewhere = set()
 
     def moved(result):
@@ -142,17 +150,19 @@ def test_a_file_on_another_filesystem_below_the_root_is_fsynced_on_its_own(tmp_p
         return os.stat_result(fields)
 
     def fstat(fd):
-        if events and events[-1][0] == "stage" and "/mnt/" in events[-1][1]:
-            elsewhere.add(events[-1][1])
+        name = os.readlink("/proc/self/fd/%d" % fd)
+        if "/mnt/.distributor.tmp." in name:
+            elsewhere.add(name)
             return moved(real_fstat(fd))
         return real_fstat(fd)
 
-    def lstat(path, *args, **kwargs):
-        result = real_lstat(path, *args, **kwargs)
-        return moved(result) if os.fspath(path) in elsewhere else result
+    def stat(path, *args, dir_fd=None, follow_symlinks=True):
+        result = real_stat(path, *args, dir_fd=dir_fd, follow_symlinks=follow_symlinks)
+        named = isinstance(path, (str, bytes, os.PathLike))
+        return moved(result) if named and full_name(path, dir_fd) in elsewhere else result
 
     monkeypatch.setattr(os, "fstat", fstat)
-    monkeypatch.setattr(os, "lstat", lstat)
+    monkeypatch.setattr(os, "stat", stat)
     _publish(tmp_path, bundle)
     fsynced = [e[1] for e in events if e[0] == "fsync"]
     assert any("/mnt/" in name and name.endswith("b.txt") for name in fsynced)

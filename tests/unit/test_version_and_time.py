@@ -12,7 +12,7 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.conf
 from ansible_collections.distributor.core.plugins.module_utils._distributor.decide import decide
 from ansible_collections.distributor.core.plugins.module_utils._distributor.plan import Content, plan, plan_outputs
 from ansible_collections.distributor.core.plugins.module_utils._distributor.state import OwnerKey
-from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.base import describe_holder
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.lease import describe_holder
 from ansible_collections.distributor.core.plugins.module_utils._distributor.version import COLLECTION_VERSION
 
 from builders import destination, manifest, pipeline

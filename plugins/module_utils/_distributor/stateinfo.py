@@ -24,7 +24,7 @@ from .paths import LOCK_NAME
 from .managed_root import Selector, parse_created
 from .root import opened, read_journal, read_state
 from .state import OwnerKey, State, output_to_dict
-from .storage.base import UNREADABLE_RECORD, lock_is_expired
+from .storage.lease import UNREADABLE_RECORD, lock_is_expired
 from .storage.select import open_storage
 from .timestamps import format_rfc3339
 

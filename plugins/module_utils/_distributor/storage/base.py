@@ -10,26 +10,15 @@ with reason `storage_error` (or `locked`) and a message naming the location.
 from __future__ import annotations
 
 import json
-import math
-import os
-import socket
-import threading
-import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from datetime import datetime, timezone
 from typing import Callable, ContextManager, Iterable, TypeVar
 from urllib.parse import quote, quote_plus
 
 from ..errors import DistributorError
 from ..paths import RESERVED_PREFIX
-from ..schemas import show
-from ..timestamps import format_rfc3339
+from .lease import LOCK_EXPIRY_SECONDS, Lease
 
 Item = TypeVar("Item")
-
-LOCK_EXPIRY_SECONDS = 600.0
-LOCK_POLL_SECONDS = 0.2
-RENEWALS_PER_EXPIRY = 3
 
 
 def staging_dir(path: str, token: str) -> str:
@@ -77,45 +66,6 @@ def not_a_record(where: str, kind: str) -> DistributorError:
         "%s is %s, not a regular file; distributor keeps its state, journal and lock there as regular "
         "files and opens nothing else at those names. Find out who put it there, then remove it." % (where, kind),
     )
-
-
-# What a lock record anyone can write may raise when read: garbage, deep nesting, a time
-# out of range (it is read back from storage, so it is untrusted like the state).
-UNREADABLE_RECORD = (ValueError, KeyError, TypeError, RecursionError, OverflowError, OSError)
-
-
-def holder_record(now: float, expiry: float, token: str, acquired_at: float | None = None) -> bytes:
-    """Who holds a lock and until when, so a waiting publisher can say whom it waits for; the
-    attempt token says, to the holder itself, that the lock is still its own. A renewal keeps
-    `acquired_at` and moves `expires_at`."""
-    return json.dumps({
-        "holder": "%s:%d" % (socket.gethostname(), os.getpid()),
-        "token": token,
-        "acquired_at": now if acquired_at is None else acquired_at,
-        "expires_at": now + expiry,
-    }).encode()
-
-
-def holds(raw: bytes | None, token: str) -> bool:
-    """Whether a lock record read back from storage is the one attempt `token` wrote; garbage,
-    a missing file and another holder's record are all "no"."""
-    try:
-        return json.loads(raw or b"")["token"] == token
-    except UNREADABLE_RECORD:
-        return False
-
-
-def describe_holder(raw: bytes | None) -> str:
-    """A human description of a lock's holder record, tolerant of garbage."""
-    try:
-        record = json.loads(raw or b"")
-        return "%s (since %s, expires %s)" % (
-            show(record["holder"]),
-            format_rfc3339(datetime.fromtimestamp(record["acquired_at"], timezone.utc)),
-            format_rfc3339(datetime.fromtimestamp(record["expires_at"], timezone.utc)),
-        )
-    except UNREADABLE_RECORD:
-        return "an unknown holder"
 
 
 class Storage:
@@ -175,139 +125,15 @@ class Storage:
         """Every file under the base, sorted, as base-relative paths (reserved names included)."""
         raise NotImplementedError
 
-    def lock(self, timeout: float, expiry: float = LOCK_EXPIRY_SECONDS) -> ContextManager["Lease"]:
+    def lock(self, timeout: float, expiry: float = LOCK_EXPIRY_SECONDS) -> ContextManager[Lease]:
         """Serialise publishers of this base (a context manager giving the Lease); DistributorError
         ('locked') naming the holder after `timeout` seconds. A holder that died releases it at
-        most `expiry` seconds later; a live one keeps it, however long it works."""
+        most `expiry` seconds after its last renewal, counted on the storage's clock; a live one
+        keeps it, however long it works. SFTP, S3 and memory run lease.held over a LockFile."""
         raise NotImplementedError
 
     def close(self) -> None:
         """Release connections; safe to call twice."""
-
-
-def wait_for_lock(
-    try_acquire: Callable[[], bool],
-    read_holder: Callable[[], bytes | None],
-    timeout: float,
-    where: str,
-) -> None:
-    """Poll `try_acquire` until it succeeds or `timeout` passes; the shared waiting loop of the
-    exclusive-create locks (SFTP, S3)."""
-    deadline = time.monotonic() + timeout
-    while not try_acquire():
-        if time.monotonic() >= deadline:
-            raise DistributorError(
-                "locked",
-                "%s is locked by %s; waited %gs (lock_timeout). Retry later, or remove the lock "
-                "file if that holder is gone." % (where, describe_holder(read_holder()), timeout),
-            )
-        time.sleep(LOCK_POLL_SECONDS)
-
-
-class Lease:
-    """A held lock, kept while the run works and confirmed before the run records anything.
-
-    The exclusive-create locks (SFTP, S3, memory) expire, so that a dead holder does not block a
-    root for ever; a live holder rewrites its record with a later expiry from a daemon heartbeat
-    every expiry/RENEWALS_PER_EXPIRY seconds, so a publish of any length keeps its lock. A lock
-    can still be lost: a holder paused or cut off for longer than the expiry is broken by the next
-    publisher, and a lock file can be deleted by hand. So every change a run makes passes
-    `check` (no round trip, unless the heartbeat has fallen a whole beat behind: then the run
-    renews itself), and the state and journal are written only after `confirm`, a renewal on the
-    spot. Once the lock is lost the run changes nothing more and fails with `locked`: what it
-    wrote is named by its journal, which the next publish resolves.
-
-    `renew()` returns whether the lock is still ours, extending it when it is, and raises
-    DistributorError when storage fails. `expiry` None is a lock that cannot expire (local
-    `flock`): never renewed, only confirmed.
-    """
-
-    def __init__(self, renew: Callable[[], bool], read_holder: Callable[[], bytes | None], expiry: float | None,
-                 where: str):
-        self._renew = renew
-        self._read_holder = read_holder
-        self.expiry = expiry
-        self.where = where
-        self._mutex = threading.Lock()
-        self._stopped = threading.Event()
-        self._lost = False
-        self._due = math.inf
-        self._thread = None
-        if expiry is not None:
-            self._due = time.monotonic() + expiry - self._beat_seconds()
-
-    def _beat_seconds(self) -> float:
-        return self.expiry / RENEWALS_PER_EXPIRY
-
-    def __enter__(self) -> "Lease":
-        if self.expiry is not None:
-            self._thread = threading.Thread(target=self._beat, name="distributor-lock-heartbeat", daemon=True)
-            self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self._stopped.set()
-        if self._thread is not None:
-            self._thread.join(self.expiry)
-
-    def _beat(self) -> None:
-        """Renew until stopped or lost. A failed renewal is tried again at the next beat and is
-        never raised here, where nobody would report it (an uncaught exception in a thread only
-        prints a traceback): if storage stays unreachable, the run's own `check` renews once the
-        lease runs low and fails with that error."""
-        while not self._stopped.wait(self._beat_seconds()):
-            try:
-                if not self._renewed():
-                    return
-            except Exception:  # see the docstring: the run's own check reports it
-                continue
-
-    def _renewed(self) -> bool:
-        """Renew now (one at a time: the heartbeat and the run may both ask); False once lost."""
-        with self._mutex:
-            if not self._lost:
-                started = time.monotonic()
-                if not self._renew():
-                    self._lost = True
-                elif self.expiry is not None:
-                    self._due = started + self.expiry - self._beat_seconds()
-            return not self._lost
-
-    def check(self, what: str) -> None:
-        """Before a change: still ours, as far as the heartbeat knows, and not about to expire."""
-        if self._lost or (time.monotonic() >= self._due and not self._renewed()):
-            raise self._lost_error(what)
-
-    def confirm(self, what: str) -> None:
-        """Before writing a record (state, journal): still ours on storage, renewed just now."""
-        if not self._renewed():
-            raise self._lost_error(what)
-
-    def _lost_error(self, what: str) -> DistributorError:
-        try:
-            raw = self._read_holder()
-        except DistributorError:
-            raw = b""
-        now = "nobody holds it now" if raw is None else "it is now held by %s" % describe_holder(raw)
-        return DistributorError(
-            "locked",
-            "%s is no longer this run's lock (%s): it was broken after its expiry, while the run was paused "
-            "or cut off for longer than lock.expiry, or deleted by hand. The run stopped before %s; the next "
-            "publish of this bundle path removes what it left (its journal names it)." % (self.where, now, what),
-        )
-
-
-def lock_is_expired(raw: bytes | None, now: float, fallback_deadline: float | None = None) -> bool:
-    """A lock whose holder record is past its expiry may be broken. A holder writes its record
-    just after an exclusive create, so an empty or partial record is judged by
-    `fallback_deadline` (the file's age plus expiry) when the backend knows it, else broken."""
-    try:
-        expires = float(json.loads(raw or b"")["expires_at"])
-        if not math.isfinite(expires):
-            raise ValueError("expires_at is not a time")
-        return expires < now
-    except UNREADABLE_RECORD:
-        return fallback_deadline is None or fallback_deadline < now
 
 
 REDACTED = "********"

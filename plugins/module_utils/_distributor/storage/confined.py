@@ -13,7 +13,7 @@ It is also the backstop for storage errors: an OSError a backend did not turn in
 leaves as storage_error naming the location, never as a traceback.
 
 For the same reason the lock's lease is checked here, not by each caller: under a lock, every
-write and delete first asks the lease (see base.Lease), and the state and the journal are
+write and delete first asks the lease (see lease.Lease), and the state and the journal are
 written only after a fresh look at the lock on storage. A run that lost its lock changes nothing
 more, its failed attempt's clean-up included (the paths may be the next holder's by now).
 """

@@ -23,11 +23,19 @@ SYNCFS_KERNEL = (5, 8)  # from Linux 5.8 syncfs(2) reports writeback errors; bef
 
 
 class Staged(NamedTuple):
-    path: str
-    staged: str
-    real: str
+    path: str  # the output's path under the bundle path
+    name: str  # its file name, in the staging directory and in its target directory alike
+    directory: str  # the target directory, relative to the storage root
+    staging: int  # descriptor of the attempt's staging directory beside the target
+    where: str  # the staged file's location, for messages
     ident: tuple[int, int]  # (st_dev, st_ino) of the staged file: which file, on which filesystem
     size: int
+
+
+class Directory(NamedTuple):
+    """An open directory whose entries a batch changed, to be made durable."""
+    fd: int
+    where: str
 
 
 class FsyncEach:
@@ -38,10 +46,10 @@ class FsyncEach:
 
     @staticmethod
     def submit(pool: ThreadPoolExecutor, batch: list[Staged]) -> list[Future]:
-        return [pool.submit(fsync_path, item.staged) for item in batch]
+        return [pool.submit(fsync_staged, item) for item in batch]
 
     @staticmethod
-    def directories(chain: Iterable[str]) -> None:
+    def directories(chain: Iterable[Directory]) -> None:
         for directory in chain:
             sync_directory(directory)
 
@@ -59,37 +67,38 @@ class SyncFs:
 
     batch_files = 4096
 
-    def __init__(self, root: str):
-        self.root = root
-        self.fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    def __init__(self, root: int, where: str):
+        self.where = where
+        self.fd = os.dup(root)
         self.device = os.fstat(self.fd).st_dev
 
     def _sync(self):
         try:
             syncfs(self.fd)
         except OSError as exc:
-            return "%s (syncfs of its filesystem)" % self.root, exc
+            return "%s (syncfs of its filesystem)" % self.where, exc
         return None
 
     def submit(self, pool: ThreadPoolExecutor, batch: list[Staged]) -> list[Future]:
-        elsewhere = [item.staged for item in batch if item.ident[0] != self.device]
-        return [pool.submit(self._sync)] + [pool.submit(fsync_path, staged) for staged in elsewhere]
+        elsewhere = [item for item in batch if item.ident[0] != self.device]
+        return [pool.submit(self._sync)] + [pool.submit(fsync_staged, item) for item in elsewhere]
 
-    def directories(self, chain: Iterable[str]) -> None:
+    def directories(self, chain: Iterable[Directory]) -> None:
         failed = self._sync()
         if failed:
             raise DistributorError("storage_error", "cannot sync directories of %s: %s"
                                    % (failed[0], failed[1].strerror or failed[1])) from failed[1]
         for directory in chain:
-            if os.stat(directory).st_dev != self.device:
+            if os.fstat(directory.fd).st_dev != self.device:
                 sync_directory(directory)
 
     def close(self) -> None:
         os.close(self.fd)
 
 
-def durability_for(root: str) -> FsyncEach | SyncFs:
-    return SyncFs(root) if syncfs_usable(root) else FsyncEach()
+def durability_for(root: int, where: str) -> FsyncEach | SyncFs:
+    """The strategy for the filesystem of the open root directory `root`."""
+    return SyncFs(root, where) if syncfs_usable(root) else FsyncEach()
 
 
 @functools.lru_cache(maxsize=1)
@@ -109,7 +118,7 @@ def syncfs(fd: int) -> None:
         raise OSError(code, os.strerror(code))
 
 
-def syncfs_usable(path: str) -> bool:
+def syncfs_usable(path: str | int) -> bool:
     """Whether one syncfs(2) makes everything written below `path` on its filesystem durable
     and reports the writeback errors: Linux 5.8 or later, and a filesystem in SYNCFS_FILESYSTEMS.
     os.sync() is no substitute: it reports no error, and POSIX lets it return before the writes."""
@@ -121,8 +130,9 @@ def syncfs_usable(path: str) -> bool:
     return filesystem_type(path) in SYNCFS_FILESYSTEMS
 
 
-def filesystem_type(path: str) -> str | None:
-    """The type of the filesystem holding `path` (`ext4`), from /proc/self/mountinfo; None when unknown."""
+def filesystem_type(path: str | int) -> str | None:
+    """The type of the filesystem holding `path` or the open descriptor (`ext4`), from
+    /proc/self/mountinfo; None when unknown."""
     device = os.stat(path).st_dev
     wanted = "%d:%d" % (os.major(device), os.minor(device))
     try:
@@ -137,25 +147,23 @@ def filesystem_type(path: str) -> str | None:
     return None
 
 
-def sync_directory(directory: str) -> None:
+def sync_directory(directory: Directory) -> None:
     try:
-        fsync(directory, os.O_DIRECTORY)
+        os.fsync(directory.fd)
     except OSError as exc:
-        raise DistributorError("storage_error", "cannot sync directory %s: %s" % (directory, exc.strerror or exc)) from exc
+        raise DistributorError("storage_error", "cannot sync directory %s: %s" % (directory.where, exc.strerror or exc)) from exc
 
 
-def fsync(path: str, flags: int) -> None:
-    fd = os.open(path, os.O_RDONLY | flags)
+def fsync_staged(item: Staged):
+    """None, or (location, error): run in worker threads, so errors travel back as values. The
+    staged file is opened by name in the attempt's own staging directory, which only
+    distributor's account can write."""
     try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def fsync_path(path: str):
-    """None, or (path, error): run in worker threads, so errors travel back as values."""
-    try:
-        fsync(path, os.O_NOFOLLOW)
+        fd = os.open(item.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=item.staging)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
     except OSError as exc:
-        return path, exc
+        return item.where, exc
     return None

@@ -1,5 +1,6 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""A directory on the machine that runs the module."""
+"""A directory on the machine that runs the module, reached through directory descriptors only
+(see descriptors.py): every act names one component under a directory distributor holds open."""
 
 from __future__ import annotations
 
@@ -15,18 +16,23 @@ from typing import Callable, Iterable, Iterator
 from ..attributes import ownership, parse_mode
 from ..errors import DistributorError
 from ..limits import LOCK_LIMIT
-from ..paths import LOCK_NAME, is_reserved, join
-from ..regular import NotRegularFile, kind_of, open_regular
-from .base import (
-    LOCK_EXPIRY_SECONDS, LOCK_POLL_SECONDS, Lease, Storage, describe_holder, holder_record, not_a_record, staging_dir)
-from .durability import FsyncEach, Staged, durability_for, fsync_path
+from ..paths import LOCK_NAME, is_reserved, join, path_problem
+from ..regular import kind_of
+from .base import Storage, not_a_record, staging_dir
+from .descriptors import (
+    CREATE_FLAGS, NotRegular, entry_mode, failed, identity_at, link_refused, list_tree, make_directory, open_directory,
+    open_regular_at, read_at_most)
+from .durability import Directory, FsyncEach, Staged, durability_for
+from .lease import LOCK_EXPIRY_SECONDS, LOCK_POLL_SECONDS, Lease, describe_holder, holder_record
 
 SYNC_BATCH_BYTES = 64 * 1024 * 1024  # a batch also ends at this many staged bytes, so big files overlap their syncs
 SYNC_WORKERS = 8
 
 
 class LocalStorage(Storage):
-    kind = "local"
+    """Directories opened during one operation are kept open for the rest of it (`_dirs`, keyed
+    by their path under the root), so the files of one directory cost no further walks; they are
+    closed when the operation ends, and the next one walks from the root again."""
 
     def __init__(self, root: str, base: str, token: str, storage: dict | None = None):
         super().__init__(token)
@@ -40,114 +46,169 @@ class LocalStorage(Storage):
             raise DistributorError("invalid_config", "storage.root '/' is refused: publish into a directory of its own")
         self.root = root
         self.base = base
-        self._root_is_directory = False
-        self._staging_dirs: set[str] = set()
+        self._root_fd: int | None = None
+        self._dirs: dict[str, int] = {}
+        self._staging: dict[str, tuple[int, int]] = {}  # target directory -> (staging fd, target directory fd)
 
     def describe(self, path: str = "") -> str:
         return os.path.join(self.root, join(self.base, path))
 
-    def _real(self, path: str, create_parents: bool = False) -> str:
-        """The filesystem path of `path`, refusing any symlink between the root and it, and any
-        file where a directory must be (the root included): those are reported here, naming the
-        file in the way, rather than as whatever error the operation would meet below it."""
-        current = self.root
-        if create_parents and not os.path.lexists(current):
-            self._call(os.makedirs, current, "create the root directory")
-        parts = join(self.base, path).split("/") if join(self.base, path) else []
-        self._check_root()
-        for i, part in enumerate(parts):
-            current = os.path.join(current, part)
+    def _where(self, rel: str) -> str:
+        return os.path.join(self.root, rel) if rel else self.root
+
+    # -- directories ----------------------------------------------------------------------
+
+    def _root(self, create: bool) -> int | None:
+        """The root, opened once. It may be a link (the operator's own choice) but must be a
+        directory; a missing one is created on the first write, with its parents."""
+        if self._root_fd is None:
+            if create:
+                with self._errors("create the root directory", self.root, tolerate=FileExistsError):
+                    os.makedirs(self.root)
             try:
-                self._check_component(current, path, i < len(parts) - 1)
+                self._root_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
             except FileNotFoundError:
-                if create_parents and i < len(parts) - 1:
-                    self._call(os.mkdir, current, "create directory")
-                    self._call(self._settle, current, "set the mode of", self.directory_mode)
-                    continue
-                return os.path.join(current, *parts[i + 1:])
-        return current
+                return None
+            except NotADirectoryError:
+                raise DistributorError("storage_error", "storage.root %s is not a directory" % self.root) from None
+            except OSError as exc:
+                raise failed("open", self.root, exc) from exc
+        return self._root_fd
 
-    def _check_root(self) -> None:
-        """The configured root may be a link (it is the user's own choice), but a directory;
-        once seen to be one, it is not asked again."""
-        if self._root_is_directory:
-            return
-        try:
-            mode = os.stat(self.root).st_mode
-        except FileNotFoundError:
-            return
-        except OSError as exc:
-            raise DistributorError("storage_error", "cannot inspect %s: %s" % (self.root, exc.strerror or exc)) from exc
-        if not stat.S_ISDIR(mode):
-            raise DistributorError("storage_error", "storage.root %s is not a directory" % self.root)
-        self._root_is_directory = True
+    def _directory(self, rel: str, create: bool, needed_by: str) -> int | None:
+        """The directory `rel` (under the root) opened by walking from the nearest one already
+        open, one component at a time and never through a link; None when it does not exist and
+        `create` is false. Directories this walk creates get the configured mode and owner."""
+        if rel in self._dirs:
+            return self._dirs[rel]
+        parts = rel.split("/") if rel else []
+        known = len(parts)
+        while known and "/".join(parts[:known]) not in self._dirs:
+            known -= 1
+        fd = self._dirs["/".join(parts[:known])] if known else self._root(create)
+        for index in range(known, len(parts)):
+            if fd is None:
+                return None
+            key = "/".join(parts[:index + 1])
+            child = open_directory(fd, parts[index], self._where(key), needed_by)
+            if child is None and create:
+                child, created = make_directory(fd, parts[index], self._where(key), needed_by)
+                if created:
+                    with self._errors("set the mode of", self._where(key)):
+                        self._settle(child, self.directory_mode)
+            if child is not None:
+                self._dirs[key] = child
+            fd = child
+        return fd
 
-    def _check_component(self, current: str, path: str, must_be_directory: bool) -> None:
-        try:
-            mode = os.lstat(current).st_mode
-        except FileNotFoundError:
-            raise
-        except OSError as exc:
-            raise DistributorError("storage_error", "cannot inspect %s: %s" % (current, exc.strerror or exc)) from exc
-        if stat.S_ISLNK(mode):
-            raise DistributorError(
-                "storage_error",
-                "%s is a symbolic link; distributor never follows links inside a destination root" % current,
-            )
-        if must_be_directory and not stat.S_ISDIR(mode):
-            raise DistributorError(
-                "storage_error",
-                "%s is a file where %s needs a directory; move it away so distributor can publish there"
-                % (current, self.describe(path)),
-            )
+    def _held(self, rel: str) -> int:
+        """The descriptor of a directory this operation already opened (the root for '')."""
+        return self._dirs[rel] if rel else self._root_fd
 
-    def _settle(self, real: str, mode: int | None) -> None:
-        """Apply the configured mode and ownership: to a staged file before its rename, so an
-        output never appears with other permissions, and to a directory distributor created."""
+    def _release(self) -> None:
+        for fd in self._dirs.values():
+            os.close(fd)
+        self._dirs.clear()
+
+    def _forget(self, rel: str) -> None:
+        fd = self._dirs.pop(rel, None)
+        if fd is not None:
+            os.close(fd)
+
+    def _settle(self, fd: int, mode: int | None) -> None:
+        """The configured mode and ownership, set through a descriptor of what distributor
+        created: a staged file before its rename (an output never appears with other
+        permissions), and a directory it made."""
         if mode is not None:
-            os.chmod(real, mode)
+            os.fchmod(fd, mode)
         if self.ids != (-1, -1):
-            os.chown(real, *self.ids)
+            os.fchown(fd, *self.ids)
 
-    @staticmethod
-    def _call(func, target, action, *args):
+    @contextmanager
+    def _errors(self, action: str, where: str, tolerate: type | tuple = ()) -> Iterator[None]:
+        """The one place an OSError of this backend becomes storage_error naming the location."""
         try:
-            return func(target, *args)
-        except FileExistsError:
-            return None
+            yield
+        except tolerate:
+            pass
         except OSError as exc:
-            raise DistributorError("storage_error", "cannot %s %s: %s" % (action, target, exc.strerror or exc)) from exc
+            raise failed(action, where, exc) from exc
+
+    def _split(self, path: str) -> tuple[str, str]:
+        """(directory under the root, file name) of a path under the bundle path. ConfinedStorage
+        refuses unclean paths first; this backend refuses them too, since a `..` handed to a
+        descriptor-relative call would climb out of the directory it is relative to."""
+        problem = path_problem(path) if path else None
+        if problem:
+            raise DistributorError("storage_error", "refused to touch %r under %s: it %s" % (path, self.describe(), problem))
+        head, _slash, name = join(self.base, path).rpartition("/")
+        return head, name
+
+    # -- reading --------------------------------------------------------------------------
 
     def read_bytes(self, path: str, limit: int) -> bytes | None:
-        real = self._real(path)
+        head, name = self._split(path)
         try:
-            with open_regular(real) as handle:
-                return handle.read(limit + 1)
-        except FileNotFoundError:
-            return None
-        except NotRegularFile as exc:
-            raise not_a_record(real, exc.kind) from None
-        except OSError as exc:
-            raise DistributorError("storage_error", "cannot read %s: %s" % (real, exc.strerror)) from exc
+            parent = self._directory(head, False, self.describe(path))
+            fd = None if parent is None else open_regular_at(parent, name, self.describe(path))
+            if fd is None:
+                return None
+            try:
+                with self._errors("read", self.describe(path)):
+                    return read_at_most(fd, limit)
+            finally:
+                os.close(fd)
+        except NotRegular as exc:
+            raise not_a_record(exc.where, exc.kind) from None
+        finally:
+            self._release()
+
+    def exists(self, path: str) -> bool:
+        head, name = self._split(path)
+        try:
+            parent = self._directory(head, False, self.describe(path))
+            if parent is None:
+                return False
+            with self._errors("inspect", self.describe(path)):
+                try:
+                    os.stat(name, dir_fd=parent, follow_symlinks=False)
+                except FileNotFoundError:
+                    return False
+            return True
+        finally:
+            self._release()
+
+    def list_files(self) -> list[str]:
+        """Every entry below the bundle path that is not a directory (see descriptors.list_tree)."""
+        try:
+            top = self._directory(self.base, False, self.describe())
+            return [] if top is None else sorted(list_tree(top, self.describe))
+        finally:
+            self._release()
+
+    # -- writing --------------------------------------------------------------------------
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
-        try:
-            item = self._stage(path, chunks)
-            self._rename_synced([item], [fsync_path(item.staged)])
-            FsyncEach.directories(self._directory_chain({os.path.dirname(item.real)}))
-        finally:
-            self._drop_staging()
+        self._write_all([(path, lambda: chunks)], lambda root: FsyncEach())
 
     def write_many(self, items: Iterable[tuple[str, Callable[[], Iterable[bytes]]]]) -> None:
         """Durability in batches (see durability.py): a batch of staged files is made durable
         while the next batch is staged, and renamed once it is; then every directory written
         into (and its parents up to the root's parent) is made durable, so every output and
         every directory created is durable before the caller writes state."""
-        durability = durability_for(self.root) if os.path.isdir(self.root) else FsyncEach()
+        self._write_all(items, lambda root: durability_for(root, self.root))
+
+    def _write_all(self, items, strategy) -> None:
+        root = self._root(create=True)
+        durability = strategy(root)
         try:
-            durability.directories(self._directory_chain(self._write_batches(durability, items)))
+            renamed_into = self._write_batches(durability, items)
+            self._check_in_place(renamed_into)
+            with self._root_parent() as parent:
+                durability.directories(self._directory_chain(renamed_into) + [parent])
         finally:
             durability.close()
+            self._release()
 
     def _write_batches(self, durability, items) -> set[str]:
         """Stage, sync and rename `items` batch by batch; the directories renamed into."""
@@ -155,8 +216,8 @@ class LocalStorage(Storage):
         batch: list[Staged] = []
         size = 0
         pending: tuple[list, list] | None = None
-        with ThreadPoolExecutor(SYNC_WORKERS) as pool:
-            try:
+        try:
+            with ThreadPoolExecutor(SYNC_WORKERS) as pool:
                 for path, factory in items:
                     batch.append(self._stage(path, factory()))
                     size += batch[-1].size
@@ -170,146 +231,182 @@ class LocalStorage(Storage):
                 if batch:
                     directories.update(self._rename_synced(batch, [f.result() for f in durability.submit(pool, batch)]))
                 batch = []
-            finally:
-                for item in batch + (pending[0] if pending else []):
-                    _unlink_quietly(item.staged)
-                self._drop_staging()
+        finally:
+            for item in batch + (pending[0] if pending else []):
+                _unlink_quietly(item)
+            self._drop_staging()
         return directories
 
     def _stage(self, path: str, chunks: Iterable[bytes]) -> Staged:
         """`chunks` written to a new file in the attempt's staging directory, not yet durable.
-        Created exclusively and never through a link (O_EXCL, O_NOFOLLOW); mode and ownership
-        are set through the open file, so no name is resolved twice."""
-        real = self._real(path, create_parents=True)
-        staged = os.path.join(self._staging(path), os.path.basename(real))
+        Created exclusively and never through a link; mode and ownership are set through the
+        open file."""
+        head, name = self._split(path)
+        staging = self._staging_directory(head, self.describe(path))
+        with self._errors("inspect", self.describe(path)):
+            if stat.S_ISLNK(entry_mode(self._held(head), name) or 0):
+                raise link_refused(self.describe(path))
+        where = self.describe(staging_dir(path, self.token) + "/" + name)
+        with self._errors("stage %s at" % self.describe(path), where):
+            fd = os.open(name, CREATE_FLAGS, 0o600, dir_fd=staging)
+        item = Staged(path, name, head, staging, where, (0, 0), 0)
         try:
-            fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        except OSError as exc:
-            raise DistributorError("storage_error", "cannot stage %s at %s: %s" % (real, staged, exc.strerror or exc)) from exc
-        try:
-            size = 0
-            with os.fdopen(fd, "wb") as handle:
-                for chunk in chunks:
-                    handle.write(chunk)
-                    size += len(chunk)
-                self._settle(handle.fileno(), 0o644 if self.file_mode is None else self.file_mode)
-                ident = _identity(os.fstat(handle.fileno()))
-        except BaseException as exc:
-            _unlink_quietly(staged)
-            if isinstance(exc, OSError):
-                raise DistributorError("storage_error", "cannot write %s: %s" % (real, exc.strerror or exc)) from exc
-            raise
-        return Staged(path, staged, real, ident, size)
-
-    def _staging(self, path: str) -> str:
-        """This attempt's staging directory beside `path` (see base.staging_dir), made on first
-        use. mkdir neither follows nor reuses what is already at the name: something there was
-        put by someone else, and is refused."""
-        real = self._real(staging_dir(path, self.token))
-        if real not in self._staging_dirs:
             try:
-                os.mkdir(real, 0o700)
+                size = 0
+                for chunk in chunks:
+                    _write_all(fd, chunk)
+                    size += len(chunk)
+                self._settle(fd, 0o644 if self.file_mode is None else self.file_mode)
+                info = os.fstat(fd)
+            finally:
+                os.close(fd)
+        except BaseException as exc:
+            _unlink_quietly(item)
+            if isinstance(exc, OSError):
+                raise failed("write", self.describe(path), exc) from exc
+            raise
+        return item._replace(ident=(info.st_dev, info.st_ino), size=size)
+
+    def _staging_directory(self, head: str, needed_by: str) -> int:
+        """This attempt's staging directory beside the target directory `head` (see
+        base.staging_dir), made on first use: mkdir neither follows nor reuses what is already
+        at the name, and what it made must be this account's own, private directory."""
+        if head not in self._staging:
+            parent = self._directory(head, True, needed_by)
+            name = staging_dir("x", self.token)
+            where = self._where(join(head, name))
+            try:
+                os.mkdir(name, 0o700, dir_fd=parent)
             except FileExistsError:
                 raise DistributorError("storage_error", "cannot stage files in %s: something already exists at that "
-                                       "name, which only this attempt creates; remove it" % real) from None
+                                       "name, which only this attempt creates; remove it" % where) from None
             except OSError as exc:
-                raise DistributorError("storage_error", "cannot create %s: %s" % (real, exc.strerror or exc)) from exc
-            self._staging_dirs.add(real)
-        return real
+                raise failed("create", where, exc) from exc
+            fd = open_directory(parent, name, where, needed_by)
+            info = None if fd is None else os.fstat(fd)
+            if info is None or info.st_uid != os.geteuid() or info.st_mode & 0o077:
+                if fd is not None:
+                    os.close(fd)
+                raise DistributorError("storage_error", "cannot stage files in %s: it was replaced by someone else "
+                                       "right after distributor made it" % where)
+            self._staging[head] = (fd, parent)
+        return self._staging[head][0]
 
     def _drop_staging(self) -> None:
         """Remove the staging directories, empty once their files are renamed or removed."""
-        for real in self._staging_dirs:
+        name = staging_dir("x", self.token)
+        for fd, parent in self._staging.values():
+            os.close(fd)
             with suppress(OSError):
-                os.rmdir(real)
-        self._staging_dirs.clear()
-
-    def _verify(self, item: Staged) -> None:
-        """Right before the rename: no directory on the way to the target has become a symbolic
-        link, the staging directory beside it is still a directory, and the staged file is still
-        the one this attempt created."""
-        self._real(item.path)
-        staging = os.path.dirname(item.staged)
-        self._check_component(staging, item.path, True)
-        info = _lstat_or_none(item.staged)
-        if info is None or _identity(info) != item.ident:
-            raise DistributorError("storage_error", "cannot write %s: its staged file %s was replaced or removed "
-                                   "by someone else" % (item.real, item.staged))
+                os.rmdir(name, dir_fd=parent)
+        self._staging.clear()
 
     def _rename_synced(self, batch: list[Staged], results: list) -> set[str]:
-        """Rename each staged file over its target, once every fsync of the batch succeeded
-        (`results` are fsync_path's); what is not renamed is removed. The directories renamed into."""
-        failed = next((r for r in results if r), None)
+        """Rename each staged file over its target, once every sync of the batch succeeded
+        (`results` are fsync_staged's); what is not renamed is removed. The directories renamed into."""
+        failure = next((r for r in results if r), None)
         done = 0
         try:
-            if failed:
-                raise DistributorError("storage_error", "cannot write %s: %s" % (failed[0], failed[1].strerror or failed[1])) from failed[1]
+            if failure:
+                raise DistributorError("storage_error", "cannot write %s: %s"
+                                       % (failure[0], failure[1].strerror or failure[1])) from failure[1]
             for item in batch:
-                self._verify(item)
-                try:
-                    os.replace(item.staged, item.real)
-                except OSError as exc:
-                    raise DistributorError("storage_error", "cannot write %s: %s" % (item.real, exc.strerror or exc)) from exc
+                with self._errors("write", self.describe(item.path)):
+                    info = os.stat(item.name, dir_fd=item.staging, follow_symlinks=False)
+                    if (info.st_dev, info.st_ino) != item.ident:
+                        raise DistributorError("storage_error", "cannot write %s: its staged file %s was replaced or "
+                                               "removed by someone else" % (self.describe(item.path), item.where))
+                    os.replace(item.name, item.name, src_dir_fd=item.staging, dst_dir_fd=self._held(item.directory))
                 done += 1
         except DistributorError:
             for item in batch[done:]:
-                _unlink_quietly(item.staged)
+                _unlink_quietly(item)
             raise
-        return {os.path.dirname(item.real) for item in batch}
+        return {item.directory for item in batch}
 
-    def _directory_chain(self, directories: set[str]) -> list[str]:
-        """Each directory and every parent up to the root's parent, deepest first: a created
+    def _check_in_place(self, directories: set[str]) -> None:
+        """Each directory written into is still the one at its path: one swapped for a link or
+        moved away while the run held it open took the outputs along, and a state record naming
+        them at their paths would be untrue. Walked afresh, once per directory, not per file."""
+        for rel in sorted(directories):
+            held = os.fstat(self._held(rel))
+            parts = rel.split("/") if rel else []
+            now = identity_at(self._root_fd, parts, lambda index: self._where("/".join(parts[:index + 1])))
+            if now != (held.st_dev, held.st_ino):
+                raise DistributorError("storage_error", "%s was moved or replaced by someone else while distributor "
+                                       "wrote into it; the outputs written there are not at their paths. Find out "
+                                       "who changes this destination, then publish again" % self._where(rel))
+
+    def _directory_chain(self, directories: set[str]) -> list[Directory]:
+        """Each directory renamed into and every parent up to the root, deepest first: a created
         directory is an entry in its parent, and the root itself may have been created by this run."""
-        stop = os.path.dirname(os.path.abspath(self.root))
-        every = set()
-        for directory in directories:
-            while directory not in every and len(directory) > len(stop):
-                every.add(directory)
-                directory = os.path.dirname(directory)
-        every.add(stop)
-        return sorted(every, key=len, reverse=True)
+        every = {""}
+        for rel in directories:
+            while rel not in every:
+                every.add(rel)
+                rel = rel.rpartition("/")[0]
+        return [Directory(self._held(rel), self._where(rel))
+                for rel in sorted(every, key=len, reverse=True)]
+
+    @contextmanager
+    def _root_parent(self) -> Iterator[Directory]:
+        """The directory holding the root: the operator's, outside the destination, so opened by
+        name; it holds the root's entry, which this run may have created."""
+        parent = os.path.dirname(os.path.abspath(self.root))
+        with self._errors("open", parent):
+            fd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            yield Directory(fd, parent)
+        finally:
+            os.close(fd)
+
+    # -- deleting -------------------------------------------------------------------------
 
     def delete(self, path: str) -> bool:
+        return bool(self.delete_many([path]))
+
+    def delete_many(self, paths: Iterable[str]) -> list[str]:
+        try:
+            return [path for path in paths if self._delete(path)]
+        finally:
+            self._release()
+
+    def _delete(self, path: str) -> bool:
         """A staged file already gone still tidies its staging directory: an attempt that died
         after its renames left that directory empty, and recovery deletes staged names."""
-        real = self._real(path)
-        try:
-            os.unlink(real)
-        except FileNotFoundError:
-            if is_reserved(path):
-                self._remove_empty_parents(path)
-            return False
-        except OSError as exc:
-            raise DistributorError("storage_error", "cannot delete %s: %s" % (real, exc.strerror)) from exc
-        self._remove_empty_parents(path)
-        return True
+        head, name = self._split(path)
+        parent = self._directory(head, False, self.describe(path))
+        found = parent is not None
+        if found:
+            try:
+                os.unlink(name, dir_fd=parent)
+            except FileNotFoundError:
+                found = False
+            except OSError as exc:
+                raise failed("delete", self.describe(path), exc) from exc
+        if found or is_reserved(path):
+            self._remove_empty_parents(path)
+        return found
 
     def _remove_empty_parents(self, path: str) -> None:
-        """Deleting the last file of a directory deletes the directory, up to (not including) the base."""
+        """Deleting the last file of a directory deletes the directory, up to (not including) the base;
+        what is no longer an empty directory at its name (refilled, or swapped for a link) stays."""
         head = path.rpartition("/")[0]
         while head:
+            rel_parent, name = self._split(head)
+            parent = self._directory(rel_parent, False, self.describe(head))
+            if parent is None:
+                return
             try:
-                os.rmdir(self._real(head))
+                os.rmdir(name, dir_fd=parent)
             except OSError as exc:
-                if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT):
+                if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT, errno.ENOTDIR):
                     return
-                raise DistributorError("storage_error", "cannot remove directory %s: %s" % (self.describe(head), exc.strerror)) from exc
+                raise failed("remove directory", self.describe(head), exc) from exc
+            self._forget(join(self.base, head))
             head = head.rpartition("/")[0]
 
-    def exists(self, path: str) -> bool:
-        return os.path.lexists(self._real(path))
-
-    def list_files(self) -> list[str]:
-        """A directory that cannot be listed fails the listing: taken as empty, its files would
-        be overwritten unseen. One removed while the walk runs is gone, which is no error."""
-        top = self._real("")
-        found = []
-        for directory, dirs, files in os.walk(top, onerror=_unlistable, followlinks=False):
-            rel = os.path.relpath(directory, top)
-            prefix = "" if rel == "." else rel.replace(os.sep, "/") + "/"
-            found.extend(prefix + name for name in files)
-            found.extend(prefix + name for name in dirs if os.path.islink(os.path.join(directory, name)))
-        return sorted(found)
+    # -- lock -----------------------------------------------------------------------------
 
     @contextmanager
     def lock(self, timeout: float, expiry: float = LOCK_EXPIRY_SECONDS) -> Iterator[Lease]:
@@ -317,11 +414,33 @@ class LocalStorage(Storage):
         it lives, so the lock neither expires nor needs renewing (the record's `expires_at` only
         informs). It can still be lost: a lock file deleted by hand lets the next publisher flock
         a new one. So the lease confirms that the file at the lock's name is still the one this
-        run holds, and the lock is removed at the end only then."""
-        lock_path = self._real(LOCK_NAME, create_parents=True)
+        run holds, and the lock is removed at the end only then. The bundle path's directory is
+        held open for the whole time, so every look at the lock's name is made in it."""
+        try:
+            base = os.dup(self._directory(self.base, True, self.describe(LOCK_NAME)))
+        finally:
+            self._release()
+        try:
+            fd = self._take_lock(base, timeout)
+            try:
+                os.ftruncate(fd, 0)
+                os.write(fd, holder_record(time.time(), expiry, self.token))
+                with Lease(lambda: _same_file(fd, base), lambda: self.read_bytes(LOCK_NAME, LOCK_LIMIT), None,
+                           self.describe(LOCK_NAME)) as lease:
+                    yield lease
+            finally:
+                try:
+                    if _same_file(fd, base):
+                        os.unlink(LOCK_NAME, dir_fd=base)
+                finally:
+                    os.close(fd)
+        finally:
+            os.close(base)
+
+    def _take_lock(self, base: int, timeout: float) -> int:
         deadline = time.monotonic() + timeout
         while True:
-            fd = _open_lock_file(lock_path)
+            fd = self._open_lock_file(base)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -334,67 +453,52 @@ class LocalStorage(Storage):
                     ) from None
                 time.sleep(LOCK_POLL_SECONDS)
                 continue
-            if _same_file(fd, lock_path):
-                break
+            if _same_file(fd, base):
+                return fd
             os.close(fd)
+
+    def _open_lock_file(self, base: int) -> int:
+        """The lock file, created if missing; what someone else put at its name (a FIFO, a
+        directory, a link) is refused without blocking on it."""
+        where = self.describe(LOCK_NAME)
         try:
-            os.ftruncate(fd, 0)
-            os.write(fd, holder_record(time.time(), expiry, self.token))
-            with Lease(lambda: _same_file(fd, lock_path), lambda: self.read_bytes(LOCK_NAME, LOCK_LIMIT), None,
-                       self.describe(LOCK_NAME)) as lease:
-                yield lease
-        finally:
-            try:
-                if _same_file(fd, lock_path):
-                    os.unlink(lock_path)
-            finally:
-                os.close(fd)
+            fd = os.open(LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644,
+                         dir_fd=base)
+        except OSError as exc:
+            with suppress(OSError):
+                kind = kind_of(os.stat(LOCK_NAME, dir_fd=base, follow_symlinks=False).st_mode)
+                if kind:
+                    raise not_a_record(where, kind) from None
+            raise failed("open lock", where, exc) from exc
+        kind = kind_of(os.fstat(fd).st_mode)
+        if kind:
+            os.close(fd)
+            raise not_a_record(where, kind)
+        return fd
+
+    def close(self) -> None:
+        self._release()
+        if self._root_fd is not None:
+            os.close(self._root_fd)
+            self._root_fd = None
 
 
-def _unlistable(exc: OSError) -> None:
-    if not isinstance(exc, FileNotFoundError):
-        raise DistributorError("storage_error", "cannot list %s: %s; distributor does not write where it cannot see "
-                               "what is there" % (exc.filename, exc.strerror or exc)) from exc
+def _write_all(fd: int, data: bytes) -> None:
+    """os.write may write less than asked; a file object would cost a buffer and three system
+    calls more per file."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
-def _open_lock_file(lock_path: str) -> int:
-    """The lock file, created if missing; what someone else put at its name (a FIFO, a
-    directory, a link) is refused without blocking on it."""
-    try:
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
-    except OSError as exc:
-        info = _lstat_or_none(lock_path)
-        if info is not None and kind_of(info.st_mode):
-            raise not_a_record(lock_path, kind_of(info.st_mode)) from None
-        raise DistributorError("storage_error", "cannot open lock %s: %s" % (lock_path, exc.strerror or exc)) from exc
-    kind = kind_of(os.fstat(fd).st_mode)
-    if kind:
-        os.close(fd)
-        raise not_a_record(lock_path, kind)
-    return fd
+def _unlink_quietly(item: Staged) -> None:
+    with suppress(OSError):
+        os.unlink(item.name, dir_fd=item.staging)
 
 
-def _identity(info: os.stat_result) -> tuple[int, int]:
-    return info.st_dev, info.st_ino
-
-
-def _lstat_or_none(path: str):
-    try:
-        return os.lstat(path)
-    except OSError:
-        return None
-
-
-def _unlink_quietly(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
-
-
-def _same_file(fd: int, path: str) -> bool:
+def _same_file(fd: int, base: int) -> bool:
     """After flock, the file may have been unlinked by its previous holder: then retry."""
     try:
-        return os.fstat(fd).st_ino == os.stat(path).st_ino
+        return os.fstat(fd).st_ino == os.stat(LOCK_NAME, dir_fd=base, follow_symlinks=False).st_ino
     except FileNotFoundError:
         return False

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import time
-from contextlib import contextmanager
-from typing import Callable, Iterable, Iterator
+from typing import Callable, ContextManager, Iterable
 
+from ..limits import LOCK_LIMIT
 from ..paths import LOCK_NAME, join
-from .base import LOCK_EXPIRY_SECONDS, Lease, Storage, holder_record, holds, lock_is_expired, temp_name, wait_for_lock
+from .base import Storage, temp_name
+from .lease import LOCK_EXPIRY_SECONDS, Lease, LockFile, Seen, held
 
 
 class MemoryStorage(Storage):
@@ -16,13 +17,16 @@ class MemoryStorage(Storage):
 
     `fault(op, path)` is called before every storage operation; a test makes it raise to cut a
     publish at exactly that step. A lock renewal is the operation `renew` (path LOCK_NAME), so a
-    test can also fail a renewal, or replace the lock record there to steal the lock.
+    test can also fail a renewal, or replace the lock record there to steal the lock. `clock`
+    (a StorageClock) dates lock records as a real storage does; without one, none is dated.
     """
 
     kind = "memory"
 
-    def __init__(self, store: dict, base: str = "", token: str = "t", fault: Callable[[str, str], None] | None = None):
+    def __init__(self, store: dict, base: str = "", token: str = "t", fault: Callable[[str, str], None] | None = None,
+                 clock: StorageClock | None = None):
         super().__init__(token)
+        self.clock = clock
         self.files = store
         self.base = base
         self.fault = fault or (lambda op, path: None)
@@ -64,31 +68,56 @@ class MemoryStorage(Storage):
         prefix = self.base + "/" if self.base else ""
         return sorted(k[len(prefix):] for k in self.files if k.startswith(prefix))
 
-    @contextmanager
-    def lock(self, timeout: float, expiry: float = LOCK_EXPIRY_SECONDS) -> Iterator[Lease]:
-        """The same exclusive-create protocol as SFTP and S3, over the dict, renewed the same way."""
-        key = self._key(LOCK_NAME)
-        acquired_at = 0.0
+    def lock(self, timeout: float, expiry: float = LOCK_EXPIRY_SECONDS) -> ContextManager[Lease]:
+        """The protocol of SFTP and S3 (lease.held), over the dict."""
+        return held(MemoryLock(self), self.token, timeout, expiry)
 
-        def try_acquire() -> bool:
-            nonlocal acquired_at
-            if key in self.files and not lock_is_expired(self.files[key], time.time()):
-                return False
-            acquired_at = time.time()
-            self.files[key] = holder_record(acquired_at, expiry, self.token)
-            return True
 
-        def renew() -> bool:
-            self.fault("renew", LOCK_NAME)
-            if not holds(self.files.get(key), self.token):
-                return False
-            self.files[key] = holder_record(time.time(), expiry, self.token, acquired_at)
-            return True
+class StorageClock:
+    """The clock of a memory store, shared by the storages a test opens on it: `now()` is the
+    time there, `stamps` when each lock record was written (with the record, so a record a test
+    writes straight into the dict has no stamp). A store without one is a storage that dates
+    nothing, whose locks are judged by watching them."""
 
-        wait_for_lock(try_acquire, lambda: self.files.get(key), timeout, self.describe())
-        try:
-            with Lease(renew, lambda: self.files.get(key), expiry, self.describe(LOCK_NAME)) as lease:
-                yield lease
-        finally:
-            if holds(self.files.get(key), self.token):
-                del self.files[key]
+    def __init__(self, now: Callable[[], float] = time.time):
+        self.now = now
+        self.stamps: dict[str, tuple[bytes, float]] = {}
+
+
+class MemoryLock(LockFile):
+    """The lock primitive over the dict; a renewal is the fault operation `renew`."""
+
+    def __init__(self, storage: MemoryStorage):
+        self.files = storage.files
+        self.fault = storage.fault
+        self.clock = storage.clock
+        self.key = storage._key(LOCK_NAME)
+        self.where = storage.describe(LOCK_NAME)
+
+    def _put(self, record: bytes) -> bytes:
+        self.files[self.key] = record
+        if self.clock is not None:
+            self.clock.stamps[self.key] = (record, self.clock.now())
+        return record
+
+    def create(self, record: bytes) -> object | None:
+        return None if self.key in self.files else self._put(record)
+
+    def read(self) -> Seen | None:
+        raw = self.files.get(self.key)
+        if raw is None:
+            return None
+        stamped = self.clock.stamps.get(self.key) if self.clock is not None else None
+        return Seen(raw[:LOCK_LIMIT + 1], raw, stamped[1] if stamped and stamped[0] == raw else None)
+
+    def replace(self, version: object, record: bytes) -> object | None:
+        self.fault("renew", LOCK_NAME)
+        return self._put(record) if self.files.get(self.key) == version else None
+
+    def delete(self, version: object) -> bool:
+        if self.files.get(self.key) == version:
+            del self.files[self.key]
+        return self.files.get(self.key) != version
+
+    def now(self) -> float | None:
+        return self.clock.now() if self.clock is not None else None

@@ -11,21 +11,20 @@ from __future__ import annotations
 import itertools
 import os
 import threading
-import time
 from collections import deque
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
-from functools import partial
-from typing import Callable, Iterable, Iterator
+from datetime import timezone
+from email.utils import parsedate_to_datetime
+from typing import Callable, ContextManager, Iterable, Iterator
 
 from ..attributes import s3_object_args, s3_record_args
 from ..errors import DistributorError, MissingLibrary
 from ..limits import LOCK_LIMIT
 from ..paths import LOCK_NAME, is_reserved, join
-from .base import (
-    LOCK_EXPIRY_SECONDS, Lease, Storage, holder_record, holds, in_parallel, lock_is_expired, mentions_secret, redact,
-    wait_for_lock)
+from .base import Storage, in_parallel, mentions_secret, redact
+from .lease import LOCK_EXPIRY_SECONDS, Lease, LockFile, Seen, held
 
 PART_SIZE = 8 * 1024 * 1024
 DELETE_BATCH = 1000
@@ -46,8 +45,6 @@ class S3Storage(Storage):
             raise DistributorError("invalid_config", "storage.bucket is required for s3 storage")
         self.prefix = join(storage.get("prefix") or "", base)
         self._secrets = [value for value in (storage.get("secret_key"), storage.get("session_token")) if value]
-        self._held: str | None = None
-        self._acquired_at: float | None = None
         self._part_slots = threading.BoundedSemaphore(PARTS_IN_FLIGHT)
         self._part_buffers: list[bytearray] = []  # free part buffers, reused (see _multipart)
         self._settings = storage
@@ -260,76 +257,69 @@ class S3Storage(Storage):
 
     # -- lock -----------------------------------------------------------------------------
 
-    @contextmanager
-    def lock(self, timeout: float, expiry: float = LOCK_EXPIRY_SECONDS) -> Iterator[Lease]:
-        """A conditional PUT creates `.distributor.lock` only when absent; nothing releases it
-        when a holder dies, so a record past its expiry is broken by the next publisher. A live
-        holder renews it (boto3 clients are safe to share with the heartbeat thread)."""
-        key = self._key(LOCK_NAME)
-        wait_for_lock(lambda: self._try_lock(key, expiry), lambda: self._read(key, LOCK_LIMIT), timeout, self.describe())
-        try:
-            with Lease(partial(self._renew, key, expiry), lambda: self._read(key, LOCK_LIMIT), expiry, self.describe(LOCK_NAME)) as lease:
-                yield lease
-        except BaseException:
-            with suppress(DistributorError):
-                self._release(key)
-            raise
-        self._release(key)
+    def lock(self, timeout: float, expiry: float = LOCK_EXPIRY_SECONDS) -> ContextManager[Lease]:
+        """The protocol of lease.held over S3Lock."""
+        return held(S3Lock(self), self.token, timeout, expiry)
 
-    def _try_lock(self, key: str, expiry: float) -> bool:
-        if self._create_lock(key, expiry):
-            return True
-        current = self._call("inspect lock", key, "get_object", NOT_FOUND, Key=key)
-        if current is not None:
-            with self._errors("inspect lock", key):
-                raw = current["Body"].read()
-            if not lock_is_expired(raw, time.time()):
-                return False
-            # If-Match: when two publishers break the same expired lock, the slower one must not
-            # delete the lock the faster one has just created.
-            self._call("break expired lock", key, "delete_object", NOT_FOUND + CONDITION_FAILED, Key=key, IfMatch=current["ETag"])
-        return self._create_lock(key, expiry)
 
-    def _create_lock(self, key: str, expiry: float) -> bool:
-        acquired_at = time.time()
-        record = holder_record(acquired_at, expiry, self.token)
-        reply = self._call(
-            "create lock", key, "put_object", CONDITION_FAILED, Key=key, Body=record, IfNoneMatch="*", ContentType="application/json"
-        )
+class S3Lock(LockFile):
+    """`.distributor.lock` under one S3 storage's prefix, through that storage's client (boto3
+    clients are safe to share with the heartbeat thread) and its error translation."""
+
+    def __init__(self, storage):
+        self.storage = storage
+        self.key = storage._key(LOCK_NAME)
+        self.where = storage.describe(LOCK_NAME)
+        self._date: float | None = None
+
+    def _call(self, action: str, operation: str, tolerate: tuple, **params):
+        return self.storage._call(action, self.key, operation, tolerate, Key=self.key, **params)
+
+    def create(self, record: bytes) -> object | None:
+        reply = self._call("create lock", "put_object", CONDITION_FAILED, Body=record, IfNoneMatch="*",
+                           ContentType="application/json")
+        return reply["ETag"] if reply is not None else None
+
+    def read(self) -> Seen | None:
+        """The first LOCK_LIMIT + 1 bytes (a ranged GET), the ETag and LastModified, and the
+        reply's Date for now(). An empty object has no byte range: its head says the rest."""
+        reply = self._call("inspect lock", "get_object", NOT_FOUND + EMPTY_RANGE, Range="bytes=0-%d" % LOCK_LIMIT)
+        raw = b""
         if reply is None:
-            return False
-        self._held, self._acquired_at = reply["ETag"], acquired_at
+            reply = self._call("inspect lock", "head_object", NOT_FOUND)
+            if reply is None:
+                return None
+        else:
+            with self.storage._errors("inspect lock", self.key):
+                raw = reply["Body"].read(LOCK_LIMIT + 1)
+                reply["Body"].close()
+        self._date = _epoch(reply.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("date"))
+        modified = reply.get("LastModified")
+        return Seen(raw, reply["ETag"], modified.timestamp() if modified is not None else None)
+
+    def replace(self, version: object, record: bytes) -> object | None:
+        reply = self._call("renew lock", "put_object", NOT_FOUND + CONDITION_FAILED, Body=record, IfMatch=version,
+                           ContentType="application/json")
+        return reply["ETag"] if reply is not None else None
+
+    def delete(self, version: object) -> bool:
+        """If-Match: when two publishers break the same stale lock, the slower one must not
+        delete the lock the faster one has just created. Either way, `version` is gone."""
+        self._call("remove lock", "delete_object", NOT_FOUND + CONDITION_FAILED, IfMatch=version)
         return True
 
-    def _renew(self, key: str, expiry: float) -> bool:
-        """Replace our holder record with one of a later expiry, only while the object is the one
-        we wrote (If-Match on its ETag): a lock broken and taken by another publisher keeps
-        theirs, and a lock that is gone is not created again. When the condition fails the lock
-        is read: a renewal whose reply was lost (botocore retries a timed-out PUT, which then
-        fails its own condition) has left a record of ours there, with a later expiry, and only
-        this attempt writes its token."""
-        record = holder_record(time.time(), expiry, self.token, self._acquired_at)
-        reply = self._call("renew lock", key, "put_object", NOT_FOUND + CONDITION_FAILED, Key=key, Body=record,
-                           IfMatch=self._held, ContentType="application/json")
-        if reply is not None:
-            self._held = reply["ETag"]
-            return True
-        current = self._call("inspect lock", key, "get_object", NOT_FOUND, Key=key)
-        if current is None:
-            return False
-        with self._errors("inspect lock", key):
-            raw = current["Body"].read()
-        if not holds(raw, self.token):
-            return False
-        self._held = current["ETag"]
-        return True
+    def now(self) -> float | None:
+        """The Date of the storage's reply to the read the protocol made just before."""
+        return self._date
 
-    def _release(self, key: str) -> None:
-        """Delete the lock only while it is still ours: a holder that outlived its expiry may
-        have been broken and replaced by the next publisher."""
-        if self._held is not None:
-            self._call("release lock", key, "delete_object", NOT_FOUND + CONDITION_FAILED, Key=key, IfMatch=self._held)
-        self._held = None
+
+def _epoch(date: str | None) -> float | None:
+    """An HTTP Date header as epoch seconds; None when absent or not a date."""
+    try:
+        parsed = parsedate_to_datetime(date) if date else None
+        return parsed.replace(tzinfo=parsed.tzinfo or timezone.utc).timestamp() if parsed else None
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
 
 
 def _session(boto3, storage: dict):

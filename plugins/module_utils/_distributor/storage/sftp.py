@@ -12,31 +12,25 @@ chose trust-on-first-use (`accept_new`).
 from __future__ import annotations
 
 import getpass
-import hashlib
 import os
 import posixpath
 import queue
 import stat
 import threading
-import time
 import traceback
 from contextlib import contextmanager, suppress
-from functools import partial
-from typing import Callable, Iterable, Iterator, NamedTuple
+from typing import Callable, ContextManager, Iterable, Iterator, NamedTuple
 
 from ..attributes import parse_mode
 from ..errors import DistributorError, MissingLibrary
-from ..limits import LOCK_LIMIT
-from ..paths import LOCK_NAME, is_reserved, join
+from ..paths import is_reserved, join
 from ..regular import kind_of
-from .base import (
-    LOCK_EXPIRY_SECONDS, Lease, Storage, holder_record, holds, in_parallel, lock_is_expired, mentions_secret,
-    not_a_record, redact, staging_dir, wait_for_lock)
+from .base import Storage, in_parallel, mentions_secret, not_a_record, redact, staging_dir
+from .lease import LOCK_EXPIRY_SECONDS, Lease, held
+from .sftp_lock import SftpLock
 
 CONNECT_TIMEOUT = 30.0
 HOST_KEY_POLICIES = ("reject", "accept_new")
-LOCK_CREATE_ATTEMPTS = 3
-BREAK_GUARD_EXPIRY = 60.0
 CHANNELS = 3  # SFTP channels writing at once; OpenSSH allows 10 sessions a connection by default
 BATCH_FILES = 1024  # files staged before the first of them is renamed
 AEAD_CIPHERS = ("aes128-gcm@openssh.com", "aes256-gcm@openssh.com")
@@ -72,8 +66,6 @@ class SftpStorage(Storage):
         self._staging_dirs: dict[str, int | None] = {}
         self._staging_lock = threading.Lock()
         self._worker = threading.local()
-        self._acquired_at: float | None = None
-        self._beat_session = None
 
     # -- locations and errors -------------------------------------------------------------
 
@@ -167,7 +159,6 @@ class SftpStorage(Storage):
         return transport
 
     def close(self) -> None:
-        self._close_beat_session()
         if self._client is not None:
             self._client.close()
         self._client = self._session = None
@@ -532,133 +523,9 @@ class SftpStorage(Storage):
 
     # -- lock -----------------------------------------------------------------------------
 
-    @contextmanager
-    def lock(self, timeout: float, expiry: float = LOCK_EXPIRY_SECONDS) -> Iterator[Lease]:
-        """Exclusive create of `.distributor.lock`; nothing releases it when a holder dies, so a
-        record past its expiry is broken by the next publisher. A live holder renews it."""
-        remote = self._remote(LOCK_NAME, create_parents=True)
-        wait_for_lock(lambda: self._try_lock(remote, expiry), lambda: self._read(remote, LOCK_LIMIT), timeout, self.describe())
-        try:
-            with Lease(partial(self._renew, remote, expiry), lambda: self._read(remote, LOCK_LIMIT), expiry,
-                       self.describe(LOCK_NAME)) as lease:
-                yield lease
-        except BaseException:
-            with suppress(DistributorError):
-                self._release(remote)
-            raise
-        finally:
-            self._close_beat_session()
-        self._release(remote)
-
-    def _try_lock(self, remote: str, expiry: float) -> bool:
-        if self._create_lock(remote, expiry):
-            return True
-        attrs = self._lstat(remote)
-        raw = self._read(remote, LOCK_LIMIT) if attrs is not None else None
-        if raw is None:
-            # Its holder released it since our create failed: the way is free, not broken.
-            return self._create_lock(remote, expiry)
-        # An empty or partial record is a lock being created: judged by the file's age.
-        if not lock_is_expired(raw, time.time(), (attrs.st_mtime or 0) + expiry):
-            return False
-        return self._break_lock(remote, raw) and self._create_lock(remote, expiry)
-
-    def _create_lock(self, remote: str, expiry: float) -> bool:
-        """Exclusive create, then the holder record. SFTP reports an existing file only as a
-        generic failure, so a failed create is judged by looking: a file there is another
-        holder's lock; none there means it was released in the meantime (try again) or the
-        failure is real (it repeats, and is raised)."""
-        for attempt in range(LOCK_CREATE_ATTEMPTS):
-            try:
-                with self._errors("create lock", remote):
-                    handle = self._open().open(remote, "wx")
-            except DistributorError:
-                if self._lstat(remote) is not None:
-                    return False
-                if attempt == LOCK_CREATE_ATTEMPTS - 1:
-                    raise
-                continue
-            acquired_at = time.time()
-            try:
-                with self._errors("write lock", remote):
-                    with handle:
-                        handle.write(holder_record(acquired_at, expiry, self.token))
-            except BaseException:
-                # Our own empty lock would otherwise block everyone until its age expires it.
-                with suppress(Exception):
-                    self._open().remove(remote)
-                raise
-            self._acquired_at = acquired_at
-            return True
-        return False
-
-    def _renew(self, remote: str, expiry: float) -> bool:
-        """Rewrite our holder record with a later expiry, only while the lock is still ours.
-
-        In place, never by create or rename: a lock broken and taken by another publisher is a
-        new file, which a handle opened on ours never writes into, and a lock that is gone is
-        not created again. A reader that meets a record half rewritten judges it by the file's
-        age, which the write has just refreshed. On an SFTP channel of its own: the heartbeat
-        runs beside the run's pipelined uploads, and one SFTPClient is not safe for concurrent use.
-        """
-        with self._errors("renew lock", remote):
-            if self._beat_session is None:
-                self._beat_session = self._client.open_sftp()
-            try:
-                handle = self._beat_session.open(remote, "r+")
-            except FileNotFoundError:
-                return False
-            with handle:
-                if not holds(handle.read(), self.token):
-                    return False
-                record = holder_record(time.time(), expiry, self.token, self._acquired_at)
-                handle.seek(0)
-                handle.write(record)
-                handle.flush()
-                handle.truncate(len(record))
-        return True
-
-    def _close_beat_session(self) -> None:
-        if self._beat_session is not None:
-            with suppress(Exception):
-                self._beat_session.close()
-            self._beat_session = None
-
-    def _break_lock(self, remote: str, expired: bytes) -> bool:
-        """Remove an expired lock, True when it is gone.
-
-        Publishers waiting on the same dead holder all find its lock expired at once, and SFTP
-        has no conditional delete (S3 uses If-Match): a slower one must not remove the lock a
-        faster one has just created. So breaking that record takes a guard named after it,
-        created exclusively, and the lock is read again under the guard: whoever gets the guard
-        later finds a different record there and leaves it alone. A guard older than
-        BREAK_GUARD_EXPIRY was left by a publisher that died while breaking, and is removed.
-        """
-        guard = "%s.break.%s" % (remote, hashlib.sha256(expired).hexdigest()[:16])
-        try:
-            with self._errors("break expired lock", guard):
-                self._open().open(guard, "wx").close()
-        except DistributorError:
-            attrs = self._lstat(guard)
-            if attrs is None:
-                return False  # another publisher has just broken it: retry the create
-            if (attrs.st_mtime or 0) + BREAK_GUARD_EXPIRY < time.time():
-                self._remove(guard, "remove abandoned guard")
-            return False
-        try:
-            current = self._read(remote, LOCK_LIMIT)
-            if current == expired:
-                self._remove(remote, "break expired lock")
-            return current is None or current == expired
-        finally:
-            self._remove(guard, "remove guard")
-
-    def _release(self, remote: str) -> None:
-        """Remove the lock only while it is still ours: a holder that lost it (see Lease) must
-        leave the next publisher's lock alone."""
-        if self._acquired_at is not None and holds(self._read(remote, LOCK_LIMIT), self.token):
-            self._remove(remote, "release lock")
-        self._acquired_at = None
+    def lock(self, timeout: float, expiry: float = LOCK_EXPIRY_SECONDS) -> ContextManager[Lease]:
+        """The protocol of lease.held over SftpLock."""
+        return held(SftpLock(self), self.token, timeout, expiry)
 
 
 class _Staged(NamedTuple):

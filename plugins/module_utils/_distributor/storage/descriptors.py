@@ -1,0 +1,199 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A local destination reached through directory descriptors only.
+
+A path that is checked and then handed to the kernel again by name can be swapped for a symbolic
+link in between: anyone who can write into a web root wins that race within seconds, and a root-run
+publish then creates, chmods, chowns, reads or deletes where the link points. So no name is ever
+resolved from the root twice. Each directory is opened relative to the one before it with
+`O_DIRECTORY | O_NOFOLLOW`, and every act names one component relative to a descriptor distributor
+holds (`dir_fd=`; attributes with `fchmod`/`fchown` on what it opened), as rsync's receiver does
+since its symlink CVEs. A swap can make an operation fail; it cannot move one outside the tree the
+descriptors were opened in.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from typing import Callable, Iterator
+
+from ..errors import DistributorError
+from ..limits import DEPTH_LIMIT
+from ..regular import kind_of
+
+DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# Reading what is found at a destination: never through a link, never blocking on a FIFO.
+READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def link_refused(where: str) -> DistributorError:
+    return DistributorError(
+        "storage_error", "%s is a symbolic link; distributor never follows links inside a destination root" % where)
+
+
+def not_a_directory(where: str, needed_by: str) -> DistributorError:
+    return DistributorError(
+        "storage_error",
+        "%s is a file where %s needs a directory; move it away so distributor can publish there" % (where, needed_by))
+
+
+def failed(action: str, where: str, exc: OSError) -> DistributorError:
+    """An OSError of an act on the destination as storage_error naming the location; callers
+    raise it `from exc`."""
+    return DistributorError("storage_error", "cannot %s %s: %s" % (action, where, exc.strerror or exc))
+
+
+def entry_mode(parent: int, name: str) -> int | None:
+    """The st_mode of `name` in the directory `parent`, without following it; None when absent."""
+    try:
+        return os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode
+    except FileNotFoundError:
+        return None
+
+
+def open_directory(parent: int, name: str, where: str, needed_by: str) -> int | None:
+    """`name` in `parent` opened as a directory, never through a link; None when absent. What is
+    there instead is named: a link or a file in the way are refusals, not errors of the act below."""
+    try:
+        return os.open(name, DIRECTORY_FLAGS, dir_fd=parent)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+            raise failed("open directory", where, exc) from exc
+        mode = entry_mode(parent, name)
+        if mode is not None and stat.S_ISLNK(mode):
+            raise link_refused(where) from None
+        raise not_a_directory(where, needed_by) from None
+
+
+def make_directory(parent: int, name: str, where: str, needed_by: str, mode: int = 0o777) -> tuple[int, bool]:
+    """(descriptor, created): `name` in `parent`, made when absent. `created` is true only for a
+    directory this call made and then opened as its own account's: only such a one may be given
+    the configured mode and owner (anything else found there was put by someone else)."""
+    try:
+        os.mkdir(name, mode, dir_fd=parent)
+        made = True
+    except FileExistsError:
+        made = False
+    except OSError as exc:
+        raise failed("create directory", where, exc) from exc
+    fd = open_directory(parent, name, where, needed_by)
+    if fd is None:
+        raise DistributorError("storage_error", "%s disappeared right after it was made; something else changed "
+                               "the destination during this run" % where)
+    return fd, made and os.fstat(fd).st_uid == os.geteuid()
+
+
+def identity_at(top: int, parts: list[str], where: Callable[[int], str]) -> tuple[int, int] | None:
+    """(st_dev, st_ino) of the directory `parts` below `top`, walked afresh without following a
+    link; None when it is not (or no longer) there as a directory. `where(i)` names the i-th
+    component's location for messages."""
+    fd = os.dup(top)
+    try:
+        for index, name in enumerate(parts):
+            try:
+                child = os.open(name, DIRECTORY_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ENOENT, errno.ELOOP, errno.ENOTDIR):
+                    return None
+                raise failed("open directory", where(index), exc) from exc
+            os.close(fd)
+            fd = child
+        info = os.fstat(fd)
+        return info.st_dev, info.st_ino
+    finally:
+        os.close(fd)
+
+
+def open_regular_at(parent: int, name: str, where: str) -> int | None:
+    """A regular file in `parent` opened for reading; None when absent. Anything else (a link, a
+    FIFO, a device, a directory) is refused unread, without blocking on it."""
+    try:
+        fd = os.open(name, READ_FLAGS, dir_fd=parent)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        mode = entry_mode(parent, name) if exc.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR) else None
+        if mode is not None and kind_of(mode):
+            raise NotRegular(where, kind_of(mode)) from None
+        raise failed("read", where, exc) from exc
+    kind = kind_of(os.fstat(fd).st_mode)
+    if kind:
+        os.close(fd)
+        raise NotRegular(where, kind)
+    return fd
+
+
+class NotRegular(Exception):
+    """Something other than a regular file where distributor reads one; `kind` says what."""
+
+    def __init__(self, where: str, kind: str):
+        super().__init__(where, kind)
+        self.where = where
+        self.kind = kind
+
+
+def read_at_most(fd: int, limit: int) -> bytes:
+    """At most `limit + 1` bytes: enough for a caller to tell a file over its bound, never more."""
+    parts = []
+    wanted = limit + 1
+    while wanted > 0:
+        chunk = os.read(fd, min(wanted, 1024 * 1024))
+        if not chunk:
+            break
+        parts.append(chunk)
+        wanted -= len(chunk)
+    return b"".join(parts)
+
+
+def list_tree(top: int, where: Callable[[str], str]) -> Iterator[str]:
+    """Every entry below the directory `top` that is not a directory (links included, never
+    followed), as slash-separated relative paths, depth first and without recursion: a planted
+    tree of any depth is refused past DEPTH_LIMIT levels, and only that many directories are open
+    at once. A directory that cannot be listed fails the listing (taken as empty, its files would
+    be overwritten unseen); one removed while the walk runs is gone, which is no error."""
+    stack = [(os.dup(top), "", _subdirectories_of(top, "", where))]
+    try:
+        while stack:
+            fd, prefix, pending = stack[-1]
+            entry = next(pending, None)
+            if entry is None:
+                os.close(stack.pop()[0])
+                continue
+            name, is_directory = entry
+            if not is_directory:
+                yield prefix + name
+                continue
+            if len(stack) > DEPTH_LIMIT:
+                raise DistributorError("storage_error", "%s is more than %d directories deep; distributor lists trees "
+                                       "at most that deep (limits.DEPTH_LIMIT)" % (where(prefix + name), DEPTH_LIMIT))
+            try:
+                child = os.open(name, DIRECTORY_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    yield prefix + name  # swapped for a link or a file since it was listed
+                    continue
+                raise failed("list", where(prefix + name), exc) from exc
+            stack.append((child, prefix + name + "/", _subdirectories_of(child, prefix + name, where)))
+    finally:
+        for fd, _prefix, _pending in stack:
+            os.close(fd)
+
+
+def _subdirectories_of(fd: int, rel: str, where: Callable[[str], str]) -> Iterator[tuple[str, bool]]:
+    """(name, is a directory) of each entry of the open directory `fd`, read at once so that the
+    walk holds one descriptor per level, not one per directory seen."""
+    try:
+        with os.scandir(fd) as entries:
+            found = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries]
+    except FileNotFoundError:
+        found = []
+    except OSError as exc:
+        raise DistributorError("storage_error", "cannot list %s: %s; distributor does not write where it cannot see "
+                               "what is there" % (where(rel), exc.strerror or exc)) from exc
+    return iter(found)

@@ -1,0 +1,130 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A real racing process against local storage: an account that can write the web root but
+nothing else swaps directories of the bundle path with links to a root-only directory outside
+it, in a tight loop, while root publishes, replaces (deletes) and reviews with --check --diff,
+with directory_mode 0777 and owner/group set to that account, and force (so that publishes also
+delete what the swapper leaves in their way). The directory outside must never change (mode,
+owner, entries, content), and nothing read there may reach a diff. The same test against the
+by-name storage of 0.1.0 fails within seconds (its outside directory is chmodded, chowned,
+written into or emptied)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
+from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest import create_manifest
+from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
+
+SWAPPER = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "swapper.py")
+RACE_SECONDS = float(os.environ.get("DISTRIBUTOR_RACE_SECONDS", "12"))
+SECRET = b"SECRET outside the root"
+BUNDLES = {
+    "first": {"docs/a.html": b"a1", "docs/sub/b.html": b"b1", "docs/sub/deeper/c.html": b"c1", "top.html": b"t1"},
+    "changed": {"docs/a.html": b"a2", "docs/sub/b.html": b"b2", "docs/sub/deeper/c.html": b"c2", "top.html": b"t2"},
+    "other": {"docs/x.html": b"x1", "docs/sub/y.html": b"y1", "top.html": b"t3"},
+}
+SWAPPED = ["docs", "docs/sub", "docs/sub/deeper"]
+
+
+def _snapshot(top: str) -> dict:
+    """Everything an attacker would want changed: each entry's mode, owner and content."""
+    found = {}
+    for directory, dirs, files in os.walk(top):
+        for name in [""] + dirs + files:
+            path = os.path.join(directory, name) if name else directory
+            info = os.lstat(path)
+            digest = None
+            if stat.S_ISREG(info.st_mode):
+                with open(path, "rb") as handle:
+                    digest = hashlib.sha256(handle.read()).hexdigest()
+            found[os.path.relpath(path, top)] = (info.st_mode, info.st_uid, info.st_gid, digest)
+    return found
+
+
+def _attacker() -> tuple[list, int, int]:
+    """(command prefix, uid, gid) of the account that races: nobody when the tests run as root."""
+    if os.geteuid() != 0:
+        return [sys.executable], os.geteuid(), os.getegid()
+    if not shutil.which("setpriv") or not os.path.exists("/usr/bin/python3"):
+        pytest.skip("needs setpriv and /usr/bin/python3 to race as an unprivileged account")
+    return ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3"], 65534, 65534
+
+
+@pytest.fixture
+def arena():
+    """/tmp/race-*/: www (root-owned root) holding `site`, the bundle path the attacker may
+    write, and `outside`, a root-only 0700 directory holding a secret at each output's name."""
+    top = tempfile.mkdtemp(prefix="race-", dir="/tmp")
+    os.chmod(top, 0o755)
+    command, uid, gid = _attacker()
+    outside = os.path.join(top, "outside")
+    os.mkdir(outside, 0o700)
+    for name in ("a.html", "b.html", "c.html", "x.html", "y.html"):
+        with open(os.path.join(outside, name), "wb") as handle:
+            handle.write(SECRET)
+    site = os.path.join(top, "www", "site")
+    os.makedirs(site)
+    os.chmod(site, 0o777)
+    os.chown(site, uid, gid)
+    bundles = {}
+    for name, files in BUNDLES.items():
+        bundles[name] = os.path.join(top, "bundle-" + name)
+        for path, data in files.items():
+            os.makedirs(os.path.dirname(os.path.join(bundles[name], path)), exist_ok=True)
+            with open(os.path.join(bundles[name], path), "wb") as handle:
+                handle.write(data)
+    swapper = os.path.join(top, "swapper.py")
+    shutil.copy(SWAPPER, swapper)
+    os.chmod(swapper, 0o644)
+    yield dict(top=top, site=site, outside=outside, bundles=bundles, command=command + [swapper], uid=uid, gid=gid)
+    shutil.rmtree(top, ignore_errors=True)
+
+
+def test_a_racing_swapper_never_moves_an_operation_outside_the_bundle_path(arena):
+    destination = {
+        "id": "web",
+        "storage": {"type": "local", "root": os.path.join(arena["top"], "www"), "directory_mode": "0777",
+                    "file_mode": "0666", "owner": str(arena["uid"]), "group": str(arena["gid"])},
+        "path": "site",
+    }
+    before = _snapshot(arena["outside"])
+    swapper = subprocess.Popen(
+        arena["command"] + [str(RACE_SECONDS), os.environ.get("DISTRIBUTOR_RACE_PAUSE", "0.0005"), arena["outside"]] + [os.path.join(arena["site"], d) for d in SWAPPED],
+        stdout=subprocess.PIPE, text=True)
+    outcomes = Counter()
+    created = datetime(2026, 6, 4, tzinfo=timezone.utc)
+    deadline = time.monotonic() + RACE_SECONDS
+    rounds = 0
+    try:
+        while time.monotonic() < deadline:
+            rounds += 1
+            for name, check in (("first", False), ("changed", True), ("other", False)):
+                created += timedelta(seconds=1)
+                create_manifest(arena["bundles"][name], "race", created.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                                sorted(BUNDLES[name]))
+                try:
+                    result = publish(arena["bundles"][name], {"id": "p"}, destination, check_mode=check, force=True,
+                                     diff_contents=check, lock_timeout=5)
+                except DistributorError as error:
+                    outcomes["%s %s" % ("check" if check else "publish", error.reason)] += 1
+                    continue
+                outcomes["%s ok" % ("check" if check else "publish")] += 1
+                assert SECRET.decode() not in repr(result.get("diff")), "a diff showed content from outside the root"
+    finally:
+        swaps = int(swapper.communicate(timeout=RACE_SECONDS + 30)[0] or 0)
+    assert swaps > 1000, "the swapper did not race (%d swaps)" % swaps
+    assert _snapshot(arena["outside"]) == before, "the directory outside the root changed"
+    print("race: %d rounds, %d swaps, outcomes %s" % (rounds, swaps, dict(outcomes)))
+    assert sum(outcomes.values()) >= 30, outcomes

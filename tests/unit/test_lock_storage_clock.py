@@ -1,0 +1,170 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Locks judged on the storage's own clock, against the real servers: OpenSSH sshd (the lock
+file's mtime against that of a probe file created there) and moto's S3 server (LastModified
+against the Date of its reply; one moto is run under libfaketime so the test can move the
+server's clock). A record's own times, written by a publisher's clock, decide nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import tracemalloc
+
+import pytest
+
+from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
+from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import LOCK_NAME
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.s3 import S3Lock
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
+
+from services import S3Server, _start
+
+BASE = "reports/2024-05-01"
+LIBFAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+PLANTED_LOCK_BYTES = 256 * 1024 * 1024
+READ_PEAK_LIMIT = 4 * 1024 * 1024
+
+
+def behind_by_an_hour() -> bytes:
+    """What a live holder whose clock is an hour behind writes: `expires_at` looks long past to
+    everyone else."""
+    now = time.time() - 3600
+    return json.dumps({"holder": "web1:42", "token": "live", "acquired_at": now, "expires_at": now + 600,
+                       "expiry": 600}).encode()
+
+
+def locked(storage, timeout: float) -> DistributorError:
+    with pytest.raises(DistributorError) as caught:
+        with storage.lock(timeout=timeout):
+            pass
+    assert caught.value.reason == "locked", caught.value
+    return caught.value
+
+
+@pytest.fixture
+def sftp(sshd_server, tmp_path):
+    root = tmp_path / "root"
+    (root / BASE).mkdir(parents=True)
+    storages = []
+
+    def opened(token: str = "t1"):
+        storages.append(open_storage(sshd_server.storage(str(root)), BASE, token))
+        return storages[-1]
+
+    yield opened, root / BASE
+    for storage in storages:
+        storage.close()
+
+
+@pytest.fixture
+def s3(s3_server):
+    bucket = s3_server.create_bucket()
+    return (lambda token="t1": open_storage(s3_server.storage(bucket, prefix="site"), BASE, token)), \
+        (s3_server.client(), bucket, "site/%s/%s" % (BASE, LOCK_NAME))
+
+
+def test_sftp_a_live_lock_is_kept_whatever_its_holders_clock_wrote(sftp):
+    opened, directory = sftp
+    (directory / LOCK_NAME).write_bytes(behind_by_an_hour())
+    error = locked(opened(), timeout=1)
+    assert '"web1:42"' in error.message
+    assert json.loads((directory / LOCK_NAME).read_bytes())["token"] == "live"
+
+
+def test_sftp_a_lock_judged_dead_leaves_no_clock_probe_or_guard_behind(sftp):
+    opened, directory = sftp
+    (directory / LOCK_NAME).write_bytes(behind_by_an_hour())
+    locked(opened("waiting"), timeout=1)
+    old = time.time() - 7200
+    os.utime(directory / LOCK_NAME, (old, old))
+    started = time.monotonic()
+    with opened("next").lock(timeout=30):
+        assert time.monotonic() - started < 5, "a lock the server dates two hours old is broken at once"
+        assert json.loads((directory / LOCK_NAME).read_bytes())["token"] == "next"
+    assert sorted(os.listdir(directory)) == []
+
+
+def test_sftp_a_planted_256_mib_lock_is_never_read_whole(sftp):
+    opened, directory = sftp
+    with open(directory / LOCK_NAME, "wb") as handle:
+        handle.truncate(PLANTED_LOCK_BYTES)
+    storage = opened()
+    storage.exists(LOCK_NAME)  # connect outside the measurement
+    tracemalloc.start()
+    try:
+        error = locked(storage, timeout=1.5)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert "an unknown holder" in error.message
+    assert peak < READ_PEAK_LIMIT, "%d bytes held while polling a 256 MiB lock" % peak
+
+
+def test_s3_a_live_lock_is_kept_whatever_its_holders_clock_wrote(s3):
+    opened, (client, bucket, key) = s3
+    client.put_object(Bucket=bucket, Key=key, Body=behind_by_an_hour())
+    error = locked(opened(), timeout=1)
+    assert '"web1:42"' in error.message
+    assert json.loads(client.get_object(Bucket=bucket, Key=key)["Body"].read())["token"] == "live"
+
+
+def test_s3_a_lock_is_dated_by_last_modified_against_the_replys_date(s3):
+    opened, (client, bucket, key) = s3
+    record = behind_by_an_hour()
+    client.put_object(Bucket=bucket, Key=key, Body=record)
+    lock = S3Lock(opened())
+    seen = lock.read()
+    assert seen.raw == record and seen.version
+    assert 0 <= lock.now() - seen.stamp < 3, "moto dates the object and its reply on one clock"
+
+
+def test_s3_a_planted_oversized_lock_is_never_read_whole(s3):
+    opened, (client, bucket, key) = s3
+    client.put_object(Bucket=bucket, Key=key, Body=b"{" * (32 * 1024 * 1024))
+    storage = opened()
+    storage.exists("anything")  # the client's set-up outside the measurement
+    tracemalloc.start()
+    try:
+        error = locked(storage, timeout=1.5)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert "an unknown holder" in error.message
+    assert peak < READ_PEAK_LIMIT, "%d bytes held while polling a 32 MiB lock" % peak
+
+
+@pytest.fixture
+def shifted_s3(tmp_path):
+    """moto's S3 server on a clock the test moves: libfaketime reads the offset from a file at
+    every call (FAKETIME_NO_CACHE)."""
+    if not os.path.exists(LIBFAKETIME):
+        pytest.fail("%s is missing: install Debian's faketime package (see .ci/run)" % LIBFAKETIME)
+    offset = tmp_path / "faketime"
+    offset.write_text("-3h\n")
+    server = S3Server(str(tmp_path / "moto"))
+    os.makedirs(server.directory)
+    server.process, server.port = _start(
+        lambda port: ["env", "LD_PRELOAD=" + LIBFAKETIME, "FAKETIME_TIMESTAMP_FILE=%s" % offset, "FAKETIME_NO_CACHE=1",
+                      sys.executable, "-m", "moto.server", "-H", server.host, "-p", str(port)],
+        b"", os.path.join(server.directory, "moto.log"))
+    yield server, offset
+    server.stop()
+
+
+def test_s3_a_lock_whose_holder_died_hours_ago_on_the_servers_clock_is_broken_at_once(shifted_s3):
+    server, offset = shifted_s3
+    bucket = server.create_bucket()
+    storage = open_storage(server.storage(bucket, prefix="site"), BASE, "next")
+    key = "site/%s/%s" % (BASE, LOCK_NAME)
+    now = time.time()
+    dead = {"holder": "ghost:1", "token": "dead", "acquired_at": now, "expires_at": now + 600, "expiry": 600}
+    server.client().put_object(Bucket=bucket, Key=key, Body=json.dumps(dead).encode())
+    written = server.client().head_object(Bucket=bucket, Key=key)["LastModified"].timestamp()
+    assert now - 3 * 3600 - 60 < written < now - 3 * 3600 + 60, "moto stamped the lock on its own clock, 3 h back"
+    offset.write_text("+0\n")
+    started = time.monotonic()
+    with storage.lock(timeout=30):
+        assert time.monotonic() - started < 5, "LastModified three hours before the reply's Date: dead at once"
+        assert json.loads(server.client().get_object(Bucket=bucket, Key=key)["Body"].read())["token"] == "next"
