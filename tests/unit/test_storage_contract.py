@@ -352,7 +352,8 @@ def test_symlinked_directory_inside_root_is_never_followed(backend, outside):
     storage = backend.open()
     storage.write_bytes("real.txt", b"x")
     os.symlink(outside, backend.base_dir() / "link")
-    for call, args in ((storage.write_bytes, ("link/new.txt", b"y")), (storage.read_bytes, ("link/secret.txt", 1 << 30)), (storage.delete, ("link/secret.txt",))):
+    for call, args in ((storage.write_bytes, ("link/new.txt", b"y")), (storage.read_bytes, ("link/secret.txt", 1 << 30)),
+                       (storage.delete, ("link/secret.txt",))):
         error = expect_error("storage_error", call, *args)
         assert "symbolic link" in error.message
     assert sorted(os.listdir(outside)) == ["secret.txt"]
