@@ -67,6 +67,15 @@ options:
               - C(reject) when unset.
             type: str
             choices: [reject, accept_new]
+          require_private_directories:
+            description:
+              - C(sftp) only. SFTP acts by path, so an account that can write a directory on the way to an output
+                can swap a directory for a symbolic link between distributor's check and its request (see the
+                operations guide). Without this option, such directories (writable by their group or by all, or
+                owned by another account than O(destination.storage.username)) are named in a warning of the
+                result; with V(true) the run refuses them with C(storage_error) before it changes anything.
+              - V(false) when unset.
+            type: bool
           bucket:
             description: S3 bucket.
             type: str

@@ -19,6 +19,7 @@ import time
 
 import yaml
 
+from ansible_collections.distributor.core.plugins.module_utils._distributor.limits import STATE_LIMIT
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
 from conftest import VENV_BIN, collections_path
 
@@ -139,7 +140,7 @@ def test_lock_excludes_every_other_holder_under_contention(backend):
         try:
             for _round in range(rounds):
                 with storage.lock(timeout=60):
-                    count = int(storage.read_bytes("count", 1 << 30) or b"0")
+                    count = int(storage.read_bytes("count", STATE_LIMIT) or b"0")
                     storage.write_bytes("count", b"%d" % (count + 1))
         except Exception as error:  # reported below, with the holder's number
             errors.append("holder %d: %r" % (number, error))

@@ -5,34 +5,26 @@ reason), and nothing planted is changed."""
 
 from __future__ import annotations
 
-import os
+from deep_tree import plant_tree, remove_tree
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.limits import DEPTH_LIMIT
 
 PLANTED_LEVELS = 1500
 
 
-def _plant(top: str, levels: int) -> None:
-    """Made relative to descriptors: the whole path would pass PATH_MAX long before the end."""
-    os.makedirs(top)
-    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
-    for _level in range(levels):
-        os.mkdir("d", dir_fd=fd)
-        child = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
-        os.close(fd)
-        fd = child
-    os.close(fd)
-
-
 def test_a_planted_deep_tree_is_a_storage_error_local(playbook, make_bundle, tmp_path):
     root = tmp_path / "www"
-    _plant(str(root / "site"), PLANTED_LEVELS)
+    (root / "site").mkdir(parents=True)
+    plant_tree(root / "site", PLANTED_LEVELS)
     destination = {"id": "web", "storage": {"type": "local", "root": str(root)}, "path": "site",
                    "state": {"mode": "shared_root"}}
-    for check in (True, False):
-        result = playbook.publish(check=check, source=make_bundle({"index.html": b"x"}), pipeline={"id": "p"},
-                                  destination=destination)
-        assert result["failed"] and result["reason"] == "storage_error", result
-        assert "more than %d directories deep" % DEPTH_LIMIT in result["msg"]
-        assert "Traceback" not in str(result) and "RecursionError" not in str(result)
-    assert not (root / "site" / "index.html").exists()
+    try:
+        for check in (True, False):
+            result = playbook.publish(check=check, source=make_bundle({"index.html": b"x"}), pipeline={"id": "p"},
+                                      destination=destination)
+            assert result["failed"] and result["reason"] == "storage_error", result
+            assert "more than %d directories deep" % DEPTH_LIMIT in result["msg"]
+            assert "Traceback" not in str(result) and "RecursionError" not in str(result)
+        assert not (root / "site" / "index.html").exists()
+    finally:
+        remove_tree(root / "site")

@@ -100,9 +100,10 @@ def test_a_racing_swapper_never_moves_an_operation_outside_the_bundle_path(arena
         "path": "site",
     }
     before = _snapshot(arena["outside"])
-    swapper = subprocess.Popen(
-        arena["command"] + [str(RACE_SECONDS), os.environ.get("DISTRIBUTOR_RACE_PAUSE", "0.0005"), arena["outside"]] + [os.path.join(arena["site"], d) for d in SWAPPED],
-        stdout=subprocess.PIPE, text=True)
+    pause = os.environ.get("DISTRIBUTOR_RACE_PAUSE", "0.0005")
+    targets = [os.path.join(arena["site"], d) for d in SWAPPED]
+    swapper = subprocess.Popen(arena["command"] + [str(RACE_SECONDS), pause, arena["outside"]] + targets,
+                               stdout=subprocess.PIPE, text=True)
     outcomes = Counter()
     created = datetime(2026, 6, 4, tzinfo=timezone.utc)
     deadline = time.monotonic() + RACE_SECONDS

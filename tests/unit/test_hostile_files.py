@@ -15,6 +15,7 @@ from contextlib import contextmanager
 import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
+from ansible_collections.distributor.core.plugins.module_utils._distributor.limits import STATE_LIMIT
 from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest import Bundle
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import (
     JOURNAL_NAME, LOCK_NAME, STATE_NAME)
@@ -128,7 +129,7 @@ def test_a_fifo_at_a_reserved_name_is_storage_error_without_blocking(place, name
     open_one, root, _outside = place
     os.mkfifo(root / BASE / name)
     with no_hang():
-        error = expect_error("storage_error", open_one().read_bytes, name, 1 << 30)
+        error = expect_error("storage_error", open_one().read_bytes, name, STATE_LIMIT)
     assert name in error.message and "is a FIFO (named pipe), not a regular file" in error.message
 
 
@@ -216,10 +217,10 @@ def test_a_directory_swapped_for_a_link_before_a_delete_deletes_nothing_outside(
 
 def test_recovery_removes_the_empty_staging_directory_a_dead_attempt_left(place):
     open_one, root, _outside = place
-    (root / BASE / staging_dir("docs/a.html", TOKEN)).mkdir(parents=True)
+    (root / BASE / staging_dir("docs/a.html", "dead")).mkdir(parents=True)
     (root / BASE / "docs" / "a.html").write_bytes(b"renamed before the attempt died")
     storage = open_one()
-    assert storage.delete_many(["docs/a.html", "docs/.distributor.tmp.%s/a.html" % TOKEN]) == ["docs/a.html"]
+    assert storage.delete_many(["docs/a.html", "docs/.distributor.tmp.dead/a.html"]) == ["docs/a.html"]
     assert os.listdir(root / BASE) == []
 
 

@@ -14,6 +14,7 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.erro
 from ansible_collections.distributor.core.plugins.module_utils._distributor.limits import DEPTH_LIMIT
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.local import LocalStorage
 
+from deep_tree import plant_tree, remove_tree
 from snapshots import snapshot
 
 BASE = "site/day"
@@ -122,15 +123,12 @@ def test_directory_settings_go_only_to_directories_distributor_created(place):
 
 def test_a_tree_deeper_than_the_bound_is_a_storage_error_not_a_recursion_error(place):
     open_one, site, _outside = place
-    fd = os.open(site, os.O_RDONLY | os.O_DIRECTORY)
-    for _level in range(DEPTH_LIMIT + 5):
-        os.mkdir("d", dir_fd=fd)
-        child = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
-        os.close(fd)
-        fd = child
-    os.close(fd)
-    error = _expect_storage_error(open_one().list_files)
-    assert "more than %d directories deep" % DEPTH_LIMIT in error.message
+    plant_tree(site / "a", DEPTH_LIMIT + 5)
+    try:
+        error = _expect_storage_error(open_one().list_files)
+        assert "more than %d directories deep" % DEPTH_LIMIT in error.message
+    finally:
+        remove_tree(site / "a")
 
 
 def test_a_read_takes_at_most_one_byte_over_its_limit(place):

@@ -21,6 +21,7 @@ import paramiko
 import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError, MissingLibrary
+from ansible_collections.distributor.core.plugins.module_utils._distributor.limits import STATE_LIMIT
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import LOCK_NAME
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage import s3 as s3_backend
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.base import Storage
@@ -117,27 +118,27 @@ def expect_error(reason: str, call, *args, **kwargs) -> DistributorError:
 def test_written_file_reads_back_and_overwrite_replaces_it(backend):
     storage = backend.open()
     storage.write("docs/page.html", [b"<p>one", b"</p>"])
-    assert storage.read_bytes("docs/page.html", 1 << 30) == b"<p>one</p>"
+    assert storage.read_bytes("docs/page.html", STATE_LIMIT) == b"<p>one</p>"
     storage.write_bytes("docs/page.html", b"two")
-    assert storage.read_bytes("docs/page.html", 1 << 30) == b"two"
+    assert storage.read_bytes("docs/page.html", STATE_LIMIT) == b"two"
     assert storage.list_files() == ["docs/page.html"]
 
 
 def test_empty_file_is_written(backend):
     storage = backend.open()
     storage.write("empty.txt", [])
-    assert storage.read_bytes("empty.txt", 1 << 30) == b""
+    assert storage.read_bytes("empty.txt", STATE_LIMIT) == b""
 
 
 def test_large_file_streams_in_chunks(backend):
     chunks = [os.urandom(1024 * 1024) for _chunk in range(6)]
     storage = backend.open()
     storage.write("big.bin", iter(chunks))
-    assert storage.read_bytes("big.bin", 1 << 30) == b"".join(chunks)
+    assert storage.read_bytes("big.bin", STATE_LIMIT) == b"".join(chunks)
 
 
 def test_missing_file_reads_as_none(backend):
-    assert backend.open().read_bytes("nothing/here.txt", 1 << 30) is None
+    assert backend.open().read_bytes("nothing/here.txt", STATE_LIMIT) is None
 
 
 def test_failed_source_stream_leaves_target_untouched_and_nothing_staged(backend):
@@ -145,7 +146,7 @@ def test_failed_source_stream_leaves_target_untouched_and_nothing_staged(backend
     storage.write_bytes("docs/page.html", b"published")
     error = expect_error("verification_failed", storage.write, "docs/page.html", failing_chunks(b"half of a new "))
     assert "changed while it was read" in error.message
-    assert storage.read_bytes("docs/page.html", 1 << 30) == b"published"
+    assert storage.read_bytes("docs/page.html", STATE_LIMIT) == b"published"
     expect_error("verification_failed", storage.write, "docs/new.html", failing_chunks(b"partial"))
     assert not storage.exists("docs/new.html")
     assert storage.list_files() == ["docs/page.html"]
@@ -163,7 +164,7 @@ def test_storages_on_different_bases_do_not_see_each_other(backend):
     backend.open(base="one").write_bytes("f.txt", b"1")
     other = backend.open(base="two")
     assert other.list_files() == []
-    assert other.read_bytes("f.txt", 1 << 30) is None
+    assert other.read_bytes("f.txt", STATE_LIMIT) is None
 
 
 # -- deleting -----------------------------------------------------------------------------
@@ -273,7 +274,7 @@ def test_lock_left_by_a_dead_holder_is_taken_after_its_expiry(backend):
         old = time.time() - 3600
         os.utime(backend.base_dir() / LOCK_NAME, (old, old))
     with storage.lock(timeout=5 if backend.name == "s3" else 1):
-        assert b"crashed-host" not in storage.read_bytes(LOCK_NAME, 1 << 30)
+        assert b"crashed-host" not in storage.read_bytes(LOCK_NAME, STATE_LIMIT)
     assert not storage.exists(LOCK_NAME)
 
 
@@ -292,9 +293,9 @@ def test_a_live_holder_keeps_its_lock_for_several_expiries(backend):
     expiries long never finds it expired, and the holder still holds it afterwards."""
     holder, contender = backend.open(token="t1"), backend.open(token="t2")
     with holder.lock(timeout=5, expiry=1) as lease:
-        first = json.loads(holder.read_bytes(LOCK_NAME, 1 << 30))
+        first = json.loads(holder.read_bytes(LOCK_NAME, STATE_LIMIT))
         expect_error("locked", contender.lock(timeout=3.5, expiry=1).__enter__)
-        renewed = json.loads(holder.read_bytes(LOCK_NAME, 1 << 30))
+        renewed = json.loads(holder.read_bytes(LOCK_NAME, STATE_LIMIT))
         lease.confirm("checking")
     assert renewed["token"] == first["token"] and renewed["acquired_at"] == first["acquired_at"]
     assert renewed["expires_at"] > first["expires_at"] + 2
@@ -320,7 +321,7 @@ def test_a_holder_whose_lock_was_taken_finds_out_and_leaves_the_new_lock_alone(b
         assert 'now held by "%s:%d"' % (socket.gethostname(), os.getpid()) in error.message
         assert "stopped before writing .distributor.json" in error.message
         held.__exit__(None, None, None)
-        assert json.loads(thief.read_bytes(LOCK_NAME, 1 << 30))["token"] == "t2"
+        assert json.loads(thief.read_bytes(LOCK_NAME, STATE_LIMIT))["token"] == "t2"
 
 
 @only("sftp")
@@ -333,7 +334,7 @@ def test_lock_being_created_is_not_mistaken_for_a_dead_one(backend):
     old = time.time() - 3600
     os.utime(backend.base_dir() / LOCK_NAME, (old, old))
     with storage.lock(timeout=2, expiry=600):
-        assert b"expires_at" in storage.read_bytes(LOCK_NAME, 1 << 30)
+        assert b"expires_at" in storage.read_bytes(LOCK_NAME, STATE_LIMIT)
 
 
 # -- symlinks -----------------------------------------------------------------------------
@@ -352,8 +353,9 @@ def test_symlinked_directory_inside_root_is_never_followed(backend, outside):
     storage = backend.open()
     storage.write_bytes("real.txt", b"x")
     os.symlink(outside, backend.base_dir() / "link")
-    for call, args in ((storage.write_bytes, ("link/new.txt", b"y")), (storage.read_bytes, ("link/secret.txt", 1 << 30)),
-                       (storage.delete, ("link/secret.txt",))):
+    calls = ((storage.write_bytes, ("link/new.txt", b"y")), (storage.read_bytes, ("link/secret.txt", STATE_LIMIT)),
+             (storage.delete, ("link/secret.txt",)))
+    for call, args in calls:
         error = expect_error("storage_error", call, *args)
         assert "symbolic link" in error.message
     assert sorted(os.listdir(outside)) == ["secret.txt"]
@@ -365,7 +367,7 @@ def test_symlinked_file_inside_root_is_never_followed(backend, outside):
     storage = backend.open()
     storage.write_bytes("keep.txt", b"x")
     os.symlink(outside / "secret.txt", backend.base_dir() / "page.html")
-    expect_error("storage_error", storage.read_bytes, "page.html", 1 << 30)
+    expect_error("storage_error", storage.read_bytes, "page.html", STATE_LIMIT)
     expect_error("storage_error", storage.write_bytes, "page.html", b"overwrite")
     assert (outside / "secret.txt").read_text() == "not yours"
 
@@ -399,7 +401,7 @@ def test_sftp_accept_new_trusts_an_unknown_host_and_remembers_it(backend, tmp_pa
     backend.open(known_hosts_file=str(known_hosts), host_key_policy="accept_new").write_bytes("a.txt", b"1")
     assert known_hosts.read_text() == backend.server.known_hosts_line()
     later = backend.open(known_hosts_file=str(known_hosts), host_key_policy="reject")
-    assert later.read_bytes("a.txt", 1 << 30) == b"1"
+    assert later.read_bytes("a.txt", STATE_LIMIT) == b"1"
 
 
 @only("sftp")
@@ -426,7 +428,7 @@ def test_sftp_wrong_credentials_give_storage_error_without_the_password(backend)
 @only("sftp")
 def test_sftp_unreachable_server_gives_storage_error(backend):
     storage = backend.open(port=_closed_port())
-    error = expect_error("storage_error", storage.read_bytes, "a.txt", 1 << 30)
+    error = expect_error("storage_error", storage.read_bytes, "a.txt", STATE_LIMIT)
     assert "cannot connect to sftp://" in error.message
 
 
@@ -475,7 +477,7 @@ def _closed_port() -> int:
 @only("s3")
 def test_s3_missing_bucket_gives_storage_error_naming_it_without_secrets(backend):
     storage = backend.open(bucket="distributor-no-such-bucket", secret_key=SECRET, session_token=TOKEN)
-    for call, args in ((storage.write_bytes, ("a.txt", b"x")), (storage.list_files, ()), (storage.read_bytes, ("a.txt", 1 << 30))):
+    for call, args in ((storage.write_bytes, ("a.txt", b"x")), (storage.list_files, ()), (storage.read_bytes, ("a.txt", STATE_LIMIT))):
         error = expect_error("storage_error", call, *args)
         assert "s3://distributor-no-such-bucket/site/%s" % BASE in error.message
         assert "NoSuchBucket" in error.message
@@ -486,7 +488,7 @@ def test_s3_missing_bucket_gives_storage_error_naming_it_without_secrets(backend
 def test_s3_unreachable_endpoint_gives_storage_error(backend, monkeypatch):
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
     storage = backend.open(endpoint_url="http://127.0.0.1:%d" % _closed_port())
-    error = expect_error("storage_error", storage.read_bytes, "a.txt", 1 << 30)
+    error = expect_error("storage_error", storage.read_bytes, "a.txt", STATE_LIMIT)
     assert "s3://%s/site/%s/a.txt" % (backend.bucket, BASE) in error.message
 
 
@@ -506,7 +508,7 @@ def test_s3_large_upload_is_multipart_and_keeps_its_content_type(backend):
     data = os.urandom(s3_backend.PART_SIZE + 1024)
     storage = backend.open()
     storage.write("video/big.html", (data[i:i + 1024 * 1024] for i in range(0, len(data), 1024 * 1024)))
-    assert storage.read_bytes("video/big.html", 1 << 30) == data
+    assert storage.read_bytes("video/big.html", STATE_LIMIT) == data
     head = backend.server.client().head_object(Bucket=backend.bucket, Key="site/%s/video/big.html" % BASE)
     assert head["ContentType"] == "text/html; charset=utf-8"
     assert head["ETag"].endswith('-2"')
@@ -540,7 +542,7 @@ def test_s3_parts_of_one_file_are_in_flight_together_and_bounded(backend, monkey
     monkeypatch.setattr(storage.client, "upload_part", counting)
     data = os.urandom(5 * s3_backend.PART_SIZE + 1)
     storage.write("big.bin", (data[i:i + 1024 * 1024] for i in range(0, len(data), 1024 * 1024)))
-    assert storage.read_bytes("big.bin", 1 << 30) == data
+    assert storage.read_bytes("big.bin", STATE_LIMIT) == data
     assert 1 < peak[0] <= s3_backend.PARTS_IN_FLIGHT, peak[0]
     expect_error("verification_failed", storage.write, "bad.bin", failing_chunks(*[b"x" * 1024 * 1024] * 20))
     assert "Uploads" not in backend.server.client().list_multipart_uploads(Bucket=backend.bucket)
@@ -558,7 +560,7 @@ def test_s3_parts_are_cut_exactly_from_any_chunking_and_reuse_their_buffers(back
     storage = backend.open()
     for name in ("one.bin", "two.bin"):
         storage.write(name, (data[i:i + chunk] for i in range(0, len(data), chunk)))
-        assert storage.read_bytes(name, 1 << 30) == data
+        assert storage.read_bytes(name, STATE_LIMIT) == data
         head = backend.server.client().head_object(Bucket=backend.bucket, Key="site/%s/%s" % (BASE, name))
         assert head["ETag"].endswith('-%d"' % parts)
     assert len(storage._part_buffers) <= s3_backend.PARTS_IN_FLIGHT, "part buffers are allocated per part, not reused"
@@ -572,7 +574,7 @@ def test_concurrent_write_many_writes_every_file_into_new_directories(backend):
     storage = backend.open()
     storage.write_many((name, lambda name=name: [name.encode()]) for name in names)
     assert storage.list_files() == sorted(names)
-    assert all(storage.read_bytes(name, 1 << 30) == name.encode() for name in names[:5])
+    assert all(storage.read_bytes(name, STATE_LIMIT) == name.encode() for name in names[:5])
 
 
 @only("local", "sftp")
@@ -583,7 +585,7 @@ def test_a_failure_while_staging_leaves_every_old_output_of_the_batch_as_it_was(
     storage.write_many([("a.txt", lambda: [b"old a"]), ("d/m.txt", lambda: [b"old m"]), ("z.txt", lambda: [b"old z"])])
     items = [("a.txt", lambda: [b"new a"]), ("d/m.txt", lambda: [b"new m"]), ("z.txt", lambda: failing_chunks(b"new z"))]
     expect_error("verification_failed", storage.write_many, items)
-    assert [storage.read_bytes(name, 1 << 30) for name in ("a.txt", "d/m.txt", "z.txt")] == [b"old a", b"old m", b"old z"]
+    assert [storage.read_bytes(name, STATE_LIMIT) for name in ("a.txt", "d/m.txt", "z.txt")] == [b"old a", b"old m", b"old z"]
     assert storage.list_files() == ["a.txt", "d/m.txt", "z.txt"]
 
 

@@ -9,6 +9,7 @@ import json
 import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
+from ansible_collections.distributor.core.plugins.module_utils._distributor.limits import STATE_LIMIT
 from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
 from ansible_collections.distributor.core.plugins.module_utils._distributor.state import parse_state
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.lease import (
@@ -160,7 +161,7 @@ def test_a_malformed_known_hosts_is_invalid_config_naming_file_and_line(tmp_path
     known.write_bytes(b"# comment\n" + content)
     storage = SftpStorage({"type": "sftp", "host": "127.0.0.1", "port": 1, "root": "/srv", "known_hosts_file": str(known)}, "", "t")
     with pytest.raises(DistributorError) as failure:
-        storage.read_bytes("x", 1 << 30)
+        storage.read_bytes("x", STATE_LIMIT)
     assert failure.value.reason == "invalid_config" and str(known) in failure.value.message
     if b"notbase64" in content:
         assert "line 2" in failure.value.message

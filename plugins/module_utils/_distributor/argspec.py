@@ -18,6 +18,7 @@ STORAGE = dict(
     private_key_file=dict(type="path"),
     known_hosts_file=dict(type="path"),
     host_key_policy=dict(type="str", choices=list(vocabulary.HOST_KEY_POLICIES)),
+    require_private_directories=dict(type="bool"),
     bucket=dict(type="str"),
     prefix=dict(type="str"),
     region=dict(type="str", aliases=["aws_region"]),

@@ -86,5 +86,5 @@ def prune(pipeline_id: str, destination: dict, *, selector: Selector = Selector(
         "plan_digest": digest,
         "changes": changes,
         "diff": report.diff(root.state, after, root.storage.describe(STATE_NAME)),
-        "warnings": root.warnings,
+        "warnings": root.storage.warnings + root.warnings,
     }

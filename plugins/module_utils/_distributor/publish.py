@@ -95,7 +95,7 @@ def publish(source: str, pipeline: dict, destination: dict, *, force: bool = Fal
                 recover(storage, journal, set(state.by_path()) if state else set(), listing)
             if the_plan.changed:
                 execute(the_plan, storage, bundle)
-    return result(the_plan, warnings, storage.describe(STATE_NAME), review, full_result, shown)
+    return result(the_plan, storage.warnings + warnings, storage.describe(STATE_NAME), review, full_result, shown)
 
 
 def _content_diffs(the_plan, present, storage, bundle) -> list:

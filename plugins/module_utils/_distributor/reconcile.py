@@ -94,5 +94,5 @@ def reconcile_state(pipeline_id: str, destination: dict, *, all_owners: bool = F
         "plan_digest": digest,
         "changes": changes,
         "diff": report.diff(repair.before, repair.after, root.storage.describe(STATE_NAME)),
-        "warnings": root.warnings,
+        "warnings": root.storage.warnings + root.warnings,
     }

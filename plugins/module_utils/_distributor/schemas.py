@@ -244,6 +244,7 @@ DESTINATION = {
                             "private_key_file": _OPT_STR,
                             "known_hosts_file": _OPT_STR,
                             "host_key_policy": {"enum": list(vocabulary.HOST_KEY_POLICIES)},
+                            "require_private_directories": {"type": "boolean"},
                             **_FILE_SETTINGS,
                         },
                         "additionalProperties": False,

@@ -135,6 +135,13 @@ class Storage:
     def close(self) -> None:
         """Release connections; safe to call twice."""
 
+    @property
+    def warnings(self) -> list[str]:
+        """What the operator should know of this destination that stops nothing (SFTP: directories
+        another account can write, see sftp_private); publish, reconcile-state and prune add them
+        to their result's warnings. Still there after close()."""
+        return []
+
 
 REDACTED = "********"
 MIN_DERIVED_SECRET = 4

@@ -139,3 +139,7 @@ class ConfinedStorage(Storage):
 
     def close(self) -> None:
         self.inner.close()
+
+    @property
+    def warnings(self) -> list[str]:
+        return self.inner.warnings

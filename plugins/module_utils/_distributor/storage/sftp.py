@@ -1,42 +1,43 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """A directory on an SSH server, reached over SFTP with paramiko.
 
-One connection serves the whole run (opened on first use) because an SSH handshake costs far
-more than the operations of a publish. Within a file, writes are pipelined so throughput is not
-bound by the round-trip time; across files, several SFTP channels of that connection work at
-once, because each small file still waits for five round trips. The server's host key is
-checked against known_hosts like OpenSSH does: an unknown key is refused unless the operator
-chose trust-on-first-use (`accept_new`).
+One connection serves the whole run (sftp_connect). Within a file, writes are pipelined so
+throughput is not bound by the round-trip time; across files, several SFTP channels of that
+connection work at once, because each small file still waits for five round trips. Every path is
+found and checked by sftp_paths; SFTP acts by path, so what that leaves open is said in
+sftp_private and docs/operations.md.
 """
 
 from __future__ import annotations
 
 import getpass
-import os
 import posixpath
 import queue
 import stat
 import threading
 import traceback
-from contextlib import contextmanager, suppress
-from typing import Callable, ContextManager, Iterable, Iterator, NamedTuple
+from contextlib import suppress
+from typing import Callable, ContextManager, Iterable, NamedTuple
 
 from ..attributes import parse_mode
 from ..errors import DistributorError, MissingLibrary
-from ..paths import is_reserved, join
+from ..limits import DEPTH_LIMIT
+from ..paths import is_reserved
 from ..regular import kind_of
-from .base import Storage, in_parallel, mentions_secret, not_a_record, redact, staging_dir
+from .base import Storage, in_parallel, not_a_record
 from .lease import LOCK_EXPIRY_SECONDS, Lease, held
+from .sftp_connect import SftpConnection, check_config
 from .sftp_lock import SftpLock
+from .sftp_paths import SftpPaths, disappeared
+from .sftp_wire import listdir_attr
+from .sftp_wire import wire as _wire
 
-CONNECT_TIMEOUT = 30.0
-HOST_KEY_POLICIES = ("reject", "accept_new")
 CHANNELS = 3  # SFTP channels writing at once; OpenSSH allows 10 sessions a connection by default
 BATCH_FILES = 1024  # files staged before the first of them is renamed
-AEAD_CIPHERS = ("aes128-gcm@openssh.com", "aes256-gcm@openssh.com")
+READ_ATTEMPTS = 3  # looks at a file that changed between the look and the open (see read_bytes)
 
 
-class SftpStorage(Storage):
+class SftpStorage(SftpConnection, SftpPaths, Storage):
     kind = "sftp"
 
     def __init__(self, storage: dict, base: str, token: str):
@@ -53,7 +54,8 @@ class SftpStorage(Storage):
         self.file_mode = parse_mode(storage.get("file_mode"), "file_mode")
         self.directory_mode = parse_mode(storage.get("directory_mode"), "directory_mode")
         self.ids = tuple(int(storage[f]) if storage.get(f) is not None else -1 for f in ("owner", "group"))
-        _check_config(self)
+        self.require_private_directories = bool(storage.get("require_private_directories"))
+        check_config(self)
         try:
             import paramiko
         except ImportError:
@@ -63,100 +65,13 @@ class SftpStorage(Storage):
         self._client = None
         self._session = None
         self._dirs: set[str] = set()
-        self._staging_dirs: dict[str, int | None] = {}
-        self._staging_lock = threading.Lock()
+        self._judged: set[str] = set()  # directories judged ("" once the root and the settings are)
+        self._shared: list[tuple[str, str]] = []
+        self._names: dict[int, str | None] = {}
+        self._extensions: frozenset = frozenset()
+        self._staging_dirs: set[str] = set()
+        self._staging_lock = threading.RLock()  # also held while a missing directory is made (see _create)
         self._worker = threading.local()
-
-    # -- locations and errors -------------------------------------------------------------
-
-    def _url(self, remote: str) -> str:
-        return "sftp://%s@%s:%d%s" % (self.username, self.host, self.port, remote)
-
-    def describe(self, path: str = "") -> str:
-        relative = join(self.base, path)
-        return self._url(posixpath.join(self.root, relative) if relative else self.root)
-
-    @contextmanager
-    def _errors(self, action: str, remote: str) -> Iterator[None]:
-        """paramiko and socket errors leave as storage_error naming the remote location."""
-        try:
-            yield
-        except self._paramiko.BadHostKeyException as exc:
-            raise DistributorError(
-                "storage_error",
-                "the host key of %s:%d does not match the one in %s; if the server's key really "
-                "changed, replace its line there" % (self.host, self.port, self.known_hosts_file or "~/.ssh/known_hosts"),
-            ) from exc
-        except self._sdk_errors as exc:
-            message = "cannot %s %s: %s" % (action, self._url(remote), _cause(exc))
-            error = DistributorError("storage_error", self._redact(message))
-            # A cause quoting the password would print it in a traceback: the message says enough.
-            raise error from (None if mentions_secret(exc, [self._password]) else exc)
-
-    def _redact(self, text: str) -> str:
-        return redact(text, [self._password])
-
-    # -- connection -----------------------------------------------------------------------
-
-    def _open(self):
-        """The SFTP session, connecting on first use; in a write_many worker, that worker's."""
-        lent = getattr(self._worker, "session", None)
-        if lent is not None:
-            return lent
-        if self._session is None:
-            client = self._paramiko.SSHClient()
-            try:
-                with self._errors("connect to", self.root):
-                    self._trust_known_hosts(client)
-                    client.connect(**self._connect_options())
-                    self._session = client.open_sftp()
-            except BaseException:
-                client.close()
-                raise
-            self._client = client
-        return self._session
-
-    def _trust_known_hosts(self, client) -> None:
-        if self.known_hosts_file:
-            path = os.path.expanduser(self.known_hosts_file)
-            if os.path.exists(path):
-                _check_known_hosts(path)
-                client.get_host_keys().load(path)
-        else:
-            system = os.path.expanduser("~/.ssh/known_hosts")
-            if os.path.exists(system):
-                _check_known_hosts(system)
-            client.load_system_host_keys()
-        client.set_missing_host_key_policy(_HostKeyPolicy(self))
-
-    def _connect_options(self) -> dict:
-        """Explicit credentials are used alone; without any, ssh-agent and ~/.ssh keys are
-        tried, as the ssh command would."""
-        explicit = bool(self._password or self._private_key_file)
-        return {
-            "hostname": self.host,
-            "port": self.port,
-            "username": self.username,
-            "password": self._password or None,
-            "key_filename": os.path.expanduser(self._private_key_file) if self._private_key_file else None,
-            "look_for_keys": not explicit,
-            "allow_agent": not explicit,
-            "timeout": CONNECT_TIMEOUT,
-            "banner_timeout": CONNECT_TIMEOUT,
-            "auth_timeout": CONNECT_TIMEOUT,
-            "transport_factory": self._transport,
-        }
-
-    def _transport(self, sock, **options):
-        """paramiko offers AES-CTR with a separate HMAC first; AES-GCM authenticates as it
-        encrypts, which saves CPU on every packet of its pure-Python packet layer, and a
-        publish of small files is bound by that CPU. So GCM is offered first; the server's own
-        cipher list still decides, and the other ciphers stay on offer."""
-        transport = self._paramiko.Transport(sock, **options)
-        security = transport.get_security_options()
-        offered = [name for name in AEAD_CIPHERS if name in security.ciphers]
-        security.ciphers = tuple(offered) + tuple(name for name in security.ciphers if name not in offered)
-        return transport
 
     def close(self) -> None:
         if self._client is not None:
@@ -164,112 +79,6 @@ class SftpStorage(Storage):
         self._client = self._session = None
         self._dirs.clear()
         self._staging_dirs.clear()
-
-    # -- paths ----------------------------------------------------------------------------
-
-    def _remote(self, path: str, create_parents: bool = False) -> str:
-        """The remote path of `path`, refusing any symlink between the root and it.
-
-        Directories already checked on this connection are remembered: a publish touches the
-        same few directories for every file, and each check is a round trip. Where a path is
-        acted on, that memory is not trusted (a directory may since have been swapped for a
-        link): a directory is created, and a file removed, only after _check_directories has
-        looked at the whole way again; a staged file is renamed only from a staging directory
-        beside its target (see base.staging_dir).
-        """
-        current = self.root
-        if create_parents and current not in self._dirs:
-            self._make_root()
-        parts = [part for part in join(self.base, path).split("/") if part]
-        for index, part in enumerate(parts):
-            current = posixpath.join(current, part)
-            if current in self._dirs:
-                continue
-            attrs = self._lstat(current)
-            if attrs is None:
-                if create_parents and index < len(parts) - 1:
-                    self._check_directories(posixpath.dirname(current))
-                    self._mkdir(current)
-                    continue
-                return posixpath.join(current, *parts[index + 1:])
-            if stat.S_ISLNK(attrs.st_mode):
-                raise _link_refused(self._url(current))
-            if stat.S_ISDIR(attrs.st_mode):
-                self._dirs.add(current)
-            elif index < len(parts) - 1:
-                raise _not_a_directory(self._url(current), self.describe(path))
-        return current
-
-    def _check_directories(self, remote_dir: str) -> bool:
-        """Whether every directory from below the root down to `remote_dir` exists, looked at
-        right now (one round trip each, nothing remembered); storage_error when one is a
-        symbolic link or not a directory."""
-        current = self.root
-        for part in [p for p in remote_dir[len(self.root):].split("/") if p]:
-            current = posixpath.join(current, part)
-            attrs = self._lstat(current)
-            if attrs is None:
-                return False
-            if stat.S_ISLNK(attrs.st_mode):
-                raise _link_refused(self._url(current))
-            if not stat.S_ISDIR(attrs.st_mode):
-                raise DistributorError("storage_error", "%s is not a directory; something else changed the "
-                                       "destination during this run" % self._url(current))
-        return True
-
-    def _make_root(self) -> None:
-        """Like the local backend, a missing root is created (its parents too) on first write."""
-        missing = []
-        current = self.root
-        while current not in ("/", ""):
-            attrs = self._lstat(current)
-            if attrs is not None:
-                if not stat.S_ISDIR(attrs.st_mode):
-                    raise _not_a_directory(self._url(current), "storage.root " + self._url(self.root))
-                break
-            missing.append(current)
-            current = posixpath.dirname(current)
-        for directory in reversed(missing):
-            self._mkdir(directory)
-        self._dirs.add(self.root)
-
-    def _lstat(self, remote: str):
-        with self._errors("inspect", remote):
-            try:
-                return self._open().lstat(_wire(remote))
-            except FileNotFoundError:
-                return None
-
-    def _mkdir(self, remote: str) -> None:
-        """Another publisher may create the same directory at the same moment, which is fine;
-        SFTP reports 'already exists' only as a generic failure, so look before complaining."""
-        try:
-            with self._errors("create directory", remote):
-                self._open().mkdir(_wire(remote))
-        except DistributorError:
-            attrs = self._lstat(remote)
-            if attrs is None or not stat.S_ISDIR(attrs.st_mode):
-                raise
-        else:
-            self._settle(remote, self.directory_mode)
-        self._dirs.add(remote)
-
-    def _settle(self, remote: str, mode: int | None, handle=None) -> None:
-        """Apply the configured mode and numeric ownership: to a staged file before its rename
-        (through its open `handle`, so no name is resolved again), so an output never appears
-        with other permissions, and to a directory we created. An unset owner or group keeps
-        the server's (-1 is not sent: SFTP sets both ids at once)."""
-        sftp = self._open()
-        target = handle or _PathAttributes(sftp, _wire(remote))
-        with self._errors("set permissions of", remote):
-            if mode is not None:
-                target.chmod(mode)
-            if self.ids != (-1, -1):
-                uid, gid = self.ids
-                if -1 in self.ids:
-                    attrs = target.stat()
-                    uid, gid = (attrs.st_uid if uid == -1 else uid), (attrs.st_gid if gid == -1 else gid)
-                target.chown(uid, gid)
 
     # -- files ----------------------------------------------------------------------------
 
@@ -279,23 +88,40 @@ class SftpStorage(Storage):
         whatever the file's size. Only the reserved names and managed outputs are read, and what
         is there is looked at first: the server would block opening a FIFO, and the whole
         session with it. (SFTP has no non-blocking open: docs/operations.md states the window
-        left.)"""
+        left.) The way is looked at again right before the open, and the opened file must be the
+        one looked at (see _identity): a directory swapped for a link in between would otherwise
+        show another file's content, a diff of a file outside the root (_NotAsSeen)."""
         attrs = self._lstat(remote)
         if attrs is None:
             return None
         kind = kind_of(attrs.st_mode or 0)
         if kind:
             raise not_a_record(self._url(remote), kind)
+        if not self._check_directories(posixpath.dirname(remote)):
+            return None
         with self._errors("read", remote):
             try:
                 with self._open().open(_wire(remote), "rb") as handle:
+                    if _identity(handle.stat()) != _identity(attrs):
+                        raise _NotAsSeen("storage_error", "cannot read %s: another file was there when it was "
+                                         "opened; something else changed the destination during this run"
+                                         % self._url(remote))
                     handle.prefetch(min(attrs.st_size or 0, limit + 1))
                     return _read_up_to(handle, limit + 1)
             except FileNotFoundError:
                 return None
 
     def read_bytes(self, path: str, limit: int) -> bytes | None:
-        return self._read(self._remote(path), limit)
+        """A file rewritten in place between the look and the open (the lock, which its holder
+        renews while distributor_state_info reads it) is looked at again, a few times."""
+        remote = self._remote(path)
+        for attempt in range(1, READ_ATTEMPTS + 1):
+            try:
+                return self._read(remote, limit)
+            except _NotAsSeen:
+                if attempt == READ_ATTEMPTS:
+                    raise
+        return None
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
         try:
@@ -344,81 +170,35 @@ class SftpStorage(Storage):
                     session.close()
             self._drop_staging()
 
-    def _extra_sessions(self, wanted: int) -> list:
-        """Channels beyond the run's own, as many of `wanted` as the server grants: one that
-        limits sessions (MaxSessions) refuses the rest, and fewer channels are only slower."""
-        opened = []
-        for _number in range(wanted):
-            try:
-                opened.append(self._client.open_sftp())
-            except self._sdk_errors:
-                break
-        return opened
-
     def _stage(self, path: str, chunks: Iterable[bytes]) -> _Staged:
         """`chunks` uploaded to a new file in the attempt's staging directory beside `path`."""
         target = self._remote(path, create_parents=True)
-        staging, owner = self._staging(path)
-        staged = posixpath.join(staging, posixpath.basename(target))
+        staged = posixpath.join(self._staging(path), posixpath.basename(target))
         try:
-            return _Staged(staged, target, self._upload(staged, chunks), owner)
+            return _Staged(staged, target, *self._upload(staged, chunks))
         except BaseException:
             self._discard(staged)
             raise
 
     def _commit(self, item: _Staged) -> None:
-        """The staged file checked once more, then renamed over its target."""
+        """The staged file checked to be the one this attempt wrote, the way to it looked at
+        again, then renamed over its target. Source and target share every directory but the
+        staging one, which exists only where this attempt made it: a directory swapped for a
+        link since the check leads the rename's source to a name that does not exist."""
         try:
-            self._verify(item.staged, item.written, item.owner)
+            self._verify(item)
+            if not self._check_directories(posixpath.dirname(item.staged)):
+                raise disappeared(self._url(posixpath.dirname(item.staged)))
             with self._errors("rename into place", item.target):
                 self._open().posix_rename(_wire(item.staged), _wire(item.target))
         except BaseException:
             self._discard(item.staged)
             raise
 
-    def _staging(self, path: str) -> tuple[str, int | None]:
-        """(remote, uid): this attempt's staging directory beside `path` (see base.staging_dir),
-        made on first use. mkdir neither follows nor reuses what is at the name; the way to it is
-        checked right before and right after, so it is never made behind a directory that was
-        swapped for a link, even one cached as checked earlier in the run."""
-        remote = posixpath.join(self.root, join(self.base, staging_dir(path, self.token)))
-        if remote not in self._staging_dirs:
-            with self._staging_lock:
-                if remote not in self._staging_dirs:
-                    self._make_staging(remote)
-        return remote, self._staging_dirs[remote]
-
-    def _make_staging(self, remote: str) -> None:
-        """Under _staging_lock: write_many's workers meet the same new directory at once, and
-        only one of them may make its staging directory."""
-        self._check_directories(posixpath.dirname(remote))
-        with self._errors("create staging directory", remote):
-            try:
-                self._open().mkdir(_wire(remote), 0o700)
-            except OSError:
-                if self._lstat(remote) is not None:
-                    raise DistributorError(
-                        "storage_error",
-                        "cannot stage files in %s: something already exists at that name, which only this "
-                        "attempt creates; remove it" % self._url(remote)) from None
-                raise
-        if not self._check_directories(remote):
-            raise DistributorError("storage_error", "%s disappeared right after it was made; something else "
-                                   "changed the destination during this run" % self._url(remote))
-        attrs = self._lstat(remote)
-        self._staging_dirs[remote] = attrs.st_uid if attrs is not None else None
-
-    def _drop_staging(self) -> None:
-        """Remove the staging directories, empty once their files are renamed or removed."""
-        for remote in self._staging_dirs:
-            with suppress(Exception):
-                self._open().rmdir(_wire(remote))
-        self._staging_dirs.clear()
-
-    def _upload(self, staged: str, chunks: Iterable[bytes]) -> int:
+    def _upload(self, staged: str, chunks: Iterable[bytes]) -> tuple[int, tuple]:
         """Stream `chunks` to a new file `staged` (exclusive create: never opened through a name
         that exists, link or not); the chunk iterator's own exceptions pass unchanged. The
-        number of bytes sent."""
+        number of bytes sent, and the file as its handle sees it once written and settled."""
         sftp = self._open()
         with self._errors("write", staged):
             handle = sftp.open(_wire(staged), "wx")
@@ -430,29 +210,31 @@ class SftpStorage(Storage):
                     handle.write(chunk)
                 written += len(chunk)
             self._settle(staged, self.file_mode, handle)
+            with self._errors("write", staged):
+                handle.flush()
+                identity = _identity(handle.stat())
         except BaseException:
             with suppress(Exception):
                 handle.close()
             raise
         with self._errors("write", staged):
             handle.close()
-        return written
+        return written, identity
 
-    def _verify(self, staged: str, written: int, owner: int | None) -> None:
-        """Right before the rename: the staged name still holds a regular file owned as this
-        attempt made it, of every byte sent. Pipelined writes are not acknowledged one by one
-        and paramiko drops the errors of unacknowledged writes at close, so a short file (a full
-        disk, say) is caught here, before the rename publishes it."""
-        attrs = self._lstat(staged)
-        expected_owner = owner if self.ids[0] == -1 else self.ids[0]
-        if attrs is None or not stat.S_ISREG(attrs.st_mode or 0) or attrs.st_uid != expected_owner:
+    def _verify(self, item: _Staged) -> None:
+        """Right before the rename: the staged name still holds the file this attempt wrote,
+        as its handle last saw it (type, mode, owner, size, time), of every byte sent. Pipelined
+        writes are not acknowledged one by one and paramiko drops the errors of unacknowledged
+        writes at close, so a short file (a full disk, say) is caught here, before the rename
+        publishes it."""
+        attrs = self._lstat(item.staged)
+        if attrs is None or not stat.S_ISREG(attrs.st_mode or 0) or _identity(attrs) != item.identity:
             raise DistributorError("storage_error", "cannot write %s: the staged file was replaced or removed by "
-                                   "someone else" % self._url(staged))
-        if attrs.st_size != written:
+                                   "someone else" % self._url(item.staged))
+        if attrs.st_size != item.written:
             raise DistributorError(
-                "storage_error",
-                "cannot write %s: only %d of %d bytes arrived (is the disk full?)" % (self._url(staged), attrs.st_size, written),
-            )
+                "storage_error", "cannot write %s: only %d of %d bytes arrived (is the disk full?)"
+                % (self._url(item.staged), attrs.st_size, item.written))
 
     def _discard(self, remote: str) -> None:
         """Best effort: a staged name is reserved and derived from the token, so recovery finds
@@ -461,6 +243,9 @@ class SftpStorage(Storage):
             self._open().remove(_wire(remote))
 
     def _remove(self, remote: str, action: str) -> bool:
+        """Remove a file by name, the way to it looked at again right before: True when it was there."""
+        if not self._check_directories(posixpath.dirname(remote)):
+            return False
         with self._errors(action, remote):
             try:
                 self._open().remove(_wire(remote))
@@ -469,27 +254,65 @@ class SftpStorage(Storage):
         return True
 
     def delete(self, path: str) -> bool:
-        """The way to the file is checked again right before the remove, so a directory swapped
-        for a link since it was first seen does not lead the remove out of the root. A staged
-        file already gone still tidies its staging directory: an attempt that died after its
-        renames left that directory empty, and recovery deletes staged names."""
+        return bool(self.delete_many([path]))
+
+    def delete_many(self, paths: Iterable[str]) -> list[str]:
+        """An output is parked before it is removed: renamed into this attempt's staging
+        directory beside it, then removed there. Through a directory swapped for a link since
+        the way was checked, the rename finds no staging directory (it exists only where this
+        attempt made it) and moves nothing. distributor's own names (records, the staged files
+        of a dead attempt) are removed by name once the way is looked at again. Directories
+        the deletes emptied are removed at the end, below the base; a staged file already gone
+        still tidies its staging directory (an attempt that died after its renames left it
+        empty, and recovery deletes staged names)."""
+        removed, tidy = [], []
+        try:
+            for path in paths:
+                if self._delete(path):
+                    removed.append(path)
+                    tidy.append(path)
+                elif is_reserved(path):
+                    tidy.append(path)
+        finally:
+            self._drop_staging()
+        for head in sorted({path.rpartition("/")[0] for path in tidy}, key=lambda head: (-head.count("/"), head)):
+            self._remove_empty_parents(head)
+        return removed
+
+    def _delete(self, path: str) -> bool:
         remote = self._remote(path)
-        if not (self._check_directories(posixpath.dirname(remote)) and self._remove(remote, "delete")):
-            if is_reserved(path):
-                self._remove_empty_parents(path)
+        attrs = self._lstat(remote)
+        if attrs is None:
             return False
-        self._remove_empty_parents(path)
+        if is_reserved(path) or stat.S_ISDIR(attrs.st_mode or 0):
+            return self._remove(remote, "delete")
+        parked = posixpath.join(self._staging(path), posixpath.basename(remote))
+        if not self._check_directories(posixpath.dirname(remote)):
+            return False
+        with self._errors("delete", remote):
+            try:
+                self._open().posix_rename(_wire(remote), _wire(parked))
+            except FileNotFoundError:
+                # Gone since it was seen, or the way changed under the rename: look again.
+                if not self._check_directories(posixpath.dirname(remote)) or self._lstat(remote) is None:
+                    return False
+                raise DistributorError("storage_error", "cannot delete %s: something else changed the destination "
+                                       "during this run" % self._url(remote)) from None
+            self._open().remove(_wire(parked))
         return True
 
-    def _remove_empty_parents(self, path: str) -> None:
-        """Remove directories the delete emptied, up to (not including) the base.
+    def _remove_empty_parents(self, head: str) -> None:
+        """Remove the directory `head` and its parents while the deletes left them empty, up to
+        (not including) the base; the way to each is looked at again before its rmdir (which
+        never follows a link at the name).
 
         SFTP reports a non-empty directory only as a generic failure, so any failure ends the
         tidy-up: a leftover empty directory is harmless.
         """
-        head = path.rpartition("/")[0]
         while head:
             remote = self._remote(head)
+            if not self._check_directories(posixpath.dirname(remote)):
+                return
             with self._errors("remove directory", remote):
                 try:
                     self._open().rmdir(_wire(remote))
@@ -502,24 +325,31 @@ class SftpStorage(Storage):
         return self._lstat(self._remote(path)) is not None
 
     def list_files(self) -> list[str]:
+        """Directory entries carry lstat attributes, so symlinks are listed, never followed. The
+        walk keeps its own stack, so a planted tree of any depth is refused past DEPTH_LIMIT
+        levels (storage_error) instead of exhausting Python's recursion. A directory that cannot
+        be listed fails the listing (storage_error): taken as empty, its files would be
+        overwritten unseen. Each directory is judged (see _judge) before it is listed."""
         found: list[str] = []
-        self._walk(self._remote(""), "", found)
+        pending = [(self._remote(""), "")]
+        while pending:
+            remote, prefix = pending.pop()
+            with self._errors("list", remote):
+                try:
+                    entries = listdir_attr(self._open(), remote)
+                except FileNotFoundError:
+                    continue
+            for entry in entries:
+                if not stat.S_ISDIR(entry.st_mode or 0):
+                    found.append(prefix + entry.filename)
+                    continue
+                child = posixpath.join(remote, entry.filename)
+                if prefix.count("/") + 1 > DEPTH_LIMIT:
+                    raise DistributorError("storage_error", "%s is more than %d directories deep; distributor lists "
+                                           "trees at most that deep (limits.DEPTH_LIMIT)" % (self._url(child), DEPTH_LIMIT))
+                self._judge(child, entry)
+                pending.append((child, prefix + entry.filename + "/"))
         return sorted(found)
-
-    def _walk(self, remote: str, prefix: str, found: list[str]) -> None:
-        """Directory entries carry lstat attributes, so symlinks are listed, never followed. A
-        directory that cannot be listed fails the listing (storage_error): taken as empty, its
-        files would be overwritten unseen."""
-        with self._errors("list", remote):
-            try:
-                entries = _listdir_attr(self._open(), remote)
-            except FileNotFoundError:
-                return
-        for entry in entries:
-            if stat.S_ISDIR(entry.st_mode or 0):
-                self._walk(posixpath.join(remote, entry.filename), prefix + entry.filename + "/", found)
-            else:
-                found.append(prefix + entry.filename)
 
     # -- lock -----------------------------------------------------------------------------
 
@@ -528,11 +358,15 @@ class SftpStorage(Storage):
         return held(SftpLock(self), self.token, timeout, expiry)
 
 
+class _NotAsSeen(DistributorError):
+    """The file opened is not the one looked at (see _read)."""
+
+
 class _Staged(NamedTuple):
     staged: str
     target: str
     written: int
-    owner: int | None
+    identity: tuple  # the staged file as its own handle saw it last (see _identity)
 
 
 def _read_up_to(handle, size: int) -> bytes:
@@ -548,152 +382,6 @@ def _read_up_to(handle, size: int) -> bytes:
     return b"".join(chunks)
 
 
-class _PathAttributes:
-    """A remote path with the attribute calls of an open paramiko file (chmod, chown, stat),
-    so _settle treats a directory and an open staged file alike."""
-
-    def __init__(self, sftp, wire: bytes):
-        self.sftp = sftp
-        self.wire = wire
-
-    def chmod(self, mode: int) -> None:
-        self.sftp.chmod(self.wire, mode)
-
-    def chown(self, uid: int, gid: int) -> None:
-        self.sftp.chown(self.wire, uid, gid)
-
-    def stat(self):
-        return self.sftp.lstat(self.wire)
-
-
-def _wire(remote: str) -> bytes:
-    """A remote path as sent to the server. paramiko encodes text as strict UTF-8, but a name
-    read from a listing may not be UTF-8: it is carried as surrogate escapes (like the local
-    backend, see _listdir_attr) and goes back out as the same bytes."""
-    return remote.encode("utf-8", "surrogateescape")
-
-
-def _listdir_attr(sftp, remote: str) -> list:
-    """paramiko's SFTPClient.listdir_attr, but names that are not UTF-8 are kept as surrogate
-    escapes instead of raising UnicodeDecodeError (paramiko decodes them strictly, and has no
-    option): the same requests, through its request helper."""
-    from paramiko.sftp import CMD_CLOSE, CMD_HANDLE, CMD_NAME, CMD_OPENDIR, CMD_READDIR, SFTPError
-    from paramiko.sftp_attr import SFTPAttributes
-
-    kind, message = sftp._request(CMD_OPENDIR, _wire(remote))
-    if kind != CMD_HANDLE:
-        raise SFTPError("Expected handle")
-    handle = message.get_binary()
-    entries = []
-    try:
-        while True:
-            try:
-                kind, message = sftp._request(CMD_READDIR, handle)
-            except EOFError:
-                return entries
-            if kind != CMD_NAME:
-                raise SFTPError("Expected name response")
-            for _index in range(message.get_int()):
-                name = message.get_string().decode("utf-8", "surrogateescape")
-                longname = message.get_string().decode("utf-8", "surrogateescape")
-                entry = SFTPAttributes._from_msg(message, name, longname)
-                if name not in (".", ".."):
-                    entries.append(entry)
-    finally:
-        sftp._request(CMD_CLOSE, handle)
-
-
-def _link_refused(where: str) -> DistributorError:
-    return DistributorError("storage_error", "%s is a symbolic link; distributor never follows links inside a "
-                            "destination root" % where)
-
-
-class _HostKeyPolicy:
-    """What paramiko asks about a server key missing from known_hosts (duck-typed like
-    paramiko.MissingHostKeyPolicy, so paramiko stays a lazy import)."""
-
-    def __init__(self, storage: SftpStorage):
-        self.storage = storage
-
-    def missing_host_key(self, client, hostname: str, key) -> None:
-        storage = self.storage
-        if storage.host_key_policy != "accept_new":
-            raise DistributorError(
-                "storage_error",
-                "the host key of %s:%d (%s %s) is not in %s; add it there (for example "
-                "`ssh-keyscan -p %d %s >> %s`) or set host_key_policy: accept_new to trust it on "
-                "first use"
-                % (
-                    storage.host,
-                    storage.port,
-                    key.get_name(),
-                    key.fingerprint,
-                    storage.known_hosts_file or "~/.ssh/known_hosts",
-                    storage.port,
-                    storage.host,
-                    storage.known_hosts_file or "~/.ssh/known_hosts",
-                ),
-            )
-        client.get_host_keys().add(hostname, key.get_name(), key)
-        if storage.known_hosts_file:
-            _remember_host_key(os.path.expanduser(storage.known_hosts_file), hostname, key)
-
-
-def _remember_host_key(path: str, hostname: str, key) -> None:
-    """Append, as OpenSSH does, so comments and hashed entries in the file survive."""
-    if os.path.dirname(path):
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-    with open(path, "a") as handle:
-        handle.write("%s %s %s\n" % (hostname, key.get_name(), key.get_base64()))
-
-
-def _check_config(storage: SftpStorage) -> None:
-    if not storage.host:
-        raise DistributorError("invalid_config", "storage.host is required for sftp storage")
-    if not posixpath.isabs(storage.root):
-        raise DistributorError("invalid_config", "storage.root %r must be an absolute remote path" % storage.root)
-    if posixpath.normpath(storage.root) in ("/", "//"):
-        raise DistributorError("invalid_config", "storage.root '/' is refused: publish into a directory of its own")
-    if storage.host_key_policy not in HOST_KEY_POLICIES:
-        raise DistributorError(
-            "invalid_config",
-            "storage.host_key_policy %r must be one of %s" % (storage.host_key_policy, ", ".join(HOST_KEY_POLICIES)),
-        )
-
-
-def _check_known_hosts(path: str) -> None:
-    """paramiko skips lines of key types it does not know but raises on a damaged line, and on
-    a file that is not text, with no word of where: name the file and line instead."""
-    from paramiko.hostkeys import HostKeyEntry, InvalidHostKey
-    from paramiko.ssh_exception import SSHException
-
-    try:
-        with open(path, "rb") as handle:
-            lines = handle.read().decode("utf-8").splitlines()
-    except UnicodeDecodeError as exc:
-        raise DistributorError("invalid_config", "%s is not a known_hosts file: it is not UTF-8 text (byte %d)"
-                               % (path, exc.start)) from None
-    for number, line in enumerate(lines, 1):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        try:
-            HostKeyEntry.from_line(line, number)
-        except SSHException:
-            continue
-        except (InvalidHostKey, ValueError, TypeError) as exc:
-            raise DistributorError("invalid_config", "%s line %d is not a valid known_hosts entry (%s); fix or "
-                                   "remove that line" % (path, number, type(exc).__name__)) from None
-
-
-def _not_a_directory(where: str, needed_by: str) -> DistributorError:
-    return DistributorError(
-        "storage_error",
-        "%s is a file where %s needs a directory; move it away so distributor can publish there" % (where, needed_by),
-    )
-
-
-def _cause(exc: BaseException) -> str:
-    if isinstance(exc, OSError) and exc.strerror:
-        return "%s: %s" % (exc.strerror, exc.filename) if exc.filename else exc.strerror
-    return str(exc) or type(exc).__name__
+def _identity(attrs) -> tuple:
+    """What SFTP version 3 tells of a file that can single it out: it has no inode number."""
+    return attrs.st_mode, attrs.st_uid, attrs.st_gid, attrs.st_size, attrs.st_mtime

@@ -1,0 +1,335 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The way from an SFTP root to a path: every directory looked at, none followed, none trusted.
+
+SFTP is a path-based protocol: the server resolves each name again on every request, following
+symbolic links on the way, and offers no descriptor to act relative to. So a directory seen once
+is remembered only to find the way; right before each rename, delete and attribute change the
+whole way is looked at again (_check_directories). Directories below the bundle path are made,
+and files staged and parked, in a private staging directory of the attempt, beside their
+targets: a rename through a directory swapped for a link finds nothing to move. Attributes are
+set on open handles (FSETSTAT) or with lsetstat@openssh.com, never with a SETSTAT that follows a
+link. What is left open, and which directories leave it open, is in sftp_private.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import stat
+from contextlib import suppress
+
+from ..errors import DistributorError
+from ..paths import join
+from .base import staging_dir
+from .sftp_private import foreign_owner, shared_refusal, shared_warning, writable_by_others
+from .sftp_wire import LSETSTAT, USERS_GROUPS_BY_ID, lsetstat, lstat_many, user_names
+from .sftp_wire import wire as _wire
+
+DEFAULT_DIRECTORY_MODE = 0o777  # asked of mkdir without a directory_mode: the server's umask applies, as for mkdir(1)
+
+
+class SftpPaths:
+    """The path half of SftpStorage (its attributes are set by SftpStorage.__init__)."""
+
+    # -- paths ----------------------------------------------------------------------------
+
+    def _remote(self, path: str, create_parents: bool = False) -> str:
+        """The remote path of `path`, refusing any symlink between the root and it.
+
+        Directories already checked on this connection are remembered: a publish touches the
+        same few directories for every file, and each check is a round trip. Where a path is
+        acted on, that memory is not trusted (a directory may since have been swapped for a
+        link): every rename, delete and attribute change is preceded by _check_directories,
+        which looks at the whole way again, and files are staged and parked only in a staging
+        directory beside their target (see base.staging_dir). Each directory is judged (see
+        _judge) the first time it is seen, before anything is done in it.
+        """
+        if "" not in self._judged:
+            self._look_at_root()
+        current = self.root
+        if create_parents and current not in self._dirs:
+            self._make_root()
+        parts = [part for part in join(self.base, path).split("/") if part]
+        above_base = len([part for part in self.base.split("/") if part])
+        for index, part in enumerate(parts):
+            current = posixpath.join(current, part)
+            if current in self._dirs:
+                continue
+            attrs = self._lstat(current)
+            if attrs is None:
+                if create_parents and index < len(parts) - 1:
+                    self._create(current, "/".join(parts[above_base:index + 1]) if index >= above_base else None)
+                    continue
+                return posixpath.join(current, *parts[index + 1:])
+            if stat.S_ISLNK(attrs.st_mode):
+                raise _link_refused(self._url(current))
+            if stat.S_ISDIR(attrs.st_mode):
+                self._judge(current, attrs)
+                self._dirs.add(current)
+            elif index < len(parts) - 1:
+                raise _not_a_directory(self._url(current), self.describe(path))
+        return current
+
+    def _check_directories(self, remote_dir: str) -> bool:
+        """Whether every directory from below the root down to `remote_dir` exists, looked at
+        right now (nothing remembered; all of them in one round trip, see lstat_many);
+        storage_error when one is a symbolic link or not a directory."""
+        way = []
+        for part in [p for p in remote_dir[len(self.root):].split("/") if p]:
+            way.append(posixpath.join(way[-1] if way else self.root, part))
+        if not way:
+            return True
+        with self._errors("inspect", remote_dir):
+            seen = lstat_many(self._open(), way)
+        for current, attrs in zip(way, seen):
+            if attrs is None:
+                return False
+            if stat.S_ISLNK(attrs.st_mode):
+                raise _link_refused(self._url(current))
+            if not stat.S_ISDIR(attrs.st_mode):
+                raise DistributorError("storage_error", "%s is not a directory; something else changed the "
+                                       "destination during this run" % self._url(current))
+            self._judge(current, attrs)
+        return True
+
+    def _make_root(self) -> None:
+        """Like the local backend, a missing root is created (its parents too) on first write."""
+        missing = []
+        current = self.root
+        while current not in ("/", ""):
+            attrs = self._lstat(current)
+            if attrs is not None:
+                if not stat.S_ISDIR(attrs.st_mode):
+                    raise _not_a_directory(self._url(current), "storage.root " + self._url(self.root))
+                break
+            missing.append(current)
+            current = posixpath.dirname(current)
+        for directory in reversed(missing):
+            self._mkdir(directory)
+        self._dirs.add(self.root)
+
+    def _lstat(self, remote: str):
+        with self._errors("inspect", remote):
+            try:
+                return self._open().lstat(_wire(remote))
+            except FileNotFoundError:
+                return None
+
+    # -- directories others can write -------------------------------------------------------
+
+    @property
+    def warnings(self) -> list[str]:
+        return [shared_warning(self._shared, self.username)] if self._shared else []
+
+    def _look_at_root(self) -> None:
+        """Before the first read or write: the root (whatever its path leads to: the operator
+        chose it, links included) and the directories this run's settings would create. Marked
+        done only once all passed: a refusal is given again to every later request."""
+        with self._errors("inspect", self.root):
+            try:
+                attrs = self._open().stat(_wire(self.root))
+            except FileNotFoundError:
+                attrs = None
+        if attrs is not None and stat.S_ISDIR(attrs.st_mode or 0):
+            self._judge(self.root, attrs)
+        created = "the directories distributor creates"
+        if self.directory_mode is not None:
+            self._found_shared("%s (storage.directory_mode)" % created, writable_by_others(self.directory_mode))
+        if self.ids[0] != -1:
+            self._found_shared("%s (storage.owner)" % created,
+                               foreign_owner(self.ids[0], self._name_of(self.ids[0]), self.username))
+        self._judged.add("")
+
+    def _judge(self, remote: str, attrs) -> None:
+        """A directory distributor walks, seen for the first time this run: noted (a warning)
+        when another account than the SFTP user can write in it, refused with
+        require_private_directories (again each time it is met). Writable by its group or by
+        all, or owned by another uid (an owner can always make it writable), see sftp_private.
+        Under the lock write_many's workers share, so each directory is named once."""
+        with self._staging_lock:
+            if remote in self._judged:
+                return
+            why = writable_by_others(attrs.st_mode or 0)
+            if why is None and attrs.st_uid is not None:
+                why = foreign_owner(attrs.st_uid, self._name_of(attrs.st_uid), self.username)
+            self._found_shared(self._url(remote), why)
+            self._judged.add(remote)
+
+    def _found_shared(self, where: str, why: str | None) -> None:
+        if why is None:
+            return
+        if self.require_private_directories:
+            raise DistributorError("storage_error", self._redact(shared_refusal(where, why, self.username)))
+        self._shared.append((where, why))
+
+    def _name_of(self, uid: int) -> str | None:
+        """The account name the server gives `uid` (None when it cannot say), asked once a run."""
+        if uid not in self._names:
+            name = None
+            if USERS_GROUPS_BY_ID in self._extensions:
+                with self._errors("look up the account of uid %d at" % uid, self.root):
+                    name = user_names(self._open(), [uid])[0] or None
+            self._names[uid] = name
+        return self._names[uid]
+
+    # -- directories distributor creates ------------------------------------------------------
+
+    def _create(self, remote: str, path: str | None) -> None:
+        """The missing directory `remote`: of the bundle path when `path` (relative to it) is
+        given, else of the base or root. write_many's workers may both find it missing, and one
+        of them makes it."""
+        with self._staging_lock:
+            if remote in self._dirs:
+                return
+            self._check_directories(posixpath.dirname(remote))
+            if path is None:
+                self._mkdir(remote)
+            else:
+                self._make_directory(path, remote)
+
+    def _mkdir(self, remote: str) -> None:
+        """A directory of the root or of the bundle path itself (below it, _make_directory).
+        mkdir asks for the configured mode and neither follows nor reuses what is at the name;
+        the way to it is looked at again right after, so a mkdir that a directory swapped for a
+        link led elsewhere stops the run. Another publisher may create the same directory at the
+        same moment, which is fine; SFTP reports 'already exists' only as a generic failure, so
+        look before complaining."""
+        try:
+            with self._errors("create directory", remote):
+                self._open().mkdir(_wire(remote), DEFAULT_DIRECTORY_MODE if self.directory_mode is None
+                                   else self.directory_mode)
+        except DistributorError:
+            attrs = self._lstat(remote)
+            if attrs is None or not stat.S_ISDIR(attrs.st_mode):
+                raise
+        else:
+            if not self._check_directories(remote):
+                raise disappeared(self._url(remote))
+            self._settle_directory(remote)
+        self._dirs.add(remote)
+
+    def _make_directory(self, path: str, remote: str) -> None:
+        """A directory below the bundle path, `path` relative to it: made in this attempt's
+        staging directory beside it, given its mode and owner there, and renamed into place.
+        In the staging directory, which exists only where this attempt made it, no swapped link
+        can lead the attribute change to another directory."""
+        made = posixpath.join(self._staging(path), posixpath.basename(remote))
+        with self._errors("create directory", made):
+            self._open().mkdir(_wire(made), DEFAULT_DIRECTORY_MODE if self.directory_mode is None else self.directory_mode)
+        try:
+            self._settle_directory(made)
+            self._check_directories(posixpath.dirname(made))
+            with self._errors("create directory", remote):
+                self._open().posix_rename(_wire(made), _wire(remote))
+        except BaseException:
+            with suppress(Exception):
+                self._open().rmdir(_wire(made))
+            raise
+        self._dirs.add(remote)
+
+    def _settle_directory(self, remote: str) -> None:
+        """The configured mode (when the server's umask took bits of it) and owner of a
+        directory distributor has just made, set with lsetstat@openssh.com, which does not
+        follow a link at the name: SETSTAT would. The way is looked at again right before. A
+        server without lsetstat gets no attributes set on directories: storage_error."""
+        if self.directory_mode is None and self.ids == (-1, -1):
+            return
+        attrs = self._lstat(remote)
+        if attrs is None:
+            raise disappeared(self._url(remote))
+        mode = self.directory_mode if self.directory_mode not in (None, stat.S_IMODE(attrs.st_mode)) else None
+        uid, gid = self.ids
+        ids = (attrs.st_uid if uid == -1 else uid, attrs.st_gid if gid == -1 else gid)
+        ids = None if ids == (attrs.st_uid, attrs.st_gid) else ids
+        if mode is None and ids is None:
+            return
+        if LSETSTAT not in self._extensions:
+            raise DistributorError(
+                "storage_error", "cannot set the mode or owner of %s: the server does not offer %s, and distributor "
+                "never sets attributes with SETSTAT, which follows a symbolic link planted at the name; remove "
+                "storage.directory_mode, owner and group, or use an OpenSSH server (8.0 or later)" % (self._url(remote), LSETSTAT))
+        if not self._check_directories(remote):
+            raise disappeared(self._url(remote))
+        with self._errors("set permissions of", remote):
+            lsetstat(self._open(), remote, mode, ids)
+
+    def _settle(self, remote: str, mode: int | None, handle) -> None:
+        """Apply the configured mode and numeric ownership to a staged file before its rename,
+        through its open `handle` (FSETSTAT: no name is resolved), so an output never appears
+        with other permissions. An unset owner or group keeps the server's (-1 is not sent:
+        SFTP sets both ids at once)."""
+        with self._errors("set permissions of", remote):
+            if mode is not None:
+                handle.chmod(mode)
+            if self.ids != (-1, -1):
+                uid, gid = self.ids
+                if -1 in self.ids:
+                    attrs = handle.stat()
+                    uid, gid = (attrs.st_uid if uid == -1 else uid), (attrs.st_gid if gid == -1 else gid)
+                handle.chown(uid, gid)
+
+    def _staging(self, path: str) -> str:
+        """This attempt's staging directory beside `path` (see base.staging_dir), made on first
+        use; write_many's workers meet the same new directory at once, and only one of them may
+        make it."""
+        remote = posixpath.join(self.root, join(self.base, staging_dir(path, self.token)))
+        if remote not in self._staging_dirs:
+            with self._staging_lock:
+                if remote not in self._staging_dirs:
+                    self._make_staging(remote)
+        return remote
+
+    def _make_staging(self, remote: str) -> None:
+        """mkdir neither follows nor reuses what is at the name; the way to it is checked right
+        before and right after, and what is there must be a private directory of the SFTP
+        account: one that someone who read the attempt's token from the journal made first, while
+        a swapped link led the mkdir elsewhere, is refused."""
+        self._check_directories(posixpath.dirname(remote))
+        with self._errors("create staging directory", remote):
+            try:
+                self._open().mkdir(_wire(remote), 0o700)
+            except OSError:
+                if self._lstat(remote) is not None:
+                    raise DistributorError(
+                        "storage_error",
+                        "cannot stage files in %s: something already exists at that name, which only this "
+                        "attempt creates; remove it" % self._url(remote)) from None
+                raise
+        try:
+            if not self._check_directories(remote):
+                raise disappeared(self._url(remote))
+        except DistributorError:
+            # Made through a link swapped in: removing it by its name, which is this attempt's
+            # alone, takes it back out from wherever the name now leads, when that is there.
+            with suppress(Exception):
+                self._open().rmdir(_wire(remote))
+            raise
+        attrs = self._lstat(remote)
+        if attrs is None or stat.S_IMODE(attrs.st_mode or 0) & 0o077 or (
+                attrs.st_uid != 0 and self._name_of(attrs.st_uid) not in (None, self.username)):
+            raise DistributorError("storage_error", "%s is not the private directory this attempt made; something "
+                                   "else changed the destination during this run" % self._url(remote))
+        self._staging_dirs.add(remote)
+
+    def _drop_staging(self) -> None:
+        """Remove the staging directories, empty once their files are renamed or removed."""
+        for remote in self._staging_dirs:
+            with suppress(Exception):
+                self._open().rmdir(_wire(remote))
+        self._staging_dirs.clear()
+
+
+def _link_refused(where: str) -> DistributorError:
+    return DistributorError("storage_error", "%s is a symbolic link; distributor never follows links inside a "
+                            "destination root" % where)
+
+
+def _not_a_directory(where: str, needed_by: str) -> DistributorError:
+    return DistributorError(
+        "storage_error",
+        "%s is a file where %s needs a directory; move it away so distributor can publish there" % (where, needed_by),
+    )
+
+
+def disappeared(where: str) -> DistributorError:
+    return DistributorError("storage_error", "%s is not where distributor just made it; something else changed the "
+                            "destination during this run" % where)
