@@ -16,8 +16,8 @@ SHOWN = "\\x1b[1A\\x1b[2K"
 
 
 def publish(source: str, pipeline_id: str, destination: dict) -> dict:
-    return {"distributor.core.distributor_publish": {"source": source, "pipeline": {"id": pipeline_id},
-                                                      "destination": destination}}
+    return {"distributor.core.distributor_publish": {
+        "source": source, "pipeline": {"id": pipeline_id}, "destination": destination}}
 
 
 def test_escape_sequences_from_ids_content_and_records_show_escaped_in_check_diff_output(playbook, make_bundle, tmp_path):
