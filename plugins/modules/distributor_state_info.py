@@ -220,7 +220,10 @@ lock:
       description: When it expires unless renewed (RFC3339); V(null) when unreadable.
       type: str
     expired:
-      description: Past its expiry or unreadable, so the next publisher breaks it.
+      description:
+        - The record's own RV(lock.expires_at) is past on the clock of the host running this task, or the record is unreadable.
+        - A hint for people. Publishers judge a lock by its age on the storage's own clock, so a holder whose clock differs
+          from this host's may still hold a lock shown as expired, and the other way round.
       type: bool
   sample: {holder: "web1:4242", acquired_at: "2026-06-04T12:00:00Z", expires_at: "2026-06-04T12:10:00Z", expired: false}
 """

@@ -108,8 +108,9 @@ def _interrupted(journal: Journal | None, state: State | None) -> dict | None:
 
 def _lock(raw: bytes | None, now: float) -> dict | None:
     """The lock record, as anyone may have written it: fields that cannot be read are None, and
-    a record past its expiry, or unreadable, is `expired`, as a waiting publisher judges it. A
-    record over LOCK_LIMIT is unreadable: it was read no further than that."""
+    a record whose own `expires_at` is past on this machine's clock, or unreadable, is `expired`:
+    a hint for people, since publishers judge a lock on the storage's clock (storage/lease.py).
+    A record over LOCK_LIMIT is unreadable: it was read no further than that."""
     if raw is None:
         return None
     record = None
