@@ -89,6 +89,7 @@ requirements:
   - python >= 3.9
   - jsonschema >= 4.17
   - Markdown >= 3.5 (for the C(markdown_to_html) transform)
+  - Pygments >= 2.15 (optional, syntax highlighting of fenced code in C(markdown_to_html))
   - paramiko >= 3.4 (for C(sftp) storage)
   - boto3 >= 1.28 (for C(s3) storage)
 """
