@@ -262,6 +262,7 @@ options:
         in between does not change the digest.
       - A form C(sha256:<64 hex digits>); anything else is C(invalid_config).
     type: str
+    version_added: 0.2.0
 """
 
     # The options that fill a bundle path's placeholders when no bundle is at hand.

@@ -62,7 +62,7 @@ seealso:
 author:
   - distributor maintainers (@distributor)
 requirements:
-  - python >= 3.9
+  - python >= 3.10
   - jsonschema >= 4.17
 """
 

@@ -64,48 +64,50 @@ TEMPLATE_MAX_BYTES = 1024 * 1024
 # from disk) looks finished without fetching anything: readable measure and type, bordered
 # tables, code blocks, images that fit the screen, light and dark from the reader's setting, and
 # the classes Pygments gives highlighted code (codehilite) in both. Static text, so a page's
-# bytes do not depend on the Pygments version's own stylesheet.
-BUILTIN_STYLESHEET = """<style>
-:root{color-scheme:light dark;--fg:#1f2328;--muted:#59636e;--bg:#fff;--line:#d1d9e0;--soft:#f6f8fa;--link:#0969da}
-@media (prefers-color-scheme:dark){:root{--fg:#e6edf3;--muted:#9198a1;--bg:#0d1117;--line:#3d444d;--soft:#161b22;--link:#4493f8}}
-html{background:var(--bg);color:var(--fg)}
-body{max-width:52rem;margin:0 auto;padding:2rem 1.25rem 4rem;font:16px/1.6 system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans",Helvetica,Arial,sans-serif;overflow-wrap:break-word}
-h1,h2,h3,h4,h5,h6{line-height:1.25;margin:1.6em 0 .6em;font-weight:600}
-h1{font-size:2em;margin-top:0;padding-bottom:.3em;border-bottom:1px solid var(--line)}
-h2{font-size:1.5em;padding-bottom:.3em;border-bottom:1px solid var(--line)}
-h3{font-size:1.25em}
-p,ul,ol,dl,table,pre,blockquote{margin:0 0 1em}
-a{color:var(--link);text-decoration:none}
-a:hover{text-decoration:underline}
-img{max-width:100%;height:auto}
-hr{border:0;border-top:1px solid var(--line);margin:2em 0}
-blockquote{margin-left:0;padding:0 1em;color:var(--muted);border-left:.25em solid var(--line)}
-table{border-collapse:collapse;display:block;max-width:100%;overflow-x:auto}
-th,td{border:1px solid var(--line);padding:.4em .8em;text-align:left}
-th{background:var(--soft);font-weight:600}
-tr:nth-child(2n) td{background:var(--soft)}
-code,pre{font-family:ui-monospace,SFMono-Regular,"SF Mono",Menlo,Consolas,"Liberation Mono",monospace;font-size:.875em}
-code{background:var(--soft);padding:.15em .35em;border-radius:4px}
-pre{background:var(--soft);border:1px solid var(--line);border-radius:6px;padding:1em;overflow-x:auto;line-height:1.45}
-pre code{background:none;padding:0}
-.codehilite{margin:0 0 1em}
-.codehilite .c,.codehilite .c1,.codehilite .cm,.codehilite .cs,.codehilite .ch,.codehilite .cp{color:#6e7781;font-style:italic}
-.codehilite .k,.codehilite .kc,.codehilite .kd,.codehilite .kn,.codehilite .kr,.codehilite .kt,.codehilite .ow,.codehilite .nt{color:#cf222e}
-.codehilite .s,.codehilite .s1,.codehilite .s2,.codehilite .sb,.codehilite .sd,.codehilite .se,.codehilite .sh,.codehilite .si,.codehilite .sx,.codehilite .dl{color:#0a3069}
-.codehilite .m,.codehilite .mi,.codehilite .mf,.codehilite .mh,.codehilite .mo,.codehilite .il,.codehilite .no,.codehilite .kc{color:#0550ae}
-.codehilite .nf,.codehilite .fm,.codehilite .nc,.codehilite .nd,.codehilite .ne{color:#8250df}
-.codehilite .nb,.codehilite .bp,.codehilite .na,.codehilite .nv,.codehilite .vi{color:#953800}
-.codehilite .gd{color:#82071e;background:#ffebe9}.codehilite .gi{color:#116329;background:#dafbe1}.codehilite .err{color:#cf222e}
-@media (prefers-color-scheme:dark){
-.codehilite .c,.codehilite .c1,.codehilite .cm,.codehilite .cs,.codehilite .ch,.codehilite .cp{color:#9198a1}
-.codehilite .k,.codehilite .kc,.codehilite .kd,.codehilite .kn,.codehilite .kr,.codehilite .kt,.codehilite .ow,.codehilite .nt{color:#ff7b72}
-.codehilite .s,.codehilite .s1,.codehilite .s2,.codehilite .sb,.codehilite .sd,.codehilite .se,.codehilite .sh,.codehilite .si,.codehilite .sx,.codehilite .dl{color:#a5d6ff}
-.codehilite .m,.codehilite .mi,.codehilite .mf,.codehilite .mh,.codehilite .mo,.codehilite .il,.codehilite .no,.codehilite .kc{color:#79c0ff}
-.codehilite .nf,.codehilite .fm,.codehilite .nc,.codehilite .nd,.codehilite .ne{color:#d2a8ff}
-.codehilite .nb,.codehilite .bp,.codehilite .na,.codehilite .nv,.codehilite .vi{color:#ffa657}
-.codehilite .gd{color:#ffdcd7;background:#67060c}.codehilite .gi{color:#aff5b4;background:#033a16}.codehilite .err{color:#ff7b72}
-}
-</style>"""
+# bytes do not depend on the Pygments version's own stylesheet; one line in the page, so that a
+# reviewer's content diff of a new page is the page, not the stylesheet.
+BUILTIN_STYLESHEET = (
+    "<style>"
+    ":root{color-scheme:light dark;--fg:#1f2328;--muted:#59636e;--bg:#fff;--line:#d1d9e0;--soft:#f6f8fa;--link:#0969da}"
+    "@media (prefers-color-scheme:dark){:root{--fg:#e6edf3;--muted:#9198a1;--bg:#0d1117;--line:#3d444d;--soft:#161b22;--link:#4493f8}}"
+    "html{background:var(--bg);color:var(--fg)}"
+    "body{max-width:52rem;margin:0 auto;padding:2rem 1.25rem 4rem;font:16px/1.6 system-ui,-apple-system,\"Segoe UI\",Roboto,\"Noto Sans\",Helvetica,Arial,sans-serif;overflow-wrap:break-word}"
+    "h1,h2,h3,h4,h5,h6{line-height:1.25;margin:1.6em 0 .6em;font-weight:600}"
+    "h1{font-size:2em;margin-top:0;padding-bottom:.3em;border-bottom:1px solid var(--line)}"
+    "h2{font-size:1.5em;padding-bottom:.3em;border-bottom:1px solid var(--line)}"
+    "h3{font-size:1.25em}"
+    "p,ul,ol,dl,table,pre,blockquote{margin:0 0 1em}"
+    "a{color:var(--link);text-decoration:none}"
+    "a:hover{text-decoration:underline}"
+    "img{max-width:100%;height:auto}"
+    "hr{border:0;border-top:1px solid var(--line);margin:2em 0}"
+    "blockquote{margin-left:0;padding:0 1em;color:var(--muted);border-left:.25em solid var(--line)}"
+    "table{border-collapse:collapse;display:block;max-width:100%;overflow-x:auto}"
+    "th,td{border:1px solid var(--line);padding:.4em .8em;text-align:left}"
+    "th{background:var(--soft);font-weight:600}"
+    "tr:nth-child(2n) td{background:var(--soft)}"
+    "code,pre{font-family:ui-monospace,SFMono-Regular,\"SF Mono\",Menlo,Consolas,\"Liberation Mono\",monospace;font-size:.875em}"
+    "code{background:var(--soft);padding:.15em .35em;border-radius:4px}"
+    "pre{background:var(--soft);border:1px solid var(--line);border-radius:6px;padding:1em;overflow-x:auto;line-height:1.45}"
+    "pre code{background:none;padding:0}"
+    ".codehilite{margin:0 0 1em}"
+    ".codehilite .c,.codehilite .c1,.codehilite .cm,.codehilite .cs,.codehilite .ch,.codehilite .cp{color:#6e7781;font-style:italic}"
+    ".codehilite .k,.codehilite .kc,.codehilite .kd,.codehilite .kn,.codehilite .kr,.codehilite .kt,.codehilite .ow,.codehilite .nt{color:#cf222e}"
+    ".codehilite .s,.codehilite .s1,.codehilite .s2,.codehilite .sb,.codehilite .sd,.codehilite .se,.codehilite .sh,.codehilite .si,.codehilite .sx,.codehilite .dl{color:#0a3069}"
+    ".codehilite .m,.codehilite .mi,.codehilite .mf,.codehilite .mh,.codehilite .mo,.codehilite .il,.codehilite .no,.codehilite .kc{color:#0550ae}"
+    ".codehilite .nf,.codehilite .fm,.codehilite .nc,.codehilite .nd,.codehilite .ne{color:#8250df}"
+    ".codehilite .nb,.codehilite .bp,.codehilite .na,.codehilite .nv,.codehilite .vi{color:#953800}"
+    ".codehilite .gd{color:#82071e;background:#ffebe9}.codehilite .gi{color:#116329;background:#dafbe1}.codehilite .err{color:#cf222e}"
+    "@media (prefers-color-scheme:dark){"
+    ".codehilite .c,.codehilite .c1,.codehilite .cm,.codehilite .cs,.codehilite .ch,.codehilite .cp{color:#9198a1}"
+    ".codehilite .k,.codehilite .kc,.codehilite .kd,.codehilite .kn,.codehilite .kr,.codehilite .kt,.codehilite .ow,.codehilite .nt{color:#ff7b72}"
+    ".codehilite .s,.codehilite .s1,.codehilite .s2,.codehilite .sb,.codehilite .sd,.codehilite .se,.codehilite .sh,.codehilite .si,.codehilite .sx,.codehilite .dl{color:#a5d6ff}"
+    ".codehilite .m,.codehilite .mi,.codehilite .mf,.codehilite .mh,.codehilite .mo,.codehilite .il,.codehilite .no,.codehilite .kc{color:#79c0ff}"
+    ".codehilite .nf,.codehilite .fm,.codehilite .nc,.codehilite .nd,.codehilite .ne{color:#d2a8ff}"
+    ".codehilite .nb,.codehilite .bp,.codehilite .na,.codehilite .nv,.codehilite .vi{color:#ffa657}"
+    ".codehilite .gd{color:#ffdcd7;background:#67060c}.codehilite .gi{color:#aff5b4;background:#033a16}.codehilite .err{color:#ff7b72}"
+    "}"
+    "</style>")
 
 
 @dataclass(frozen=True)
