@@ -212,8 +212,9 @@ $(DEMO_VENV)/.installed: requirements.txt
 	$(DEMO_VENV)/bin/python -m pip install --quiet -r requirements.txt
 	@touch $@
 
-# distributor_manifest derives `created` from the files' modification times; the demo pins them
-# (the example at 11:55, the change at 16:30) so that its output is the same on every run.
+# examples/bundle holds its manifest.json, so the working copy keeps its `created` (11:55) on
+# every run; the change is stamped 16:30 (distributor_manifest derives `created` from the newest
+# modification time of a changed bundle) so that the demo prints the same on every run.
 demo: $(DEMO_VENV)/.installed
 	@rm -rf $(DEMO_COLLECTIONS) && mkdir -p $(DEMO_COLLECTIONS)
 	@$(DEMO_VENV)/bin/ansible-galaxy collection build --force --output-path $(DEMO_COLLECTIONS) . >/dev/null
@@ -221,7 +222,6 @@ demo: $(DEMO_VENV)/.installed
 		$(DEMO_COLLECTIONS)/$(notdir $(TARBALL)) >/dev/null
 	@echo "==> 1. Publish a working copy of examples/bundle (again: a skip, changed=0)"
 	rm -rf $(DEMO_BUNDLE) && mkdir -p $(DEMO_BUNDLE) && cp examples/bundle/* $(DEMO_BUNDLE)/
-	touch -d 2026-06-04T11:55:00Z $(DEMO_BUNDLE)/*
 	$(DEMO_PLAYBOOK)
 	@echo "==> 2. Change the working copy: report.md edited, notes.md removed, summary.md added"
 	sed -i 's/50k/52k/; s/\[notes\](notes.md#method)/[summary](summary.md)/' $(DEMO_BUNDLE)/report.md
@@ -237,6 +237,7 @@ demo: $(DEMO_VENV)/.installed
 	@echo "Every command above runs again as printed. make demo again: step 1 is a skip (changed=0),"
 	@echo "as the destination holds the newer change, and steps 3 and 4 are skips too."
 demo: export ANSIBLE_NOCOLOR := 1
+demo: export ANSIBLE_COLLECTIONS_PATH := $(DEMO_COLLECTIONS)
 
 # ---------------------------------------------------------------------------------------------
 # Benchmarks (not part of `make test`): distributor against cp, rsync, sftp and `aws s3 sync` on

@@ -27,6 +27,7 @@ def test_the_readme_playbook_runs_as_written_check_then_approved_run(playbook, t
     section = readme_section("A first playbook")
     (tmp_path / "publish.yml").write_text(fenced(section, "yaml"))
     shutil.copytree(os.path.join(REPO_ROOT, "examples", "bundle"), tmp_path / "bundle")
+    manifest = (tmp_path / "bundle" / "manifest.json").read_bytes()
     check_command, run_command = fenced(section, "sh").strip().splitlines()
     assert check_command == "ansible-playbook -i localhost, publish.yml --check --diff"
     assert run_command == "ansible-playbook -i localhost, publish.yml -e approved=sha256:..."
@@ -35,7 +36,7 @@ def test_the_readme_playbook_runs_as_written_check_then_approved_run(playbook, t
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "+report.html  sha256:" in checked.stdout and "WARNING" not in checked.stdout + checked.stderr
     digest = re.search(r"publish \[.*\]; plan (sha256:[0-9a-f]{64})", checked.stdout).group(1)
-    assert not (tmp_path / "www").exists() and not (tmp_path / "bundle" / "manifest.json").exists()
+    assert not (tmp_path / "www").exists() and (tmp_path / "bundle" / "manifest.json").read_bytes() == manifest
 
     run = playbook.invoke(str(tmp_path / "publish.yml"), extra=("-e", "approved=" + digest))
     assert run.returncode == 0, run.stdout + run.stderr

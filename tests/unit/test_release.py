@@ -14,6 +14,8 @@ import sys
 import pytest
 import yaml
 
+from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest import Bundle, build_manifest
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODULES = os.path.join(REPO_ROOT, "plugins", "modules")
 PYTHON_MINIMUM = "3.10"
@@ -81,3 +83,11 @@ def test_one_minimum_python_version_everywhere():
     assert not re.search(r"Python 3\.(?!%s)\d+ or newer" % PYTHON_MINIMUM.split(".")[1], read("README.md"))
     assert "Python %s or newer" % PYTHON_MINIMUM in read("meta", "runtime.yml")
     assert yaml.safe_load(read("tests", "config.yml"))["modules"]["python_requires"] == ">=%s" % PYTHON_MINIMUM
+
+
+def test_the_example_bundle_holds_the_manifest_of_its_files():
+    """The demo and the README copy examples/bundle with its manifest.json; a file edited
+    without regenerating it would make every one of them fail verification."""
+    bundle = os.path.join(REPO_ROOT, "examples", "bundle")
+    recorded = Bundle.load(bundle).manifest
+    assert build_manifest(bundle, recorded.id, recorded.created) == recorded
