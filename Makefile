@@ -212,9 +212,10 @@ $(DEMO_VENV)/.installed: requirements.txt
 	$(DEMO_VENV)/bin/python -m pip install --quiet -r requirements.txt
 	@touch $@
 
-# examples/bundle holds its manifest.json, so the working copy keeps its `created` (11:55) on
-# every run; the change is stamped 16:30 (distributor_manifest derives `created` from the newest
-# modification time of a changed bundle) so that the demo prints the same on every run.
+# examples/bundle holds its manifest.json (created 11:55), so the working copy keeps it on every
+# run. distributor_manifest derives the `created` of a changed bundle from the newest modification
+# time of its files: the demo stamps the example 11:55 and the change 16:30, as a producer would,
+# so that the change lands in the same dated bundle path and the demo prints the same every run.
 demo: $(DEMO_VENV)/.installed
 	@rm -rf $(DEMO_COLLECTIONS) && mkdir -p $(DEMO_COLLECTIONS)
 	@$(DEMO_VENV)/bin/ansible-galaxy collection build --force --output-path $(DEMO_COLLECTIONS) . >/dev/null
@@ -222,6 +223,7 @@ demo: $(DEMO_VENV)/.installed
 		$(DEMO_COLLECTIONS)/$(notdir $(TARBALL)) >/dev/null
 	@echo "==> 1. Publish a working copy of examples/bundle (again: a skip, changed=0)"
 	rm -rf $(DEMO_BUNDLE) && mkdir -p $(DEMO_BUNDLE) && cp examples/bundle/* $(DEMO_BUNDLE)/
+	touch -d 2026-06-04T11:55:00Z $(DEMO_BUNDLE)/*
 	$(DEMO_PLAYBOOK)
 	@echo "==> 2. Change the working copy: report.md edited, notes.md removed, summary.md added"
 	sed -i 's/50k/52k/; s/\[notes\](notes.md#method)/[summary](summary.md)/' $(DEMO_BUNDLE)/report.md
@@ -235,7 +237,7 @@ demo: $(DEMO_VENV)/.installed
 	@echo
 	@echo "Open the published report:  file://$$(cat $(DEMO_DIR)/primary-page)"
 	@echo "Every command above runs again as printed. make demo again: step 1 is a skip (changed=0),"
-	@echo "as the destination holds the newer change, and steps 3 and 4 are skips too."
+	@echo "as the destination holds the newer change, and the publishes of steps 3 and 4 are skips too."
 demo: export ANSIBLE_NOCOLOR := 1
 demo: export ANSIBLE_COLLECTIONS_PATH := $(DEMO_COLLECTIONS)
 
