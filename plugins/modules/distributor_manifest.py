@@ -67,9 +67,27 @@ requirements:
 """
 
 EXAMPLES = r"""
-- name: Describe a freshly rendered report bundle
+- name: Describe the bundle; created is derived from it, the same under --check and in the run
   distributor.core.distributor_manifest:
     path: /srv/bundles/reports
+    id: reports.example
+  register: built
+
+- name: Publish it with the manifest just built (check mode predicts the run)
+  distributor.core.distributor_publish:
+    source: /srv/bundles/reports
+    manifest: "{{ built.manifest }}"
+    pipeline:
+      id: reports
+    destination:
+      id: archive
+      storage:
+        type: local
+        root: /srv/www/reports
+
+- name: Describe a bundle whose producer restores old modification times
+  distributor.core.distributor_manifest:
+    path: /srv/bundles/restored
     id: reports.example
     created: "2026-06-04T11:55:00Z"
 """
