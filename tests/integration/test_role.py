@@ -212,8 +212,8 @@ def test_the_roadmap_example_publishes_two_pipelines_into_one_date_first_root_wi
     recorded = state(site / "2026-06-08")
     assert (recorded["schema_version"], recorded["state"]["mode"]) == (3, "shared_root")
     assert sorted((o["pipeline_id"], o["destination_id"]) for o in recorded["owners"]) == [("daily", "site"), ("event", "site")]
-    assert {o["path"]: o["pipeline_id"] for o in recorded["outputs"]} == {"daily/report.html": "daily",
-                                                                         "event/watch-123.html": "event"}
+    owners = {o["path"]: o["pipeline_id"] for o in recorded["outputs"]}
+    assert owners == {"daily/report.html": "daily", "event/watch-123.html": "event"}
     page = (site / "2026-06-08" / "daily" / "report.html").read_text()
     assert '<a href="../event/watch-123.html">event page</a>' in page
 
