@@ -193,33 +193,53 @@ test: venv
 	$(MAKE) --no-print-directory molecule
 
 # ---------------------------------------------------------------------------------------------
-# Demo: publish the example bundle to a local directory through ansible-playbook.
+# Demo: publish the example bundle to a local directory through ansible-playbook, then review a
+# change to it with --check --diff and publish exactly the reviewed plan.
 
 # The demo needs only what a user installs (requirements.txt), not the test toolchain: its own
-# virtual environment, .build/demo-venv, and its own build of the collection.
+# virtual environment, .build/demo-venv, and its own build of the collection. Every command it
+# prints can be copied and run again from the repository root, as it is printed.
 DEMO_VENV := $(BUILD)/demo-venv
 DEMO_COLLECTIONS := $(BUILD)/demo-collections
-DEMO_PLAYBOOK = $(DEMO_VENV)/bin/ansible-playbook playbooks/demo.yml -e distributor_demo_dir=$(DEMO_DIR)
+# Shown relative to the repository root: the commands are read as well as run.
+demo_here = $(patsubst $(CURDIR)/%,%,$(abspath $(1)))
+DEMO_BUNDLE = $(call demo_here,$(DEMO_DIR))/bundle
+DEMO_PLAYBOOK = ANSIBLE_COLLECTIONS_PATH=$(call demo_here,$(DEMO_COLLECTIONS)) $(call demo_here,$(DEMO_VENV))/bin/ansible-playbook \
+	-i localhost, playbooks/demo.yml$(if $(filter $(BUILD)/demo,$(DEMO_DIR)),, -e distributor_demo_dir=$(abspath $(DEMO_DIR)))
 
 $(DEMO_VENV)/.installed: requirements.txt
 	@if [ ! -x $(DEMO_VENV)/bin/python ]; then $(PYTHON) -m venv $(DEMO_VENV); fi
 	$(DEMO_VENV)/bin/python -m pip install --quiet -r requirements.txt
 	@touch $@
 
+# examples/bundle holds its manifest.json (created 11:55), so the working copy keeps it on every
+# run. distributor_manifest derives the `created` of a changed bundle from the newest modification
+# time of its files: the demo stamps the example 11:55 and the change 16:30, as a producer would,
+# so that the change lands in the same dated bundle path and the demo prints the same every run.
 demo: $(DEMO_VENV)/.installed
 	@rm -rf $(DEMO_COLLECTIONS) && mkdir -p $(DEMO_COLLECTIONS)
-	$(DEMO_VENV)/bin/ansible-galaxy collection build --force --output-path $(DEMO_COLLECTIONS) . >/dev/null
-	$(DEMO_VENV)/bin/ansible-galaxy collection install --force --offline -p $(DEMO_COLLECTIONS) \
+	@$(DEMO_VENV)/bin/ansible-galaxy collection build --force --output-path $(DEMO_COLLECTIONS) . >/dev/null
+	@$(DEMO_VENV)/bin/ansible-galaxy collection install --force --offline -p $(DEMO_COLLECTIONS) \
 		$(DEMO_COLLECTIONS)/$(notdir $(TARBALL)) >/dev/null
+	@echo "==> 1. Publish a working copy of examples/bundle (again: a skip, changed=0)"
+	rm -rf $(DEMO_BUNDLE) && mkdir -p $(DEMO_BUNDLE) && cp examples/bundle/* $(DEMO_BUNDLE)/
+	touch -d 2026-06-04T11:55:00Z $(DEMO_BUNDLE)/*
 	$(DEMO_PLAYBOOK)
+	@echo "==> 2. Change the working copy: report.md edited, notes.md removed, summary.md added"
+	sed -i 's/50k/52k/; s/\[notes\](notes.md#method)/[summary](summary.md)/' $(DEMO_BUNDLE)/report.md
+	rm $(DEMO_BUNDLE)/notes.md
+	printf '# Summary\n\nRevenue for the year: 135k.\n' > $(DEMO_BUNDLE)/summary.md
+	touch -d 2026-06-04T16:30:00Z $(DEMO_BUNDLE)/report.md $(DEMO_BUNDLE)/summary.md
+	@echo "==> 3. Review it: the dry run lists the outputs before and after, then a diff of each page"
+	$(DEMO_PLAYBOOK) --check --diff
+	@echo "==> 4. Publish the reviewed plan: a run whose plan differs fails with plan_changed"
+	$(DEMO_PLAYBOOK) -e distributor_demo_expect_plan_digest=$$(cat $(call demo_here,$(DEMO_DIR))/plan-digest)
 	@echo
 	@echo "Open the published report:  file://$$(cat $(DEMO_DIR)/primary-page)"
-	@echo "Run make demo again: the publish is a skip and the recap says changed=0."
-	@echo "Next, see what a run would change without changing anything (--check --diff):"
-	@echo "  ANSIBLE_COLLECTIONS_PATH=$(DEMO_COLLECTIONS) $(DEMO_PLAYBOOK) --check --diff"
+	@echo "Every command above runs again as printed. make demo again: step 1 is a skip (changed=0),"
+	@echo "as the destination holds the newer change, and the publishes of steps 3 and 4 are skips too."
+demo: export ANSIBLE_NOCOLOR := 1
 demo: export ANSIBLE_COLLECTIONS_PATH := $(DEMO_COLLECTIONS)
-demo: export ANSIBLE_LOCALHOST_WARNING := False
-demo: export ANSIBLE_INVENTORY_UNPARSED_WARNING := False
 
 # ---------------------------------------------------------------------------------------------
 # Benchmarks (not part of `make test`): distributor against cp, rsync, sftp and `aws s3 sync` on

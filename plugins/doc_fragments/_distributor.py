@@ -262,6 +262,7 @@ options:
         in between does not change the digest.
       - A form C(sha256:<64 hex digits>); anything else is C(invalid_config).
     type: str
+    version_added: 0.2.0
 """
 
     # The options that fill a bundle path's placeholders when no bundle is at hand.
@@ -318,6 +319,21 @@ options:
             description: Pass raw HTML in Markdown through instead of escaping it.
             type: bool
             default: false
+          stylesheet:
+            description:
+              - URL of your own stylesheet (C(https://...), C(/css/site.css) or relative to the page), linked
+                from every page instead of the built-in stylesheet, which is otherwise inlined.
+            type: str
+            version_added: 0.2.0
+          template:
+            description:
+              - Absolute path of an HTML page template on the host that runs the module, used instead of the
+                built-in page. Each C({title}), C({content}) and C({stylesheet}) in it is replaced (plain
+                placeholders, not Jinja2); C({content}) is required, every other brace stays as written.
+              - The file is read at every publish; a changed template changes the pages rendered from then on,
+                but an unchanged bundle is still a skip (see the configuration reference).
+            type: path
+            version_added: 0.2.0
       destinations:
         description: Destination ids, used by the C(distributor) role; ignored by the modules.
         type: list

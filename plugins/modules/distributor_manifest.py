@@ -12,8 +12,10 @@ version_added: 0.1.0
 description:
   - Hashes the files of a bundle directory and writes its C(manifest.json) (schema 1) with the
     digest distributor verifies when it publishes.
-  - Idempotent; the file is rewritten only when its content changes. Without I(created), an
-    unchanged bundle keeps the created time it has.
+  - Idempotent; the file is rewritten only when its content changes.
+  - Without O(created) the manifest is a function of the bundle, in check mode and in a run
+    alike, so a C(--check) run predicts the real one and its RV(distributor.core.distributor_publish#module:plan_digest)
+    can be approved with O(distributor.core.distributor_publish#module:expect_plan_digest).
 options:
   path:
     description: The bundle directory.
@@ -26,7 +28,11 @@ options:
   created:
     description:
       - RFC3339 creation time. Newer created times replace older ones at a destination.
-      - When unset, an unchanged bundle keeps its recorded time and a changed one gets the current time.
+      - When unset, an unchanged bundle (same O(id) and files) keeps the time its C(manifest.json) records;
+        otherwise it is the newest modification time of the listed files, in UTC and whole seconds, and at
+        least one second after the time the previous manifest of the same O(id) recorded.
+      - Set it when the producer restores old modification times (C(rsync -a), C(tar -x), C(cp -p)) and has
+        no previous C(manifest.json) to move forward from; see the configuration reference.
     type: str
   files:
     description: Paths to list, relative to I(path). Every regular file except C(manifest.json) when unset.
@@ -56,14 +62,32 @@ seealso:
 author:
   - distributor maintainers (@distributor)
 requirements:
-  - python >= 3.9
+  - python >= 3.10
   - jsonschema >= 4.17
 """
 
 EXAMPLES = r"""
-- name: Describe a freshly rendered report bundle
+- name: Describe the bundle; created is derived from it, the same under --check and in the run
   distributor.core.distributor_manifest:
     path: /srv/bundles/reports
+    id: reports.example
+  register: built
+
+- name: Publish it with the manifest just built (check mode predicts the run)
+  distributor.core.distributor_publish:
+    source: /srv/bundles/reports
+    manifest: "{{ built.manifest }}"
+    pipeline:
+      id: reports
+    destination:
+      id: archive
+      storage:
+        type: local
+        root: /srv/www/reports
+
+- name: Describe a bundle whose producer restores old modification times
+  distributor.core.distributor_manifest:
+    path: /srv/bundles/restored
     id: reports.example
     created: "2026-06-04T11:55:00Z"
 """
@@ -92,7 +116,6 @@ path:
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.adapter import run_module
 from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest import ensure_manifest
-from ansible_collections.distributor.core.plugins.module_utils._distributor.timestamps import format_rfc3339, utc_now
 
 
 def main():
@@ -106,7 +129,7 @@ def main():
         argument_spec,
         lambda params, check_mode: ensure_manifest(
             params["path"], manifest_id=params["id"], created=params["created"], paths=params["files"],
-            check_mode=check_mode, now=format_rfc3339(utc_now()),
+            check_mode=check_mode,
         ),
     )
 

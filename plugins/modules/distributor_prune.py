@@ -50,7 +50,7 @@ seealso:
 author:
   - distributor maintainers (@distributor)
 requirements:
-  - python >= 3.9
+  - python >= 3.10
   - jsonschema >= 4.17
   - paramiko >= 3.4 (for C(sftp) storage)
   - boto3 >= 1.28 (for C(s3) storage)

@@ -27,6 +27,7 @@ options:
         and publishes predicts the publish in check mode, where the manifest is not written.
       - Validated exactly like C(manifest.json); every file is verified against it while it is read.
     type: dict
+    version_added: 0.2.0
   source:
     description: Directory of the source bundle (holding C(manifest.json)).
     type: path
@@ -52,6 +53,7 @@ options:
         RV(primary_url) are always returned.
     type: bool
     default: false
+    version_added: 0.2.0
 extends_documentation_fragment:
   - distributor.core._distributor.ATTRIBUTES
   - distributor.core._distributor.PLAN_REVIEW
@@ -86,9 +88,10 @@ seealso:
 author:
   - distributor maintainers (@distributor)
 requirements:
-  - python >= 3.9
+  - python >= 3.10
   - jsonschema >= 4.17
   - Markdown >= 3.5 (for the C(markdown_to_html) transform)
+  - Pygments >= 2.15 (optional, syntax highlighting of fenced code in C(markdown_to_html))
   - paramiko >= 3.4 (for C(sftp) storage)
   - boto3 >= 1.28 (for C(s3) storage)
 """

@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: distributor_state_info
 short_description: Show what distributor manages at one destination bundle path
-version_added: 0.1.0
+version_added: 0.2.0
 description:
   - Reads the C(.distributor.json) record of one destination bundle path, the journal an interrupted
     publish left there and the lock record, and returns them as data, so playbooks and people need
@@ -49,7 +49,7 @@ seealso:
 author:
   - distributor maintainers (@distributor)
 requirements:
-  - python >= 3.9
+  - python >= 3.10
   - jsonschema >= 4.17
   - paramiko >= 3.4 (for C(sftp) storage)
   - boto3 >= 1.28 (for C(s3) storage)

@@ -172,19 +172,50 @@ def test_reconcile_and_prune_cover_every_pipeline_and_destination(role, site, tm
         assert sorted(tree(bundle_path)) == [".distributor.json"] + result["kept"]
 
 
-def test_the_example_inventory_publishes_each_environment_to_its_own_roots(playbook, tmp_path):
+@pytest.fixture
+def example_inventory(tmp_path):
+    """playbooks/inventory with /srv/ moved under tmp_path, and the example bundles it names in
+    place: reports (examples/bundle), daily and event (examples/daily, examples/event), the last
+    two created on the same day so that they share that day's root."""
     inventory = tmp_path / "inventory"
     shutil.copytree(os.path.join(PLAYBOOKS, "inventory"), inventory)
     for path in inventory.rglob("*.yml"):
         path.write_text(path.read_text().replace("/srv/", str(tmp_path / "srv") + "/"))
-    bundle = tmp_path / "srv" / "bundles" / "reports"
-    shutil.copytree(os.path.join(REPO_ROOT, "examples", "bundle"), bundle)
-    create_manifest(str(bundle), "reports.example", CREATED, sorted(os.listdir(bundle)))
+    for name, example, source_id, created in (("reports", "bundle", "reports.example", CREATED),
+                                              ("daily", "daily", "daily.2026-06-08", "2026-06-08T06:00:00Z"),
+                                              ("event", "event", "event.watch-123", "2026-06-08T09:40:00Z")):
+        bundle = tmp_path / "srv" / "bundles" / name
+        shutil.copytree(os.path.join(REPO_ROOT, "examples", example), bundle)
+        create_manifest(str(bundle), source_id, created)
+    return inventory
 
-    completed = playbook.invoke(os.path.join(PLAYBOOKS, "publish.yml"), extra=("-i", str(inventory), "--limit", "staging"))
+
+def test_the_example_inventory_publishes_each_environment_to_its_own_roots(playbook, tmp_path, example_inventory):
+    completed = playbook.invoke(os.path.join(PLAYBOOKS, "publish.yml"), extra=("-i", str(example_inventory), "--limit", "staging"))
     assert completed.returncode == 0, completed.stdout + completed.stderr
-    assert sorted(os.listdir(tmp_path / "srv")) == ["archive", "bundles", "www"]
+    assert sorted(os.listdir(tmp_path / "srv")) == ["archive", "bundles", "site", "www"]
     assert sorted(tree(tmp_path / "srv" / "www")) == ["staging/reports/.distributor.json", "staging/reports/chart.png",
                                                       "staging/reports/notes.html", "staging/reports/report.html"]
     assert sorted(os.listdir(tmp_path / "srv" / "archive" / "staging")) == ["reports", "sources"]
     assert not (tmp_path / "srv" / "archive" / "production").exists()
+    assert not (tmp_path / "srv" / "site" / "production").exists()
+
+
+def test_the_roadmap_example_publishes_two_pipelines_into_one_date_first_root_with_one_state_record(
+        playbook, tmp_path, example_inventory):
+    """docs/roadmap: 2026-06-08/daily/report.md and 2026-06-08/event/watch-123.md, one shared root."""
+    completed = playbook.invoke(os.path.join(PLAYBOOKS, "publish.yml"), extra=("-i", str(example_inventory), "--limit", "staging"))
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    site = tmp_path / "srv" / "site" / "staging"
+    assert sorted(tree(site)) == ["2026-06-08/.distributor.json", "2026-06-08/daily/report.html",
+                                  "2026-06-08/event/watch-123.html"]
+    recorded = state(site / "2026-06-08")
+    assert (recorded["schema_version"], recorded["state"]["mode"]) == (3, "shared_root")
+    assert sorted((o["pipeline_id"], o["destination_id"]) for o in recorded["owners"]) == [("daily", "site"), ("event", "site")]
+    owners = {o["path"]: o["pipeline_id"] for o in recorded["outputs"]}
+    assert owners == {"daily/report.html": "daily", "event/watch-123.html": "event"}
+    page = (site / "2026-06-08" / "daily" / "report.html").read_text()
+    assert '<a href="../event/watch-123.html">event page</a>' in page
+
+    again = playbook.invoke(os.path.join(PLAYBOOKS, "publish.yml"), extra=("-i", str(example_inventory), "--limit", "staging"))
+    assert again.returncode == 0 and "changed=0" in again.stdout, again.stdout

@@ -114,3 +114,21 @@ def test_every_choice_is_documented_in_config_md(name):
         text = handle.read()
     missing = [word for word in getattr(vocabulary, name) if word not in text]
     assert not missing, "docs/config.md does not mention %s of %s" % (missing, name)
+
+
+@pytest.mark.parametrize("markdown, message", [
+    ({"stylesheet": "javascript:alert(1)"}, "markdown.stylesheet 'javascript:alert(1)' must be the URL of a stylesheet"),
+    ({"stylesheet": "site.css\" onload=\"x"}, "without spaces, quotes, backslashes or a script scheme"),
+    ({"template": "templates/page.html"}, "markdown.template 'templates/page.html' must be an absolute path"),
+    ({"template": ""}, "pipeline: markdown.template must not be empty"),
+    ({"stylesheet": 1}, "pipeline: markdown.stylesheet must be a string, not an integer"),
+])
+def test_page_options_are_checked_naming_the_field(markdown, message):
+    with pytest.raises(DistributorError) as caught:
+        parse_pipeline({"id": "site", "markdown": markdown})
+    assert caught.value.reason == "invalid_config" and message in caught.value.message, caught.value.message
+
+
+def test_page_options_are_kept():
+    parsed = parse_pipeline({"id": "site", "markdown": {"stylesheet": "/css/site.css", "template": "/etc/page.html"}})
+    assert (parsed.stylesheet, parsed.template, parsed.allow_raw_html) == ("/css/site.css", "/etc/page.html", False)

@@ -8,11 +8,11 @@ import pytest
 from ansible_collections.distributor.core.plugins.module_utils._distributor import transforms as transforms_module
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError, MissingLibrary
 from ansible_collections.distributor.core.plugins.module_utils._distributor.transforms import (
-    TRANSFORMS, output_kind, output_path, render_markdown)
+    TRANSFORMS, Page, output_kind, output_path, read_template, render_markdown)
 
 
 def render(text: str, path: str = "docs/page.md", allow_raw_html: bool = False) -> str:
-    return render_markdown(text.encode("utf-8"), path, allow_raw_html).decode("utf-8")
+    return render_markdown(text.encode("utf-8"), path, Page(allow_raw_html)).decode("utf-8")
 
 
 def body(text: str, allow_raw_html: bool = False) -> str:
@@ -86,9 +86,17 @@ def test_tables_render():
     assert "<table>" in html and "<th>a</th>" in html and "<td>2</td>" in html
 
 
-def test_fenced_code_renders_escaped_with_its_language():
+def test_fenced_code_gets_pygments_highlighting_classes_escaped():
     html = body("```python\nprint('<b>')\n```\n")
-    assert "<pre><code class=\"language-python\">print('&lt;b&gt;')\n</code></pre>" in html
+    assert html == ('<div class="codehilite"><pre><span></span><code><span class="nb">print</span><span class="p">(</span>'
+                    '<span class="s1">\'&lt;b&gt;\'</span><span class="p">)</span>\n</code></pre></div>')
+
+
+def test_without_pygments_fenced_code_renders_plain_with_its_language(monkeypatch):
+    from markdown.extensions import codehilite
+    monkeypatch.setattr(codehilite, "pygments", False)
+    html = body("```python\nprint('<b>')\n```\n")
+    assert html == "<pre class=\"codehilite\"><code class=\"language-python\">print('&lt;b&gt;')\n</code></pre>"
 
 
 def test_headings_get_ids():
@@ -212,4 +220,66 @@ def test_the_shared_renderer_keeps_no_state_between_pages():
         fresh.append(transforms.render_markdown(p, "p%d.md" % i))
         transforms._renderer.cache_clear()
     assert first == again == fresh
-    assert transforms.render_markdown(pages[0], "x.md", allow_raw_html=True) != first[0], "the option picks its own renderer"
+    assert transforms.render_markdown(pages[0], "x.md", Page(allow_raw_html=True)) != first[0], "the option picks its own renderer"
+
+
+# the page: built-in stylesheet, the operator's stylesheet and template
+
+
+def test_pages_carry_the_built_in_stylesheet_inline_for_light_and_dark():
+    document = render("# T\n")
+    head = document[: document.index("</head>")]
+    assert "<style>" in head and "<link" not in head
+    for rule in ("prefers-color-scheme:dark", "th,td{border:1px solid", "img{max-width:100%",
+                 "pre{background:var(--soft)", ".codehilite .k,"):
+        assert rule in head, rule
+
+
+def test_an_operator_stylesheet_url_replaces_the_built_in_one():
+    document = render_markdown(b"# T\n", "a.md", Page(stylesheet="https://cdn.example.com/site.css?v=1&x=2")).decode()
+    assert '<link rel="stylesheet" href="https://cdn.example.com/site.css?v=1&amp;x=2">' in document
+    assert "<style>" not in document
+
+
+def test_a_template_is_filled_once_and_keeps_every_other_brace():
+    template = "<html><head><title>{title}</title><style>p{color:red}</style>{stylesheet}</head><main>{content}</main>{other}</html>"
+    document = render_markdown(b"# A & B\n\nsays {title} and {content}\n", "a.md",
+                               Page(stylesheet="/site.css", template=template)).decode()
+    assert document == ('<html><head><title>A &amp; B</title><style>p{color:red}</style><link rel="stylesheet" href="/site.css">'
+                        '</head><main><h1 id="a-b">A &amp; B</h1>\n<p>says {title} and {content}</p></main>{other}</html>')
+
+
+def test_the_template_changes_the_page_bytes():
+    plain = render_markdown(b"# T\n", "a.md")
+    templated = render_markdown(b"# T\n", "a.md", Page(template="<body class=site>{content}</body>"))
+    assert templated == b'<body class=site><h1 id="t">T</h1></body>' and templated != plain
+
+
+def test_a_template_file_is_read_as_utf8_and_links_are_followed(tmp_path):
+    (tmp_path / "page.html").write_bytes("\ufeff<h1>Caf\u00e9</h1>{content}".encode("utf-8"))
+    (tmp_path / "link.html").symlink_to(tmp_path / "page.html")
+    assert read_template(str(tmp_path / "link.html"), "pipeline site") == "<h1>Caf\u00e9</h1>{content}"
+
+
+@pytest.mark.parametrize("name, content, message", [
+    ("missing.html", None, "cannot be read: No such file or directory"),
+    ("plain.html", b"<p>{title}</p>", "has no {content} placeholder, so pages would lose their text"),
+    ("latin1.html", b"{content} caf\xe9", "is not UTF-8 (byte 13); save it as UTF-8"),
+    ("huge.html", b"{content}" + b"x" * (1024 * 1024), "is larger than 1048576 bytes"),
+    ("dir", "dir", "is a directory, not a regular file"),
+    ("fifo", "fifo", "is a FIFO (named pipe), not a regular file"),
+])
+def test_an_unusable_template_file_is_a_config_error_naming_it(tmp_path, name, content, message):
+    import os
+    path = tmp_path / name
+    if content == "dir":
+        path.mkdir()
+    elif content == "fifo":
+        os.mkfifo(path)
+    elif content is not None:
+        path.write_bytes(content)
+    with pytest.raises(DistributorError) as caught:
+        read_template(str(path), "pipeline site")
+    assert caught.value.reason == "invalid_config"
+    assert caught.value.message.startswith("pipeline site: markdown.template %s " % path)
+    assert message in caught.value.message

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import posixpath
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -15,6 +16,7 @@ from .errors import DistributorError
 from .paths import is_reserved, path_problem
 from .schemas import HTTP_URL, validate
 from .timestamps import format_rfc3339
+from .transforms import is_script_url
 from .storage.base import LOCK_EXPIRY_SECONDS
 
 DEFAULT_RULES = ({"match": "**", "transform": "copy"},)
@@ -34,6 +36,8 @@ class Pipeline:
     rules: tuple[Rule, ...]
     allow_raw_html: bool
     exclude: tuple[str, ...] = ()
+    stylesheet: str | None = None
+    template: str | None = None
 
 
 @dataclass(frozen=True)
@@ -90,12 +94,33 @@ def parse_pipeline(data: object) -> Pipeline:
     rules = tuple(
         Rule(match=r["match"], transform=r.get("transform", "copy")) for r in data.get("outputs", DEFAULT_RULES)
     )
-    return Pipeline(
+    markdown = data.get("markdown", {})
+    pipeline = Pipeline(
         id=data["id"],
         rules=rules,
-        allow_raw_html=data.get("markdown", {}).get("allow_raw_html", False),
+        allow_raw_html=markdown.get("allow_raw_html", False),
         exclude=tuple(data.get("exclude", ())),
+        stylesheet=markdown.get("stylesheet"),
+        template=markdown.get("template"),
     )
+    _check_page_options(pipeline)
+    return pipeline
+
+
+def _check_page_options(pipeline: Pipeline) -> None:
+    """What the schema cannot say: the stylesheet is a URL a browser fetches as it is written
+    (absolute, or relative to the page), and the template a file the module can find wherever it
+    runs, whatever its working directory."""
+    where = "pipeline %s" % pipeline.id
+    if pipeline.stylesheet is not None:
+        if re.search(r"[\x00-\x20\x7f\"<>\\]", pipeline.stylesheet) or is_script_url(pipeline.stylesheet):
+            raise DistributorError("invalid_config", "%s: markdown.stylesheet %r must be the URL of a stylesheet "
+                                   "(https://..., /css/site.css or css/site.css), without spaces, quotes, "
+                                   "backslashes or a script scheme" % (where, pipeline.stylesheet))
+    if pipeline.template is not None and not posixpath.isabs(pipeline.template):
+        raise DistributorError("invalid_config", "%s: markdown.template %r must be an absolute path of a file on "
+                               "the host that runs the module (for example {{ playbook_dir }}/page.html)"
+                               % (where, pipeline.template))
 
 
 def parse_destination(data: object) -> Destination:

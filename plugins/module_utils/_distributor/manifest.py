@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import stat
 import tempfile
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from functools import cached_property
 from typing import Iterable, Iterator
 
@@ -22,7 +23,7 @@ from .errors import DistributorError
 from .paths import RESERVED_PREFIX, is_reserved, path_problem
 from .regular import NotRegularFile, kind_of, open_regular
 from .schemas import check_nesting, show, validate
-from .timestamps import parse_rfc3339
+from .timestamps import format_rfc3339, parse_rfc3339
 
 MANIFEST_NAME = "manifest.json"
 SCHEMA_VERSION = 1
@@ -348,19 +349,45 @@ def _not_regular(exc: NotRegularFile) -> DistributorError:
                             "(and links to them inside the bundle)" % (exc.filename, exc.kind))
 
 
-def build_manifest(source_dir: str, manifest_id: str, created: str, paths: Iterable[str] | None = None) -> Manifest:
+def build_manifest(source_dir: str, manifest_id: str, created: str | None, paths: Iterable[str] | None = None,
+                   previous: Manifest | None = None) -> Manifest:
     """Hash the bundle's files into a Manifest without writing anything (check mode needs that).
 
     With `paths` None every regular file below `source_dir` is listed except manifest.json;
     symbolic links to directories are not descended into, so list such files in `paths`.
-    The result goes through parse_manifest: what this builds, load reads.
+    `created` None derives it from the bundle (see derive_created; `previous` is the manifest
+    the bundle had). The result goes through parse_manifest: what this builds, load reads.
     """
     root = os.path.abspath(source_dir)
     listed = sorted(_walk(root) if paths is None else paths, key=lambda p: p.encode("utf-8", "surrogateescape"))
     inside = _Inside(root)
-    files = tuple(_hash_file(root, inside, path) for path in listed)
+    hashed = [_hash_file(root, inside, path) for path in listed]
+    files = tuple(entry for entry, _mtime in hashed)
+    if created is None:
+        created = derive_created(manifest_id, files, [mtime for _entry, mtime in hashed] or [_mtime(root, root)],
+                                 previous)
     manifest = Manifest(SCHEMA_VERSION, manifest_id, compute_digest(files), created, files)
     return parse_manifest(manifest.to_dict(), os.path.join(root, MANIFEST_NAME))
+
+
+def derive_created(manifest_id: str, files: tuple[ManifestFile, ...], mtimes: list[float],
+                   previous: Manifest | None) -> str:
+    """`created` as a function of the bundle, so a check and the run that follows it describe
+    the same bundle (and an approved plan digest can run) whenever either runs.
+
+    The previous manifest's `created` when the id and files are unchanged; otherwise the newest
+    modification time of the files (of the bundle directory when it lists none), in UTC, whole
+    seconds, but at least one second after the previous `created` of the same id, so a changed
+    bundle always moves forward and replaces the recorded one at its destinations.
+    """
+    if previous is not None and previous.id == manifest_id:
+        if previous.files == files:
+            return previous.created
+        floor = previous.created_at.timestamp() + 1
+    else:
+        floor = 0
+    newest = max(int(max(mtimes)), int(math.ceil(floor)))
+    return format_rfc3339(datetime.fromtimestamp(newest, timezone.utc))
 
 
 def write_manifest(source_dir: str, manifest: Manifest) -> None:
@@ -368,7 +395,7 @@ def write_manifest(source_dir: str, manifest: Manifest) -> None:
     _write_atomically(where, (json.dumps(manifest.to_dict(), indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
 
 
-def create_manifest(source_dir: str, manifest_id: str, created: str, paths: Iterable[str] | None = None) -> dict:
+def create_manifest(source_dir: str, manifest_id: str, created: str | None, paths: Iterable[str] | None = None) -> dict:
     """Hash the bundle's files and write its manifest.json; returns the manifest as written."""
     manifest = build_manifest(source_dir, manifest_id, created, paths)
     write_manifest(source_dir, manifest)
@@ -389,7 +416,8 @@ def _unlistable(exc: OSError) -> None:
     raise DistributorError("invalid_manifest", "cannot list %s: %s" % (exc.filename, exc.strerror or exc))
 
 
-def _hash_file(root: str, inside: _Inside, path: str) -> ManifestFile:
+def _hash_file(root: str, inside: _Inside, path: str) -> tuple[ManifestFile, float]:
+    """The file's manifest entry and its modification time (of the target, for a link)."""
     if path == MANIFEST_NAME:
         problem = "is the manifest itself, which cannot list its own hash"
     else:
@@ -403,7 +431,14 @@ def _hash_file(root: str, inside: _Inside, path: str) -> ManifestFile:
     for chunk in _read_chunks(real, "invalid_manifest"):
         hasher.update(chunk)
         size += len(chunk)
-    return ManifestFile(path, "sha256:" + hasher.hexdigest(), size)
+    return ManifestFile(path, "sha256:" + hasher.hexdigest(), size), _mtime(real, path)
+
+
+def _mtime(real: str, path: str) -> float:
+    try:
+        return os.stat(real).st_mtime
+    except OSError as exc:
+        raise DistributorError("invalid_manifest", "cannot read %s: %s" % (show(path), exc.strerror or exc)) from None
 
 
 def _write_atomically(where: str, content: bytes) -> None:
@@ -424,11 +459,11 @@ def _write_atomically(where: str, content: bytes) -> None:
 
 
 def ensure_manifest(source_dir: str, *, manifest_id: str, created: str | None, paths: Iterable[str] | None,
-                    check_mode: bool, now: str) -> dict:
+                    check_mode: bool) -> dict:
     """The distributor_manifest operation: write manifest.json only when its content changes.
 
-    Without `created`, an existing manifest whose id and files are unchanged keeps its created
-    time, so a playbook that re-runs is idempotent; a changed bundle gets `now`.
+    Without `created` it is derived from the bundle (derive_created), in check mode and in a
+    run alike: a play re-run on an unchanged bundle changes nothing, and a check predicts the run.
     """
     where = os.path.join(os.path.abspath(source_dir), MANIFEST_NAME)
     current = None
@@ -437,9 +472,7 @@ def ensure_manifest(source_dir: str, *, manifest_id: str, created: str | None, p
             current = parse_manifest(_read_json(where), where)
         except DistributorError:
             current = None
-    wanted = build_manifest(source_dir, manifest_id, created or now, paths)
-    if created is None and current is not None and (current.id, current.files) == (wanted.id, wanted.files):
-        wanted = current
+    wanted = build_manifest(source_dir, manifest_id, created, paths, previous=current)
     changed = wanted != current
     if changed and not check_mode:
         write_manifest(source_dir, wanted)

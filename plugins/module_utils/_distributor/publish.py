@@ -13,7 +13,7 @@ from datetime import datetime
 from . import report
 from .attributes import output_attributes
 from .changes import publish_changes
-from .config import parse_destination, parse_pipeline, render_bundle_path, render_url
+from .config import Pipeline, parse_destination, parse_pipeline, render_bundle_path, render_url
 from .contentdiff import content_diffs
 from .decide import decide
 from .digest import check_expected, plan_digest, publish_facts
@@ -26,10 +26,18 @@ from .root import opened, present_in, read_records
 from .state import OwnerKey, output_to_dict, state_to_dict
 from .storage.select import open_storage
 from .timestamps import utc_now
-from .transforms import render_markdown
+from .transforms import Page, read_template, render_markdown
 
 
-def render_contents(bundle: Bundle, planned, allow_raw_html: bool, storage: dict) -> dict:
+def page_of(pipeline: Pipeline) -> Page:
+    """The pipeline's page options with its template read now, before the destination is
+    opened: a template that cannot be used fails before anything is locked or read there."""
+    if pipeline.template is None:
+        return Page(pipeline.allow_raw_html, pipeline.stylesheet)
+    return Page(pipeline.allow_raw_html, pipeline.stylesheet, read_template(pipeline.template, "pipeline %s" % pipeline.id))
+
+
+def render_contents(bundle: Bundle, planned, page: Page, storage: dict) -> dict:
     """Content for each planned output: copies are described by the manifest and streamed later;
     generated outputs are rendered now (reading verifies their source) so the plan knows them.
     Each carries the storage settings it is written with (`storage`: the destination's)."""
@@ -40,7 +48,7 @@ def render_contents(bundle: Bundle, planned, allow_raw_html: bool, storage: dict
             entry = bundle.manifest.file(item.source_path)
             contents[item.path] = Content(entry.sha256, entry.size, attributes=attributes)
         else:
-            data = render_markdown(bundle.read(item.source_path), item.source_path, allow_raw_html)
+            data = render_markdown(bundle.read(item.source_path), item.source_path, page)
             contents[item.path] = Content("sha256:" + hashlib.sha256(data).hexdigest(), len(data), data, attributes)
     return contents
 
@@ -60,6 +68,7 @@ def publish(source: str, pipeline: dict, destination: dict, *, force: bool = Fal
     now = now or utc_now()
     pipeline_cfg = parse_pipeline(pipeline)
     destination_cfg = parse_destination(destination)
+    page = page_of(pipeline_cfg)
     bundle = Bundle.load(source, manifest_option)
     manifest = bundle.manifest
     planned = plan_outputs(manifest, pipeline_cfg)
@@ -84,7 +93,7 @@ def publish(source: str, pipeline: dict, destination: dict, *, force: bool = Fal
                 leftovers = _leftovers(journal, state, listing, check_mode, warnings)
                 present -= set(leftovers)
             decision = decide(present=present, **facts)
-        contents = render_contents(bundle, planned, pipeline_cfg.allow_raw_html, destination_cfg.storage) if decision.rewrites_outputs else {}
+        contents = render_contents(bundle, planned, page, destination_cfg.storage) if decision.rewrites_outputs else {}
         the_plan = plan(decision=decision, key=key, destination=destination_cfg, manifest=manifest, planned=planned,
                         contents=contents, before=state, present=present, bundle_path=bundle_path, base_url=base_url, now=now)
         review = plan_review(the_plan, manifest, present, leftovers)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from .config import Destination
+from .dryrun import with_dry_run_hint
 from .errors import DistributorError
 from .journal import Journal, parse_journal
 from .limits import JOURNAL_LIMIT, STATE_LIMIT
@@ -24,11 +25,14 @@ from .storage.select import new_token
 
 @contextmanager
 def opened(destination: Destination, bundle_path: str, lock_timeout: float, check_mode: bool, opener) -> Iterator[Storage]:
-    """The destination's bundle path, locked (with its `lock.expiry`) unless in check mode."""
+    """The destination's bundle path, locked (with its `lock.expiry`) unless in check mode.
+    An invalid_state or conflict failure inside ends with the task that shows the records."""
     storage = ConfinedStorage(opener(destination.storage, bundle_path, new_token()))
     try:
         with nullcontext() if check_mode else storage.lock(lock_timeout, destination.lock_expiry):
             yield storage
+    except DistributorError as error:
+        raise with_dry_run_hint(error, destination, bundle_path) from None
     finally:
         storage.close()
 

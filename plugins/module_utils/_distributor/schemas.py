@@ -190,7 +190,14 @@ PIPELINE = {
         "exclude": {"type": "array", "items": {"type": "string", "minLength": 1}},
         "markdown": {
             "type": "object",
-            "properties": {"allow_raw_html": {"type": "boolean"}},
+            "properties": {
+                "allow_raw_html": {"type": "boolean"},
+                "stylesheet": {"type": "string", "minLength": 1,
+                               "description": "URL of the operator's stylesheet, linked instead of the built-in one"},
+                "template": {"type": "string", "minLength": 1,
+                             "description": "absolute path of an HTML page template with {title}, {content} "
+                                            "and optionally {stylesheet} placeholders"},
+            },
             "additionalProperties": False,
         },
         "destinations": {"type": "array", "items": ID},

@@ -4,13 +4,16 @@
 from __future__ import annotations
 
 import html
+import os
 import posixpath
 import re
 import traceback
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from .errors import DistributorError, MissingLibrary
+from .regular import NotRegularFile, open_regular
 
 try:
     import markdown
@@ -38,18 +41,127 @@ _SCRIPT_SCHEME = re.compile(r"(?:javascript|vbscript|data):")
 _SQUEEZE = re.compile(r"[\x00-\x20\x7f\\]+")
 _HAS_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
-_DOCUMENT = """<!DOCTYPE html>
+# The page every rendered document is: the built-in template. An operator's template
+# (pipeline markdown.template) takes its place and is filled the same way, by fill_template.
+DEFAULT_TEMPLATE = """<!DOCTYPE html>
 <html>
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>%s</title>
+<title>{title}</title>
+{stylesheet}
 </head>
 <body>
-%s
+{content}
 </body>
 </html>
 """
+PLACEHOLDERS = ("title", "content", "stylesheet")
+_PLACEHOLDER = re.compile(r"\{(%s)\}" % "|".join(PLACEHOLDERS))
+TEMPLATE_MAX_BYTES = 1024 * 1024
+
+# The built-in stylesheet, inline so a page published anywhere (a web root, S3, a file opened
+# from disk) looks finished without fetching anything: readable measure and type, bordered
+# tables, code blocks, images that fit the screen, light and dark from the reader's setting, and
+# the classes Pygments gives highlighted code (codehilite) in both. Static text, so a page's
+# bytes do not depend on the Pygments version's own stylesheet; one line in the page, so that a
+# reviewer's content diff of a new page is the page, not the stylesheet.
+BUILTIN_STYLESHEET = (
+    "<style>"
+    ":root{color-scheme:light dark;--fg:#1f2328;--muted:#59636e;--bg:#fff;--line:#d1d9e0;--soft:#f6f8fa;--link:#0969da}"
+    "@media (prefers-color-scheme:dark){:root{--fg:#e6edf3;--muted:#9198a1;--bg:#0d1117;--line:#3d444d;--soft:#161b22;--link:#4493f8}}"
+    "html{background:var(--bg);color:var(--fg)}"
+    "body{max-width:52rem;margin:0 auto;padding:2rem 1.25rem 4rem;font:16px/1.6 system-ui,-apple-system,\"Segoe UI\",Roboto,\"Noto Sans\","
+    "Helvetica,Arial,sans-serif;overflow-wrap:break-word}"
+    "h1,h2,h3,h4,h5,h6{line-height:1.25;margin:1.6em 0 .6em;font-weight:600}"
+    "h1{font-size:2em;margin-top:0;padding-bottom:.3em;border-bottom:1px solid var(--line)}"
+    "h2{font-size:1.5em;padding-bottom:.3em;border-bottom:1px solid var(--line)}"
+    "h3{font-size:1.25em}"
+    "p,ul,ol,dl,table,pre,blockquote{margin:0 0 1em}"
+    "a{color:var(--link);text-decoration:none}"
+    "a:hover{text-decoration:underline}"
+    "img{max-width:100%;height:auto}"
+    "hr{border:0;border-top:1px solid var(--line);margin:2em 0}"
+    "blockquote{margin-left:0;padding:0 1em;color:var(--muted);border-left:.25em solid var(--line)}"
+    "table{border-collapse:collapse;display:block;max-width:100%;overflow-x:auto}"
+    "th,td{border:1px solid var(--line);padding:.4em .8em;text-align:left}"
+    "th{background:var(--soft);font-weight:600}"
+    "tr:nth-child(2n) td{background:var(--soft)}"
+    "code,pre{font-family:ui-monospace,SFMono-Regular,\"SF Mono\",Menlo,Consolas,\"Liberation Mono\",monospace;font-size:.875em}"
+    "code{background:var(--soft);padding:.15em .35em;border-radius:4px}"
+    "pre{background:var(--soft);border:1px solid var(--line);border-radius:6px;padding:1em;overflow-x:auto;line-height:1.45}"
+    "pre code{background:none;padding:0}"
+    ".codehilite{margin:0 0 1em}"
+    ".codehilite .c,.codehilite .c1,.codehilite .cm,.codehilite .cs,.codehilite .ch,.codehilite .cp{color:#6e7781;font-style:italic}"
+    ".codehilite .k,.codehilite .kc,.codehilite .kd,.codehilite .kn,.codehilite .kr,.codehilite .kt,.codehilite .ow,.codehilite .nt{color:#cf222e}"
+    ".codehilite .s,.codehilite .s1,.codehilite .s2,.codehilite .sb,.codehilite .sd,.codehilite .se,.codehilite .sh,.codehilite .si,"
+    ".codehilite .sx,.codehilite .dl{color:#0a3069}"
+    ".codehilite .m,.codehilite .mi,.codehilite .mf,.codehilite .mh,.codehilite .mo,.codehilite .il,.codehilite .no,.codehilite .kc{color:#0550ae}"
+    ".codehilite .nf,.codehilite .fm,.codehilite .nc,.codehilite .nd,.codehilite .ne{color:#8250df}"
+    ".codehilite .nb,.codehilite .bp,.codehilite .na,.codehilite .nv,.codehilite .vi{color:#953800}"
+    ".codehilite .gd{color:#82071e;background:#ffebe9}.codehilite .gi{color:#116329;background:#dafbe1}.codehilite .err{color:#cf222e}"
+    "@media (prefers-color-scheme:dark){"
+    ".codehilite .c,.codehilite .c1,.codehilite .cm,.codehilite .cs,.codehilite .ch,.codehilite .cp{color:#9198a1}"
+    ".codehilite .k,.codehilite .kc,.codehilite .kd,.codehilite .kn,.codehilite .kr,.codehilite .kt,.codehilite .ow,.codehilite .nt{color:#ff7b72}"
+    ".codehilite .s,.codehilite .s1,.codehilite .s2,.codehilite .sb,.codehilite .sd,.codehilite .se,.codehilite .sh,.codehilite .si,"
+    ".codehilite .sx,.codehilite .dl{color:#a5d6ff}"
+    ".codehilite .m,.codehilite .mi,.codehilite .mf,.codehilite .mh,.codehilite .mo,.codehilite .il,.codehilite .no,.codehilite .kc{color:#79c0ff}"
+    ".codehilite .nf,.codehilite .fm,.codehilite .nc,.codehilite .nd,.codehilite .ne{color:#d2a8ff}"
+    ".codehilite .nb,.codehilite .bp,.codehilite .na,.codehilite .nv,.codehilite .vi{color:#ffa657}"
+    ".codehilite .gd{color:#ffdcd7;background:#67060c}.codehilite .gi{color:#aff5b4;background:#033a16}.codehilite .err{color:#ff7b72}"
+    "}"
+    "</style>")
+
+
+@dataclass(frozen=True)
+class Page:
+    """How a pipeline's Markdown becomes a page: the operator's `markdown` options, with the
+    template already read (read_template), so rendering itself reads nothing but the source."""
+
+    allow_raw_html: bool = False
+    stylesheet: str | None = None
+    template: str = DEFAULT_TEMPLATE
+
+
+def read_template(path: str, where: str) -> str:
+    """The text of an operator's page template (`markdown.template`), or invalid_config naming
+    the file: read once per publish, on the host that runs the module. The operator is trusted,
+    so a link is followed; only what could hang the read (a FIFO, a device) is refused."""
+    field = "%s: markdown.template %s" % (where, path)
+    try:
+        with open_regular(os.path.realpath(path)) as handle:
+            raw = handle.read(TEMPLATE_MAX_BYTES + 1)
+    except NotRegularFile as exc:
+        raise DistributorError("invalid_config", "%s is %s, not a regular file" % (field, exc.kind)) from None
+    except OSError as exc:
+        raise DistributorError("invalid_config", "%s cannot be read: %s" % (field, exc.strerror or exc)) from None
+    if len(raw) > TEMPLATE_MAX_BYTES:
+        raise DistributorError("invalid_config", "%s is larger than %d bytes; a page template is one HTML page"
+                               % (field, TEMPLATE_MAX_BYTES))
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DistributorError("invalid_config", "%s is not UTF-8 (byte %d); save it as UTF-8" % (field, exc.start)) from None
+    if "{content}" not in text:
+        raise DistributorError("invalid_config", "%s has no {content} placeholder, so pages would lose their text; "
+                               "put {content} where the rendered Markdown goes ({title} and {stylesheet} are optional)"
+                               % field)
+    return text
+
+
+def stylesheet_element(url: str | None) -> str:
+    """What fills {stylesheet}: a link to the operator's sheet, else the built-in one inline."""
+    if url is None:
+        return BUILTIN_STYLESHEET
+    return '<link rel="stylesheet" href="%s">' % html.escape(url, quote=True)
+
+
+def fill_template(template: str, title: str, content: str, stylesheet: str) -> str:
+    """Each `{title}`, `{content}` and `{stylesheet}` replaced in one pass, so a page whose text
+    says `{title}` keeps saying it; every other brace (CSS, scripts) stays as written. `title` is
+    text and is escaped here; `content` and `stylesheet` are HTML."""
+    values = {"title": html.escape(title, quote=False), "content": content, "stylesheet": stylesheet}
+    return _PLACEHOLDER.sub(lambda match: values[match.group(1)], template)
 
 
 def _known(transform: str) -> str:
@@ -73,8 +185,9 @@ def output_kind(transform: str) -> str:
     return _KINDS[_known(transform)]
 
 
-def render_markdown(source: bytes, source_path: str, allow_raw_html: bool = False) -> bytes:
-    """A complete UTF-8 HTML5 document from Markdown, the same bytes for the same input.
+def render_markdown(source: bytes, source_path: str, page: Page = Page()) -> bytes:
+    """A complete UTF-8 HTML5 document from Markdown, the same bytes for the same input, page
+    options and renderer versions (Python-Markdown, Pygments).
 
     Bundles come from producers, who are trusted less than operators. By default raw HTML in
     the source is shown as text and links or images whose URL uses a script-capable scheme
@@ -83,10 +196,12 @@ def render_markdown(source: bytes, source_path: str, allow_raw_html: bool = Fals
     need a full HTML sanitiser; links and images written in Markdown syntax are still cleaned.
     Relative Markdown links to `.md` files (lower-case, like the usual `**/*.md` rule) point at
     the `.html` this transform writes for them; links inside raw HTML are left as written.
+    Fenced code gets Pygments' highlighting classes when Pygments is installed (codehilite),
+    plain `<pre><code class="language-…">` otherwise.
     """
     if not HAS_MARKDOWN:
         raise MissingLibrary("markdown", "the markdown_to_html transform", MARKDOWN_IMPORT_ERROR)
-    renderer = _renderer(allow_raw_html)
+    renderer = _renderer(page.allow_raw_html)
     try:
         body = renderer.reset().convert(_decode(source, source_path))
     except RecursionError:
@@ -95,16 +210,16 @@ def render_markdown(source: bytes, source_path: str, allow_raw_html: bool = Fals
         raise DistributorError("invalid_manifest", "%s nests Markdown markup too deeply to render; flatten it or "
                                "publish it with the copy transform" % source_path) from None
     title = _first_heading(renderer) or posixpath.basename(source_path)
-    return (_DOCUMENT % (html.escape(title, quote=False), body)).encode("utf-8")
+    return fill_template(page.template, title, body, stylesheet_element(page.stylesheet)).encode("utf-8")
 
 
 @lru_cache(maxsize=2)
 def _renderer(allow_raw_html: bool):
-    """One Markdown instance per option, reset between pages: building one (four extensions) per
+    """One Markdown instance per option, reset between pages: building one (five extensions) per
     page cost about 6% of rendering."""
     return markdown.Markdown(
-        extensions=["tables", "fenced_code", "toc", _DistributorExtension(allow_raw_html)],
-        extension_configs={"toc": {"slugify": slugify_unicode}},
+        extensions=["tables", "fenced_code", "codehilite", "toc", _DistributorExtension(allow_raw_html)],
+        extension_configs={"toc": {"slugify": slugify_unicode}, "codehilite": {"guess_lang": False}},
         output_format="html",
     )
 
@@ -150,13 +265,14 @@ class _LinkTreeprocessor(Treeprocessor):
                 url = element.get(attribute)
                 if url is None:
                     continue
-                if _is_script_url(url):
+                if is_script_url(url):
                     del element.attrib[attribute]
                 elif attribute == "href":
                     element.set(attribute, _rewrite_link(url))
 
 
-def _is_script_url(url: str) -> bool:
+def is_script_url(url: str) -> bool:
+    """A URL that runs code or smuggles content when followed, as a browser reads it."""
     return bool(_SCRIPT_SCHEME.match(_SQUEEZE.sub("", html.unescape(url)).lower()))
 
 

@@ -4,4 +4,4 @@ galaxy.yml, so a release cannot write records that name the previous one."""
 
 from __future__ import annotations
 
-COLLECTION_VERSION = "0.1.0"
+COLLECTION_VERSION = "0.2.0"
