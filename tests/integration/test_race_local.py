@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -92,6 +93,44 @@ def arena():
     shutil.rmtree(top, ignore_errors=True)
 
 
+@dataclass
+class Race:
+    outcomes: Counter  # "publish ok", "check storage_error", ...
+    swaps: int
+    shown: int  # diffs that showed content from outside the root
+
+
+def race(arena: dict, destination: dict) -> Race:
+    """Publish, check --diff and replace the three bundles in turn for RACE_SECONDS while the
+    swapper races them as the attacker's account."""
+    pause = os.environ.get("DISTRIBUTOR_RACE_PAUSE", "0.0005")
+    targets = [os.path.join(arena["site"], d) for d in SWAPPED]
+    swapper = subprocess.Popen(arena["command"] + [str(RACE_SECONDS), pause, arena["outside"]] + targets,
+                               stdout=subprocess.PIPE, text=True)
+    outcomes, shown = Counter(), 0
+    created = datetime(2026, 6, 4, tzinfo=timezone.utc)
+    deadline = time.monotonic() + RACE_SECONDS
+    try:
+        while time.monotonic() < deadline:
+            for name, check in (("first", False), ("changed", True), ("other", False)):
+                created += timedelta(seconds=1)
+                create_manifest(arena["bundles"][name], "race", created.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                                sorted(BUNDLES[name]))
+                kind = "check" if check else "publish"
+                try:
+                    result = publish(arena["bundles"][name], {"id": "p"}, destination, check_mode=check, force=True,
+                                     diff_contents=check, lock_timeout=5)
+                except DistributorError as error:
+                    outcomes["%s %s" % (kind, error.reason)] += 1
+                    continue
+                outcomes[kind + " ok"] += 1
+                shown += SECRET.decode() in repr(result.get("diff"))
+    finally:
+        swaps = int(swapper.communicate(timeout=RACE_SECONDS + 30)[0] or 0)
+    assert swaps > 1000, "the swapper did not race (%d swaps)" % swaps
+    return Race(outcomes, swaps, shown)
+
+
 def test_a_racing_swapper_never_moves_an_operation_outside_the_bundle_path(arena):
     destination = {
         "id": "web",
@@ -100,32 +139,8 @@ def test_a_racing_swapper_never_moves_an_operation_outside_the_bundle_path(arena
         "path": "site",
     }
     before = _snapshot(arena["outside"])
-    pause = os.environ.get("DISTRIBUTOR_RACE_PAUSE", "0.0005")
-    targets = [os.path.join(arena["site"], d) for d in SWAPPED]
-    swapper = subprocess.Popen(arena["command"] + [str(RACE_SECONDS), pause, arena["outside"]] + targets,
-                               stdout=subprocess.PIPE, text=True)
-    outcomes = Counter()
-    created = datetime(2026, 6, 4, tzinfo=timezone.utc)
-    deadline = time.monotonic() + RACE_SECONDS
-    rounds = 0
-    try:
-        while time.monotonic() < deadline:
-            rounds += 1
-            for name, check in (("first", False), ("changed", True), ("other", False)):
-                created += timedelta(seconds=1)
-                create_manifest(arena["bundles"][name], "race", created.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                                sorted(BUNDLES[name]))
-                try:
-                    result = publish(arena["bundles"][name], {"id": "p"}, destination, check_mode=check, force=True,
-                                     diff_contents=check, lock_timeout=5)
-                except DistributorError as error:
-                    outcomes["%s %s" % ("check" if check else "publish", error.reason)] += 1
-                    continue
-                outcomes["%s ok" % ("check" if check else "publish")] += 1
-                assert SECRET.decode() not in repr(result.get("diff")), "a diff showed content from outside the root"
-    finally:
-        swaps = int(swapper.communicate(timeout=RACE_SECONDS + 30)[0] or 0)
-    assert swaps > 1000, "the swapper did not race (%d swaps)" % swaps
+    result = race(arena, destination)
+    print("race: %d runs, %d swaps, outcomes %s" % (sum(result.outcomes.values()), result.swaps, dict(result.outcomes)))
     assert _snapshot(arena["outside"]) == before, "the directory outside the root changed"
-    print("race: %d rounds, %d swaps, outcomes %s" % (rounds, swaps, dict(outcomes)))
-    assert sum(outcomes.values()) >= 30, outcomes
+    assert result.shown == 0, "a diff showed content from outside the root"
+    assert sum(result.outcomes.values()) >= 30, result.outcomes

@@ -108,18 +108,19 @@ def identity_at(top: int, parts: list[str], where: Callable[[int], str]) -> tupl
         os.close(fd)
 
 
-def open_regular_at(parent: int, name: str, where: str) -> int | None:
-    """A regular file in `parent` opened for reading; None when absent. Anything else (a link, a
-    FIFO, a device, a directory) is refused unread, without blocking on it."""
+def open_regular_at(parent: int, name: str, where: str, flags: int = READ_FLAGS, action: str = "read") -> int | None:
+    """A regular file in `parent` opened with `flags` (reading, by default); None when absent.
+    Anything else (a link, a FIFO, a device, a directory) is refused unread, without blocking on
+    it: `flags` must hold O_NOFOLLOW and O_NONBLOCK."""
     try:
-        fd = os.open(name, READ_FLAGS, dir_fd=parent)
+        fd = os.open(name, flags, 0o644, dir_fd=parent)
     except FileNotFoundError:
         return None
     except OSError as exc:
         mode = entry_mode(parent, name) if exc.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR) else None
         if mode is not None and kind_of(mode):
             raise NotRegular(where, kind_of(mode)) from None
-        raise failed("read", where, exc) from exc
+        raise failed(action, where, exc) from exc
     kind = kind_of(os.fstat(fd).st_mode)
     if kind:
         os.close(fd)

@@ -17,7 +17,6 @@ from ..attributes import ownership, parse_mode
 from ..errors import DistributorError
 from ..limits import LOCK_LIMIT
 from ..paths import LOCK_NAME, is_reserved, join, path_problem
-from ..regular import kind_of
 from .base import Storage, not_a_record, staging_dir
 from .descriptors import (
     CREATE_FLAGS, NotRegular, entry_mode, failed, identity_at, link_refused, list_tree, make_directory, open_directory,
@@ -460,21 +459,11 @@ class LocalStorage(Storage):
     def _open_lock_file(self, base: int) -> int:
         """The lock file, created if missing; what someone else put at its name (a FIFO, a
         directory, a link) is refused without blocking on it."""
-        where = self.describe(LOCK_NAME)
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
         try:
-            fd = os.open(LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644,
-                         dir_fd=base)
-        except OSError as exc:
-            with suppress(OSError):
-                kind = kind_of(os.stat(LOCK_NAME, dir_fd=base, follow_symlinks=False).st_mode)
-                if kind:
-                    raise not_a_record(where, kind) from None
-            raise failed("open lock", where, exc) from exc
-        kind = kind_of(os.fstat(fd).st_mode)
-        if kind:
-            os.close(fd)
-            raise not_a_record(where, kind)
-        return fd
+            return open_regular_at(base, LOCK_NAME, self.describe(LOCK_NAME), flags, "open lock")
+        except NotRegular as exc:
+            raise not_a_record(exc.where, exc.kind) from None
 
     def close(self) -> None:
         self._release()
