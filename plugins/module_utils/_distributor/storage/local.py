@@ -62,8 +62,11 @@ class LocalStorage(Storage):
         directory; a missing one is created on the first write, with its parents."""
         if self._root_fd is None:
             if create:
-                with self._errors("create the root directory", self.root, tolerate=FileExistsError):
-                    os.makedirs(self.root)
+                with self._errors("create the root directory", self.root):
+                    try:
+                        os.makedirs(self.root)
+                    except FileExistsError:
+                        pass  # a directory is opened below; anything else is refused there
             try:
                 self._root_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
             except FileNotFoundError:
@@ -124,12 +127,10 @@ class LocalStorage(Storage):
             os.fchown(fd, *self.ids)
 
     @contextmanager
-    def _errors(self, action: str, where: str, tolerate: type | tuple = ()) -> Iterator[None]:
+    def _errors(self, action: str, where: str) -> Iterator[None]:
         """The one place an OSError of this backend becomes storage_error naming the location."""
         try:
             yield
-        except tolerate:
-            pass
         except OSError as exc:
             raise failed(action, where, exc) from exc
 
@@ -253,7 +254,7 @@ class LocalStorage(Storage):
             try:
                 size = 0
                 for chunk in chunks:
-                    _write_all(fd, chunk)
+                    _write_fully(fd, chunk)
                     size += len(chunk)
                 self._settle(fd, 0o644 if self.file_mode is None else self.file_mode)
                 info = os.fstat(fd)
@@ -472,7 +473,7 @@ class LocalStorage(Storage):
             self._root_fd = None
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def _write_fully(fd: int, data: bytes) -> None:
     """os.write may write less than asked; a file object would cost a buffer and three system
     calls more per file."""
     view = memoryview(data)

@@ -115,13 +115,12 @@ class SftpStorage(SftpConnection, SftpPaths, Storage):
         """A file rewritten in place between the look and the open (the lock, which its holder
         renews while distributor_state_info reads it) is looked at again, a few times."""
         remote = self._remote(path)
-        for attempt in range(1, READ_ATTEMPTS + 1):
+        for _attempt in range(READ_ATTEMPTS - 1):
             try:
                 return self._read(remote, limit)
             except _NotAsSeen:
-                if attempt == READ_ATTEMPTS:
-                    raise
-        return None
+                continue
+        return self._read(remote, limit)
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
         try:
