@@ -16,6 +16,8 @@ class DistributorModule(AnsibleModule):
     leaves `shown`."""
 
     def fail_json(self, msg, **kwargs):
+        """Ansible calls this itself when an option is invalid, without a `reason`: defaulting it
+        here gives those failures `invalid_config`, and every failure's text passes `shown`."""
         kwargs.setdefault("reason", "invalid_config")
         details = shown({key: value for key, value in kwargs.items() if key != "exception"})
         if "exception" in kwargs:  # a traceback, shown with -vvv: its lines stay lines
@@ -23,6 +25,7 @@ class DistributorModule(AnsibleModule):
         super().fail_json(msg=shown(msg), **details)
 
     def warn(self, warning):
+        """Warnings quote ids and paths from bundles and destinations too: shown like the result."""
         super().warn(shown(warning))
 
 

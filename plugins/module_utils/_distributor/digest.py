@@ -114,6 +114,8 @@ def canonical(facts: dict) -> bytes:
 
 
 def plan_digest(facts: dict) -> str:
+    """The `plan_digest` check mode returns and `expect_plan_digest` must repeat: a hash of the
+    canonical form, so equal plans give equal digests on any host and Python version."""
     return "sha256:" + hashlib.sha256(canonical(facts)).hexdigest()
 
 

@@ -13,6 +13,9 @@ from .schemas import load_json, show
 
 @dataclass(frozen=True)
 class Journal:
+    """An attempt's intent, written before its first write: `token` names its staged files and
+    `writes` every output it may have put in place, the only paths recovery may delete."""
+
     token: str
     writes: tuple[str, ...]
 

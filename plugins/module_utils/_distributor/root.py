@@ -49,6 +49,8 @@ class RootRecords:
 
 
 def inspect(storage: Storage) -> RootRecords:
+    """The records and the listing at once, for operations that always need both (reconcile-state,
+    prune); publish reads the records first and lists only when they do not decide alone."""
     return RootRecords(*read_records(storage), list_present(storage))
 
 
@@ -90,10 +92,12 @@ def read_record(storage: Storage, name: str, limit: int) -> bytes | None:
 
 
 def list_present(storage: Storage) -> frozenset:
-    """The non-reserved files under the bundle path."""
+    """The outputs' side of the bundle path: distributor's own records and lock (`.distributor*`)
+    are never an output, so no decision counts them as present or unmanaged files."""
     return present_in(storage.list_files())
 
 
 def present_in(listing) -> frozenset:
-    """The non-reserved files of a listing of the bundle path."""
+    """As list_present, for a listing already made (publish keeps the full one for recovery,
+    which does delete staged `.distributor*` files)."""
     return frozenset(p for p in listing if not is_reserved(p))

@@ -12,7 +12,8 @@ _RFC3339 = re.compile(
 
 
 def parse_rfc3339(value: object) -> datetime:
-    """An aware datetime; ValueError for anything that is not an RFC3339 date-time string."""
+    """An aware datetime, so timestamps written with different offsets compare as instants;
+    ValueError for anything that is not an RFC3339 date-time string."""
     if not isinstance(value, str) or not _RFC3339.match(value):
         raise ValueError("%r is not an RFC3339 timestamp (like 2026-06-04T12:00:00Z)" % (value,))
     normalised = value.upper().replace("Z", "+00:00")
