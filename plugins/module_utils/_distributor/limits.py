@@ -1,5 +1,5 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Bounds on what distributor reads from a destination.
+"""Bounds on what distributor reads from a destination, and on how long a lock outlives its holder.
 
 Anyone with write access to a destination can plant a record of any size or a tree of any
 depth; a bound turns that into a clear refusal instead of a MemoryError or a RecursionError.
@@ -18,3 +18,6 @@ LOCK_LIMIT = 64 * 1024
 DEPTH_LIMIT = 256
 # Characters of a string read from storage (a lock holder, an owner id) shown back to a user.
 SHOWN_LIMIT = 256
+# Seconds a lock record stays valid without renewal (the default of `lock.expiry`): a holder that
+# died blocks the next publish no longer than this.
+LOCK_EXPIRY_SECONDS = 600.0

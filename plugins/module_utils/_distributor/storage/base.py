@@ -15,8 +15,9 @@ from typing import Callable, ContextManager, Iterable, TypeVar
 from urllib.parse import quote, quote_plus
 
 from ..errors import DistributorError
+from ..limits import LOCK_EXPIRY_SECONDS
 from ..paths import RESERVED_PREFIX
-from .lease import LOCK_EXPIRY_SECONDS, Lease
+from .lease import Lease
 
 Item = TypeVar("Item")
 

@@ -35,7 +35,6 @@ from ..limits import SHOWN_LIMIT
 from ..schemas import show
 from ..timestamps import format_rfc3339
 
-LOCK_EXPIRY_SECONDS = 600.0
 LOCK_POLL_SECONDS = 0.2
 RENEWALS_PER_EXPIRY = 3
 

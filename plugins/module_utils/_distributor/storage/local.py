@@ -15,14 +15,14 @@ from typing import Callable, Iterable, Iterator
 
 from ..attributes import ownership, parse_mode
 from ..errors import DistributorError
-from ..limits import LOCK_LIMIT
+from ..limits import LOCK_EXPIRY_SECONDS, LOCK_LIMIT
 from ..paths import LOCK_NAME, is_reserved, join, path_problem
 from .base import Storage, not_a_record, staging_dir
 from .descriptors import (
     CREATE_FLAGS, NotRegular, entry_mode, failed, identity_at, link_refused, list_tree, make_directory, open_directory,
     open_regular_at, read_at_most)
 from .durability import Directory, FsyncEach, Staged, durability_for
-from .lease import LOCK_EXPIRY_SECONDS, LOCK_POLL_SECONDS, Lease, describe_holder, holder_record
+from .lease import LOCK_POLL_SECONDS, Lease, describe_holder, holder_record
 
 SYNC_BATCH_BYTES = 64 * 1024 * 1024  # a batch also ends at this many staged bytes, so big files overlap their syncs
 SYNC_WORKERS = 8

@@ -6,10 +6,10 @@ from __future__ import annotations
 import time
 from typing import Callable, ContextManager, Iterable
 
-from ..limits import LOCK_LIMIT
+from ..limits import LOCK_EXPIRY_SECONDS, LOCK_LIMIT
 from ..paths import LOCK_NAME, join
 from .base import Storage, temp_name
-from .lease import LOCK_EXPIRY_SECONDS, Lease, LockFile, Seen, held
+from .lease import Lease, LockFile, Seen, held
 
 
 class MemoryStorage(Storage):

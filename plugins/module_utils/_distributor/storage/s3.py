@@ -21,10 +21,10 @@ from typing import Callable, ContextManager, Iterable, Iterator
 
 from ..attributes import s3_object_args, s3_record_args
 from ..errors import DistributorError, MissingLibrary
-from ..limits import LOCK_LIMIT
+from ..limits import LOCK_EXPIRY_SECONDS, LOCK_LIMIT
 from ..paths import LOCK_NAME, is_reserved, join
 from .base import Storage, in_parallel, mentions_secret, redact
-from .lease import LOCK_EXPIRY_SECONDS, Lease, LockFile, Seen, held
+from .lease import Lease, LockFile, Seen, held
 
 PART_SIZE = 8 * 1024 * 1024
 DELETE_BATCH = 1000

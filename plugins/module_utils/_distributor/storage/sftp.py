@@ -21,11 +21,11 @@ from typing import Callable, ContextManager, Iterable, NamedTuple
 
 from ..attributes import parse_mode
 from ..errors import DistributorError, MissingLibrary
-from ..limits import DEPTH_LIMIT
+from ..limits import DEPTH_LIMIT, LOCK_EXPIRY_SECONDS
 from ..paths import is_reserved
 from ..regular import kind_of
 from .base import Storage, in_parallel, not_a_record
-from .lease import LOCK_EXPIRY_SECONDS, Lease, held
+from .lease import Lease, held
 from .sftp_connect import SftpConnection, check_config
 from .sftp_lock import SftpLock
 from .sftp_paths import SftpPaths, disappeared
