@@ -9,8 +9,8 @@ import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.decide import decide
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils._distributor.plan import (
-    Content, glob_match, plan, plan_outputs, primary_url)
+from ansible_collections.distributor.core.plugins.module_utils._distributor.globs import glob_match
+from ansible_collections.distributor.core.plugins.module_utils._distributor.plan import Content, plan, plan_outputs, primary_url
 from ansible_collections.distributor.core.plugins.module_utils._distributor.state import OwnerKey
 
 from builders import LATER, LATER_S, NOW_S, destination, manifest, pipeline, sha, shared_state, single_state

@@ -14,6 +14,7 @@ import os
 import re
 
 from .errors import DistributorError
+from .globs import glob_match
 from .schemas import show
 
 FILE_SETTINGS = ("file_mode", "owner", "group")
@@ -107,18 +108,12 @@ def _bad_header(field: str, value: str, why: str) -> DistributorError:
     return DistributorError("invalid_config", "storage.%s %s: %s" % (field, show(value), why))
 
 
-def _glob(pattern: str, path: str) -> bool:
-    from .plan import glob_match  # plan imports this module: bound late to avoid a cycle
-
-    return glob_match(pattern, path)
-
-
 def cache_control(storage: dict, path: str) -> str | None:
     """A string applies to every object; a list of {match, value} rules: the first match wins."""
     setting = storage.get("cache_control")
     if setting is None or isinstance(setting, str):
         return setting
-    return next((rule["value"] for rule in setting if _glob(rule["match"], path)), None)
+    return next((rule["value"] for rule in setting if glob_match(rule["match"], path)), None)
 
 
 def content_type(path: str, overrides: dict | None = None) -> str:

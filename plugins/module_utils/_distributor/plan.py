@@ -4,15 +4,13 @@ mode, executed as is. Output rules, links, reconciliation and timestamps live he
 
 from __future__ import annotations
 
-import fnmatch
-import re
 from dataclasses import dataclass, replace
 from datetime import datetime
-from functools import lru_cache
 
 from .config import Destination, Pipeline, output_url
 from .decide import Decision
 from .errors import DistributorError
+from .globs import glob_match
 from .manifest import Manifest
 from .paths import is_reserved, path_problem
 from .state import SHARED_ROOT, SINGLE_OWNER, Output, Owner, OwnerKey, State, schema_version_for
@@ -67,34 +65,6 @@ class Plan:
     def outputs(self) -> tuple[Output, ...]:
         """The records this owner manages once the plan is executed."""
         return self.after.outputs_of(self.owner) if self.after else ()
-
-
-@lru_cache(maxsize=256)
-def _glob(pattern: str) -> re.Pattern:
-    """`**` crosses directories, `*` and `?` stay within one segment, `**/` may match nothing."""
-    regex, i = "", 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            regex, i = regex + "(?:.*/)?", i + 3
-        elif pattern.startswith("**", i):
-            regex, i = regex + ".*", i + 2
-        elif pattern[i] == "*":
-            regex, i = regex + "[^/]*", i + 1
-        elif pattern[i] == "?":
-            regex, i = regex + "[^/]", i + 1
-        elif pattern[i] == "[":
-            end = pattern.find("]", i + 1)
-            if end < 0:
-                regex, i = regex + re.escape("["), i + 1
-            else:
-                regex, i = regex + fnmatch.translate(pattern[i:end + 1])[4:-3], end + 1
-        else:
-            regex, i = regex + re.escape(pattern[i]), i + 1
-    return re.compile(regex + r"\Z")
-
-
-def glob_match(pattern: str, path: str) -> bool:
-    return _glob(pattern).match(path) is not None
 
 
 def plan_outputs(manifest: Manifest, pipeline: Pipeline) -> tuple[PlannedOutput, ...]:
