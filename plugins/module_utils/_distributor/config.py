@@ -13,11 +13,12 @@ from urllib.parse import quote, urlsplit
 from .argspec import STORAGE
 from .attributes import check_storage
 from .errors import DistributorError
+from .limits import LOCK_EXPIRY_SECONDS
 from .paths import is_reserved, path_problem
 from .schemas import HTTP_URL, validate
 from .timestamps import format_rfc3339
 from .transforms import is_script_url
-from .storage.base import LOCK_EXPIRY_SECONDS
+from .vocabulary import SHARED_ROOT, SINGLE_OWNER
 
 DEFAULT_RULES = ({"match": "**", "transform": "copy"},)
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)(?::([^{}]*))?\}")
@@ -26,12 +27,17 @@ _AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 @dataclass(frozen=True)
 class Rule:
+    """One `outputs` rule of a pipeline: the files its glob matches go through its transform."""
+
     match: str
     transform: str
 
 
 @dataclass(frozen=True)
 class Pipeline:
+    """A pipeline's settings with defaults filled in: what turns a bundle into outputs, the same
+    for every destination it publishes to."""
+
     id: str
     rules: tuple[Rule, ...]
     allow_raw_html: bool
@@ -42,12 +48,17 @@ class Pipeline:
 
 @dataclass(frozen=True)
 class Retention:
+    """What prune keeps of a destination's publications; None for a bound not set."""
+
     max_age_seconds: int | None
     max_outputs: int | None
 
 
 @dataclass(frozen=True)
 class Destination:
+    """A destination's settings with defaults filled in: where outputs go and the policies
+    (state mode, reconciliation, conflicts, takeover) every decision about that root reads."""
+
     id: str
     storage: dict
     path: str
@@ -63,7 +74,8 @@ class Destination:
 
     @property
     def shared_root(self) -> bool:
-        return self.state_mode == "shared_root"
+        """Whether the root holds many owners' outputs, which changes every rule of ownership."""
+        return self.state_mode == SHARED_ROOT
 
 
 def _without_none(data: dict) -> dict:
@@ -89,6 +101,8 @@ def _canonical_storage(data: dict) -> dict:
 
 
 def parse_pipeline(data: object) -> Pipeline:
+    """The module's `pipeline` option as a Pipeline, or invalid_config: checked before any
+    destination is opened, so a bad setting never leaves a lock or a partial write behind."""
     data = _without_none(data) if isinstance(data, dict) else data
     validate("pipeline", data, "pipeline", "invalid_config")
     rules = tuple(
@@ -124,6 +138,8 @@ def _check_page_options(pipeline: Pipeline) -> None:
 
 
 def parse_destination(data: object) -> Destination:
+    """The module's `destination` option as a Destination, or invalid_config; every operation
+    reads a destination through here, so defaults and checks cannot differ between them."""
     data = _without_none(_canonical_storage(data)) if isinstance(data, dict) else data
     validate("destination", data, "destination", "invalid_config")
     where = "destination %s" % data["id"]
@@ -133,7 +149,7 @@ def parse_destination(data: object) -> Destination:
         id=data["id"],
         storage=data["storage"],
         path=data.get("path", ""),
-        state_mode=data.get("state", {}).get("mode", "single_owner"),
+        state_mode=data.get("state", {}).get("mode", SINGLE_OWNER),
         reconciliation=data.get("reconciliation", {}).get("mode", "replace"),
         on_destination_newer=data.get("transfer", {}).get("on_destination_newer", "skip"),
         on_conflict=data.get("transfer", {}).get("on_conflict", "fail"),

@@ -13,10 +13,11 @@ from .errors import DistributorError
 from .globs import glob_match
 from .manifest import Manifest
 from .paths import is_reserved, path_problem
-from .state import SHARED_ROOT, SINGLE_OWNER, Output, Owner, OwnerKey, State, schema_version_for
+from .state import Output, Owner, OwnerKey, State, schema_version_for
 from .timestamps import format_rfc3339
 from .transforms import output_kind, output_path
 from .version import COLLECTION_VERSION
+from .vocabulary import SHARED_ROOT, SINGLE_OWNER
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,9 @@ class Content:
 
 @dataclass(frozen=True)
 class Write:
+    """One output the executor writes: its path, the source file it streams from (for copies),
+    and its content."""
+
     path: str
     source_path: str
     content: Content
@@ -48,6 +52,9 @@ class Write:
 
 @dataclass(frozen=True)
 class Plan:
+    """Everything a publish will do, as data: check mode renders it, the plan digest covers it,
+    and the executor does exactly this and nothing else."""
+
     decision: Decision
     owner: OwnerKey
     bundle_path: str

@@ -28,6 +28,9 @@ from .version import COLLECTION_VERSION
 
 @dataclass(frozen=True)
 class Repair:
+    """What reconcile-state does, as data: the records of vanished files it forgets, the
+    unmanaged files it reports, and the state before and after; check mode shows it unwritten."""
+
     owners: tuple[OwnerKey, ...]
     missing: tuple[Output, ...]
     unmanaged: tuple[str, ...]
@@ -36,6 +39,7 @@ class Repair:
 
     @property
     def changed(self) -> bool:
+        """Only forgetting a record changes the root; unmanaged files are reported, never touched."""
         return bool(self.missing)
 
 
@@ -68,6 +72,7 @@ def forget(state: State, outputs, now: datetime) -> State:
 
 
 def owner_to_dict(key: OwnerKey) -> dict:
+    """An owner key as the result shows it, in the state file's field names."""
     return {"pipeline_id": key.pipeline_id, "destination_id": key.destination_id}
 
 

@@ -15,9 +15,7 @@ from .errors import DistributorError
 from .manifest import Manifest, parse_manifest, publishable_path_problem
 from .schemas import load_json, validate
 from .timestamps import parse_rfc3339
-
-SINGLE_OWNER = "single_owner"
-SHARED_ROOT = "shared_root"
+from .vocabulary import SHARED_ROOT, SINGLE_OWNER
 
 
 class OwnerKey(NamedTuple):
@@ -33,6 +31,9 @@ class OwnerKey(NamedTuple):
 
 @dataclass(frozen=True)
 class Output:
+    """One managed output's record: what was written where, from which source, by which owner,
+    so the next run can tell its own files from unmanaged ones and skip unchanged ones."""
+
     path: str
     kind: str
     source_path: str
@@ -52,6 +53,9 @@ class Output:
 
 @dataclass(frozen=True)
 class Owner:
+    """One owner's record in a root: the source it last published and its policies, compared
+    against by the next publish of that owner."""
+
     key: OwnerKey
     reconciliation: str
     manifest: Manifest
@@ -60,6 +64,9 @@ class Owner:
 
 @dataclass(frozen=True)
 class State:
+    """A root's record in one shape for schemas 1, 2 and 3 (single-owner state has one owner), so
+    deciding and planning never branch on the schema."""
+
     mode: str
     schema_version: int
     created_at: str
@@ -70,12 +77,16 @@ class State:
     outputs: tuple[Output, ...]
 
     def owner(self, key: OwnerKey) -> Owner | None:
+        """The record of owner `key`; None when it has never published here."""
         return next((o for o in self.owners if o.key == key), None)
 
     def outputs_of(self, key: OwnerKey) -> tuple[Output, ...]:
+        """The outputs owner `key` manages: its scope in a shared root."""
         return tuple(o for o in self.outputs if o.owner == key)
 
     def by_path(self) -> dict[str, Output]:
+        """Every managed output by path: one path has one record, so this is how managed and
+        unmanaged files are told apart."""
         return {o.path: o for o in self.outputs}
 
 
@@ -173,7 +184,7 @@ def _parse_shared(data: dict, where: str) -> State:
         outputs.append(_output(record, key, None, None, where, i))
     return State(
         mode=SHARED_ROOT,
-        schema_version=3,
+        schema_version=schema_version_for(SHARED_ROOT),
         created_at=_timestamp(data["created_at"], where, "created_at"),
         updated_at=_timestamp(data["updated_at"], where, "updated_at"),
         published_at=None,
@@ -207,6 +218,8 @@ def to_shared(state: State) -> State:
 
 
 def output_to_dict(output: Output, shared: bool) -> dict:
+    """One output record as written and returned: shared-root records carry their owner and
+    source, which a single-owner record holds once for all outputs."""
     record = {"path": output.path, "kind": output.kind, "source_path": output.source_path}
     if output.transform:
         record["transform"] = output.transform
@@ -233,7 +246,7 @@ def _links(primary_url: str | None) -> dict:
 
 def state_to_dict(state: State) -> dict:
     """The record as written: schema 2 for single_owner, schema 3 for shared_root."""
-    head = {"schema_version": 3 if state.mode == SHARED_ROOT else 2}
+    head = {"schema_version": schema_version_for(state.mode)}
     if state.distributor_version:
         head["distributor_version"] = state.distributor_version
     if state.mode == SHARED_ROOT:
@@ -271,6 +284,7 @@ def state_to_dict(state: State) -> dict:
 
 
 def serialize_state(state: State) -> bytes:
+    """The bytes of the state file: the one form every operation writes a record in."""
     return (readable_json(state_to_dict(state)) + "\n").encode("utf-8")
 
 

@@ -9,7 +9,10 @@ test, so a new choice cannot reach one of them and miss another.
 from __future__ import annotations
 
 STORAGE_TYPES = ("local", "sftp", "s3")
-STATE_MODES = ("single_owner", "shared_root")
+# The two ways a destination root holds state: one owner, or many owners of disjoint paths.
+SINGLE_OWNER = "single_owner"
+SHARED_ROOT = "shared_root"
+STATE_MODES = (SINGLE_OWNER, SHARED_ROOT)
 RECONCILIATION_MODES = ("replace", "merge")
 ON_DESTINATION_NEWER = ("skip", "replace")
 ON_CONFLICT = ("fail", "replace")
