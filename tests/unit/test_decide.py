@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor.decide import decide
+from ansible_collections.distributor.core.plugins.module_utils._distributor.decide import decide, decide_from_state
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.state import OwnerKey
 
@@ -201,12 +201,12 @@ def test_migration_of_another_owners_single_owner_state_is_a_conflict():
     fails("conflict", recorded=single_state(NEW, pipeline_id="events"), present={"report.md"}, **SHARED)
 
 
-# Deciding before listing the root (present=None): only what needs no listing is decided.
+# Deciding before listing the root (decide_from_state): only what needs no listing is decided.
 
 def unlisted(**kwargs):
-    return decide(manifest=kwargs.pop("m", NEW), key=KEY, destination=destination(**kwargs.pop("dest", {})),
-                  state=kwargs.pop("recorded", None), state_error=None, present=None, planned=PLANNED,
-                  force=kwargs.pop("force", False), where="memory:/")
+    return decide_from_state(manifest=kwargs.pop("m", NEW), key=KEY, destination=destination(**kwargs.pop("dest", {})),
+                             state=kwargs.pop("recorded", None), state_error=None, planned=PLANNED,
+                             force=kwargs.pop("force", False), where="memory:/")
 
 
 def test_a_skip_is_decided_without_listing_the_root():

@@ -1,22 +1,31 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The contract's comparison table: what a publish does, decided from data alone.
 
-`decide` reads no storage. The shell hands it the parsed state (or the error that parsing
-raised), the non-reserved files present under the bundle path, and the planned output paths.
-Each row of "Comparison Semantics" is one branch below, with the contract's words in its reason.
+`decide` reads no storage and imports nothing that does. The shell hands it the parsed state (or
+the error that parsing raised), the non-reserved files present under the bundle path, and the
+planned output paths. Each row of "Comparison Semantics" is one branch below, with the contract's
+words in its reason.
+
+A decision is made in two phases, as the contract's order of work has it: `decide_from_state`
+decides what the record alone settles (a skip, a migration of an unchanged source, a failure),
+so a skip of a large bundle costs no listing; `decide` finishes with the listing of the bundle
+path. Each mode's rows return either a Decision or the rest of the comparison as a function of
+the listing, so no row can read the listing before it exists.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Callable
 
 from .attributes import output_attributes
 from .config import Destination
 from .errors import DistributorError
-from .managed_root import shared_state_at_single_owner
 from .manifest import Manifest
+from .ownership import identity_mismatch, may_take_over, refuse_shared_state_at_single_owner
 from .paths import in_the_way
-from .state import SHARED_ROOT, SINGLE_OWNER, Owner, OwnerKey, State, to_shared
+from .state import Owner, OwnerKey, State, to_shared
+from .vocabulary import SINGLE_OWNER
 
 SHOWN = 5
 
@@ -39,6 +48,12 @@ class Decision:
     rewrites_outputs: bool = True
 
 
+# The rows that still need the listing: the files present under the bundle path in, the Decision out.
+AfterListing = Callable[[frozenset], Decision]
+# Refusals force turns into a replacement of a single-owner bundle path.
+_FORCEABLE = ("conflict", "unmanaged", "invalid_state")
+
+
 def _some(paths) -> str:
     ordered = sorted(paths)
     more = " and %d more" % (len(ordered) - SHOWN) if len(ordered) > SHOWN else ""
@@ -51,10 +66,6 @@ def _unmanaged(paths, where: str) -> DistributorError:
         "%s holds content distributor does not manage (%s); distributor never overwrites or deletes "
         "it. Move it away, or publish with force: true to replace the bundle path." % (where, _some(paths)),
     )
-
-
-def _may_take_over(destination: Destination) -> bool:
-    return destination.takeover == "managed" or destination.on_conflict == "replace"
 
 
 def compare_sources(recorded: Manifest, new: Manifest, destination: Destination) -> tuple[bool, str]:
@@ -85,13 +96,22 @@ def settings_changed(state: State, key: OwnerKey, destination: Destination) -> t
     return bool(changed), "the storage settings of %s changed; those outputs are written again" % _some(changed)
 
 
-def _identity_mismatch(owner: Owner, key: OwnerKey, manifest: Manifest) -> str | None:
-    if owner.key != key:
-        return "the state belongs to pipeline %s and destination %s, not %s and %s" % (
-            owner.key.pipeline_id, owner.key.destination_id, key.pipeline_id, key.destination_id)
-    if owner.manifest.id != manifest.id:
-        return "the state records source %s, not %s" % (owner.manifest.id, manifest.id)
-    return None
+def decide_from_state(
+    *,
+    manifest: Manifest,
+    key: OwnerKey,
+    destination: Destination,
+    state: State | None,
+    state_error: DistributorError | None,
+    planned: frozenset,
+    force: bool,
+    where: str,
+) -> Decision | None:
+    """The decision the record alone settles, before the root is listed; None when it needs the
+    listing (every decision that writes outputs does). Raises the failures the record shows, so
+    a skip, a migration of an unchanged source or a conflict costs no listing of a large root."""
+    step = _from_state(manifest, key, destination, state, state_error, planned, force, where)
+    return step if isinstance(step, Decision) else None
 
 
 def decide(
@@ -101,16 +121,19 @@ def decide(
     destination: Destination,
     state: State | None,
     state_error: DistributorError | None,
-    present: frozenset | None,
+    present: frozenset,
     planned: frozenset,
     force: bool,
     where: str,
 ) -> Decision:
-    """The decision for publishing `manifest` as owner `key`; raises the contract's failures.
+    """The decision for publishing `manifest` as owner `key` with the root listed (`present`:
+    the non-reserved files under the bundle path); raises the contract's failures."""
+    step = _from_state(manifest, key, destination, state, state_error, planned, force, where)
+    return step if isinstance(step, Decision) else step(present)
 
-    `present` None means the root has not been listed: the decision is returned when it needs no
-    listing (a skip, a migration of an unchanged source, or a failure), else None, and the shell
-    lists the root and asks again. A skip of a large bundle thus costs no listing."""
+
+def _from_state(manifest, key, destination, state, state_error, planned, force, where) -> Decision | AfterListing:
+    """The mode's rows up to the point where the listing is needed."""
     if destination.shared_root:
         if state_error is not None:
             raise DistributorError(
@@ -118,53 +141,76 @@ def decide(
                 state_error.message + "; a shared root's state cannot be forced over because other "
                 "owners' outputs would be lost: repair the file or restore it from backup",
             )
-        return decide_shared_root(manifest, key, destination, state, present, planned, force, where)
-    if state is not None and state.mode == SHARED_ROOT:
-        raise shared_state_at_single_owner(
-            where, destination.id, " or publish elsewhere (force never applies: it would delete other owners' outputs)")
+        return _shared_root(manifest, key, destination, state, planned, force, where)
+    refuse_shared_state_at_single_owner(
+        state, destination, where, " or publish elsewhere (force never applies: it would delete other owners' outputs)")
     try:
         if state_error is not None:
             raise state_error
-        return decide_single_owner(manifest, key, destination, state, present, planned, where)
+        step = _single_owner(manifest, key, destination, state, planned, where)
     except DistributorError as error:
-        if force and error.reason in ("conflict", "unmanaged", "invalid_state"):
-            if present is None:
-                return None
-            managed = set(state.by_path()) if state else set()
-            return Decision("force_replace", "forced replacement of the bundle path: " + error.message, "replace", state,
-                            forced=frozenset(present - managed))
-        raise
+        return _forced(error, state, force)
+    if isinstance(step, Decision):
+        return step
+
+    def with_listing(present: frozenset) -> Decision:
+        try:
+            return step(present)
+        except DistributorError as error:
+            return _forced(error, state, force)(present)
+
+    return with_listing
 
 
-def decide_single_owner(manifest, key, destination, state, present, planned, where) -> Decision:
+def _forced(error: DistributorError, state: State | None, force: bool) -> AfterListing:
+    """Force replaces a single-owner bundle path over a conflict, unmanaged content or invalid
+    state, deleting every unmanaged file there: which ones, only the listing tells."""
+    if not (force and error.reason in _FORCEABLE):
+        raise error
+    managed = set(state.by_path()) if state else set()
+    return lambda present: Decision("force_replace", "forced replacement of the bundle path: " + error.message, "replace",
+                                    state, forced=frozenset(present - managed))
+
+
+def _single_owner(manifest, key, destination, state, planned, where) -> Decision | AfterListing:
+    """The single-owner rows: no state, another identity (takeover), the same source."""
     if state is None:
-        if present is None:
-            return None
-        if present:
-            raise _unmanaged(present, where)
-        return Decision("publish", "no state and no content at the bundle path: publish new outputs", destination.reconciliation)
+        return lambda present: _new_bundle_path(present, destination, where)
     owner = state.owners[0]
-    mismatch = _identity_mismatch(owner, key, manifest)
+    mismatch = identity_mismatch(owner, key, manifest)
     if mismatch:
-        if not _may_take_over(destination):
+        if not may_take_over(destination):
             raise DistributorError(
                 "conflict",
                 "%s: %s. Set takeover.mode: managed (or transfer.on_conflict: replace) to take "
                 "ownership of its managed outputs." % (where, mismatch),
             )
-        if present is None:
-            return None
-        unmanaged = present - set(state.by_path())
-        if unmanaged:
-            raise _unmanaged(unmanaged, where)
-        return Decision("takeover", mismatch + "; takeover replaces its managed outputs", "replace", state,
-                        taken_over=frozenset(planned & set(state.by_path())))
+        return lambda present: _takeover(present, mismatch, state, planned, where)
     compared = _compare_same_source(owner, manifest, key, destination, state)
     if isinstance(compared, Decision):
         return compared
-    why = compared
-    if present is None:
-        return None
+    return lambda present: _rewrite(present, compared, destination, state, planned, where)
+
+
+def _new_bundle_path(present: frozenset, destination: Destination, where: str) -> Decision:
+    """No state: publish, unless the bundle path holds content distributor does not manage."""
+    if present:
+        raise _unmanaged(present, where)
+    return Decision("publish", "no state and no content at the bundle path: publish new outputs", destination.reconciliation)
+
+
+def _takeover(present: frozenset, mismatch: str, state: State, planned: frozenset, where: str) -> Decision:
+    """Takeover replaces the previous owner's managed outputs, never unmanaged content."""
+    unmanaged = present - set(state.by_path())
+    if unmanaged:
+        raise _unmanaged(unmanaged, where)
+    return Decision("takeover", mismatch + "; takeover replaces its managed outputs", "replace", state,
+                    taken_over=frozenset(planned & set(state.by_path())))
+
+
+def _rewrite(present: frozenset, why: str, destination: Destination, state: State, planned: frozenset, where: str) -> Decision:
+    """The same source changed (or its storage settings did): replace refuses any unmanaged
+    file, merge only those a planned output would overwrite or that are in its way."""
     managed = state.by_path()
     unmanaged = present - set(managed)
     if destination.reconciliation == "replace":
@@ -178,10 +224,10 @@ def decide_single_owner(manifest, key, destination, state, present, planned, whe
     return Decision("merge", why, "merge", state)
 
 
-def decide_shared_root(manifest, key, destination, state, present, planned, force, where) -> Decision:
+def _shared_root(manifest, key, destination, state, planned, force, where) -> Decision | AfterListing:
     """The contract's shared-root rows, in its order: migrate this owner's own single-owner
     state, compare within the owner's scope, take over colliding paths, refuse what is in the
-    way, then unmanaged collisions (which force overwrites)."""
+    way, then (with the listing) unmanaged collisions, which force overwrites."""
     migrated = state is not None and state.mode == SINGLE_OWNER
     if migrated:
         state = _migrated(state, key, where)
@@ -199,18 +245,21 @@ def decide_shared_root(manifest, key, destination, state, present, planned, forc
     _refuse_other_owners_in_the_way(planned, managed, key, where)
     if reconciliation == "merge":
         _refuse_retained_in_the_way(planned, {p for p, o in managed.items() if o.owner == key} - planned, where)
-    if present is None:
-        return None
-    unmanaged = present - set(managed)
-    unmanaged = (planned & unmanaged) | in_the_way(planned, unmanaged)
-    if unmanaged:
-        if not force:
-            raise _unmanaged(unmanaged, where)
-        action = "force_replace"
-        why += "; force overwrites unmanaged %s" % _some(unmanaged)
-    if migrated:
-        action, why = "migrate", "single-owner state becomes shared_root state; " + why
-    return Decision(action, why, reconciliation, state, taken, unmanaged)
+
+    def with_listing(present: frozenset) -> Decision:
+        unmanaged = present - set(managed)
+        unmanaged = (planned & unmanaged) | in_the_way(planned, unmanaged)
+        chosen, because = action, why
+        if unmanaged:
+            if not force:
+                raise _unmanaged(unmanaged, where)
+            chosen = "force_replace"
+            because += "; force overwrites unmanaged %s" % _some(unmanaged)
+        if migrated:
+            chosen, because = "migrate", "single-owner state becomes shared_root state; " + because
+        return Decision(chosen, because, reconciliation, state, taken, unmanaged)
+
+    return with_listing
 
 
 def _migrated(state: State, key: OwnerKey, where: str) -> State:
@@ -231,7 +280,7 @@ def _compare_owner(manifest, key, destination, state, where):
     if owner is None:
         return "publish", destination.reconciliation, "owner %s is new in this shared root" % (key,)
     if owner.manifest.id != manifest.id:
-        if not _may_take_over(destination):
+        if not may_take_over(destination):
             raise DistributorError(
                 "conflict",
                 "%s: owner %s records source %s, not %s. Set takeover.mode: managed to replace it."
@@ -260,7 +309,7 @@ def _taken_over(planned: frozenset, managed: dict, key: OwnerKey, destination: D
     """One path has one owner: planned paths another owner manages move to this one only
     under takeover.mode managed."""
     taken = frozenset(p for p in planned if p in managed and managed[p].owner != key)
-    if taken and not _may_take_over(destination):
+    if taken and not may_take_over(destination):
         first = sorted(taken)[0]
         raise DistributorError(
             "ownership_conflict",

@@ -1,7 +1,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The rules for acting on a root that already holds a record, in one place: which bundle path a
-selector names, which owner may act on it, and the refusals reconcile-state and prune (and, for a
-shared root opened as single-owner, publish) word alike."""
+"""Opening a root that already holds a record, for reconcile-state and prune: which bundle path a
+selector names, and the record read under the lock and checked by `ownership.check_owner` (the
+rules publish applies too) before the operation's body may act on it."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ from typing import Iterator, NamedTuple
 
 from .config import Destination, render_bundle_path
 from .errors import DistributorError
+from .ownership import check_owner
 from .paths import JOURNAL_NAME, STATE_NAME
 from .root import inspect, opened
-from .state import SHARED_ROOT, OwnerKey, State
+from .state import OwnerKey, State
 from .storage.base import Storage
 from .timestamps import parse_rfc3339
 
@@ -26,52 +27,11 @@ class Selector(NamedTuple):
     created: str | None = None
 
 
-def shared_state_at_single_owner(where: str, destination_id: str, consequence: str = "") -> DistributorError:
-    """Shared-root state is never acted on as single-owner: that would treat every other
-    owner's outputs as this one's."""
-    return DistributorError(
-        "conflict",
-        "%s holds shared_root state but destination %s is configured single_owner; set state.mode: "
-        "shared_root%s" % (where, destination_id, consequence),
-    )
-
-
-def check_owner(state: State | None, state_error: DistributorError | None, key: OwnerKey,
-                destination: Destination, where: str) -> State:
-    """The record both operations may act on, or the failure that says why not.
-
-    No record fails rather than succeeding quietly: it almost always means a wrong `path` or
-    `created`, and success would hide that. Its reason is `unmanaged`, the contract's word for a
-    root without state, so automation can tell it from a corrupt record (`invalid_state`), which
-    needs a person. A record of another owner (or a shared root opened as
-    single-owner, which publish refuses too) is `conflict`, as in publish. The owner's own
-    single-owner state under a shared_root configuration is accepted and kept single-owner:
-    converting it is the next publish's migration, not a repair.
-    """
-    if state_error is not None:
-        raise DistributorError(
-            "invalid_state",
-            state_error.message + "; distributor never rewrites invalid state: repair the file or restore it from backup",
-        )
-    if state is None:
-        raise DistributorError(
-            "unmanaged",
-            "%s does not exist: distributor manages nothing there. Check destination.path and created, "
-            "or publish first" % where,
-        )
-    if state.mode == SHARED_ROOT and not destination.shared_root:
-        raise shared_state_at_single_owner(where, destination.id)
-    if state.mode != SHARED_ROOT and state.owners[0].key != key:
-        raise DistributorError(
-            "conflict",
-            "%s belongs to pipeline %s and destination %s, not %s and %s; distributor never rewrites "
-            "another owner's state" % (where, *state.owners[0].key, *key),
-        )
-    return state
-
-
 @dataclass(frozen=True)
 class ManagedRoot:
+    """What an operation on an existing root works with: the locked storage, the owner acting,
+    the checked record, the files present and the warnings about the record to pass on."""
+
     storage: Storage
     key: OwnerKey
     bundle_path: str
@@ -81,6 +41,8 @@ class ManagedRoot:
 
 
 def parse_created(created: str | None) -> datetime | None:
+    """The selector's `created` as a time, or the invalid_config failure naming the option:
+    operations without a bundle fill the bundle path's `{created}` from it."""
     if created is None:
         return None
     try:

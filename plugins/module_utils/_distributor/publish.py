@@ -1,8 +1,10 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The publish operation: the imperative shell around parse → decide → plan → execute.
+"""The publish operation: the imperative shell around the contract's order of work.
 
-It alone reads the clock, the bundle and the destination; check mode stops after planning, so
-what check mode reports is, by construction, what a real run does.
+Read the records (state, journal) → decide from the state alone → list the bundle path only when
+that decision needs it (or a dead attempt's leftovers must be found) → decide with the listing →
+plan → execute. It alone reads the clock, the bundle and the destination; check mode stops after
+planning, so what check mode reports is, by construction, what a real run does.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from .attributes import output_attributes
 from .changes import publish_changes
 from .config import Pipeline, parse_destination, parse_pipeline, render_bundle_path, render_url
 from .contentdiff import content_diffs
-from .decide import decide
+from .decide import decide, decide_from_state
 from .digest import check_expected, plan_digest, publish_facts
 from .execute import execute, output_chunks, recover, recovery_deletes
 from .journal import Journal
@@ -27,6 +29,7 @@ from .state import OwnerKey, output_to_dict, state_to_dict
 from .storage.select import open_storage
 from .timestamps import utc_now
 from .transforms import Page, read_template, render_markdown
+from .vocabulary import SHARED_ROOT
 
 
 def page_of(pipeline: Pipeline) -> Page:
@@ -78,14 +81,10 @@ def publish(source: str, pipeline: dict, destination: dict, *, force: bool = Fal
     warnings = []
     with opened(destination_cfg, bundle_path, lock_timeout, check_mode, opener) as storage:
         state, state_error, journal = read_records(storage)
-        planned_paths = frozenset(p.path for p in planned)
-        present = None
-        decision = None
-        leftovers = []
         facts = dict(manifest=manifest, key=key, destination=destination_cfg, state=state, state_error=state_error,
-                     planned=planned_paths, force=force, where=storage.describe())
-        if journal is None:
-            decision = decide(present=None, **facts)
+                     planned=frozenset(p.path for p in planned), force=force, where=storage.describe())
+        decision = decide_from_state(**facts) if journal is None else None
+        present, listing, leftovers = None, None, []
         if decision is None:
             listing = frozenset(storage.list_files())
             present = present_in(listing)
@@ -140,11 +139,11 @@ def _listing(paths: list, shown: int = 20) -> str:
 
 
 def result(the_plan, warnings: list, where: str, review: tuple, full: bool = True, contents: list = ()) -> dict:
-    """The module's return values, named as DESIGN.md fixes them. The `diff` is a list: the
-    listing of managed outputs and state, then the `contents` diffs of the outputs written."""
+    """The module's return values, as distributor_publish's RETURN documents them. The `diff` is a
+    list: the listing of managed outputs and state, then the `contents` diffs of the outputs written."""
     decision = the_plan.decision
     after = the_plan.after
-    shared = after is not None and after.mode == "shared_root"
+    shared = after is not None and after.mode == SHARED_ROOT
     owner = after.owner(the_plan.owner) if after else None
     values = {
         "changed": the_plan.changed,
