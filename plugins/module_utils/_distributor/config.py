@@ -14,7 +14,8 @@ from .argspec import STORAGE
 from .attributes import check_storage
 from .errors import DistributorError
 from .paths import is_reserved, path_problem
-from .schemas import HTTP_URL, validate
+from .schema_documents import HTTP_URL
+from .schemas import validate
 from .timestamps import format_rfc3339
 from .transforms import is_script_url
 from .storage.base import LOCK_EXPIRY_SECONDS
