@@ -134,14 +134,14 @@ molecule: collection
 	echo "==> molecule finished in $$(( $$(date +%s) - t0 ))s"
 molecule: export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 
-# The JSON Schemas live in plugins/module_utils/_distributor/schemas.py (Ansible ships only Python
-# to the hosts that run modules); this writes them as files for people and other tools.
+# The JSON Schemas live in plugins/module_utils/_distributor/schema_documents.py (Ansible ships only
+# Python to the hosts that run modules); this writes them as files for people and other tools.
 schemas: collection
 	PYTHONPATH=$(COLLECTIONS) $(VENV_BIN)/python -c "$$EXPORT_SCHEMAS"
 
 define EXPORT_SCHEMAS
 import json
-from ansible_collections.distributor.core.plugins.module_utils._distributor.schemas import SCHEMAS
+from ansible_collections.distributor.core.plugins.module_utils._distributor.schema_documents import SCHEMAS
 for name, schema in SCHEMAS.items():
     with open("schemas/%s.schema.json" % name, "w") as handle:
         handle.write(json.dumps(schema, indent=2) + "\n")

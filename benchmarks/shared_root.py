@@ -20,8 +20,8 @@ import tempfile
 from dataclasses import replace
 
 from harness import publish, time_call
-from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest import (
-    Manifest, ManifestFile, compute_digest, write_manifest)
+from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest import Manifest, ManifestFile, compute_digest
+from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest_build import write_manifest
 from ansible_collections.distributor.core.plugins.module_utils._distributor.state import (
     Output, Owner, OwnerKey, State, serialize_state)
 

@@ -115,7 +115,7 @@ path:
 """
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.adapter import run_module
-from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest import ensure_manifest
+from ansible_collections.distributor.core.plugins.module_utils._distributor.ensure_manifest import ensure_manifest
 
 
 def main():

@@ -11,7 +11,7 @@ import sys
 import pytest
 import yaml
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest import create_manifest
+from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest_build import create_manifest
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 INSTALLED = os.path.join(REPO_ROOT, ".build", "collections")

@@ -25,7 +25,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest import create_manifest
+from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest_build import create_manifest
 from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
 
 SWAPPER = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "swapper.py")

@@ -14,7 +14,7 @@ import yaml
 
 from conftest import REPO_ROOT, tree
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest import create_manifest
+from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest_build import create_manifest
 
 PLAYBOOKS = os.path.join(REPO_ROOT, "playbooks")
 CREATED = "2026-06-04T11:55:00Z"

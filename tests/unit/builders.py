@@ -9,8 +9,8 @@ import os
 from datetime import datetime, timezone
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.config import parse_destination, parse_pipeline
-from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest import (
-    Manifest, ManifestFile, compute_digest, create_manifest)
+from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest import Manifest, ManifestFile, compute_digest
+from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest_build import create_manifest
 
 NOW = datetime(2026, 6, 4, 12, 0, 0, tzinfo=timezone.utc)
 LATER = datetime(2026, 6, 5, 12, 0, 0, tzinfo=timezone.utc)

@@ -11,12 +11,12 @@ import pytest
 from ansible_collections.distributor.core.plugins.module_utils._distributor.contentdiff import (
     FILE_BOUND, TASK_BOUND, content_diffs)
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest import build_manifest
+from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest_build import build_manifest
 from ansible_collections.distributor.core.plugins.module_utils._distributor.plan import Content, Write
 from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
-from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.memory import MemoryStorage
 
 from builders import LATER, MEMORY_STORAGE, NOW, sha, write_bundle
+from memory_storage import MemoryStorage
 
 
 class Record:

@@ -16,7 +16,7 @@ import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.limits import STATE_LIMIT
-from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest import Bundle
+from ansible_collections.distributor.core.plugins.module_utils._distributor.bundle import Bundle
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import (
     JOURNAL_NAME, LOCK_NAME, STATE_NAME)
 from ansible_collections.distributor.core.plugins.module_utils._distributor.regular import NotRegularFile, open_regular

@@ -15,8 +15,8 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.limi
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import LOCK_NAME
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.lease import (
     LOCK_POLL_SECONDS, Lease, describe_holder, held, holder_record)
-from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.memory import (
-    MemoryLock, MemoryStorage, StorageClock)
+
+from memory_storage import MemoryLock, MemoryStorage, StorageClock
 
 START = 1_780_000_000.0
 HOUR = 3600.0

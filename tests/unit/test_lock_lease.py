@@ -12,9 +12,9 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.erro
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import JOURNAL_NAME, LOCK_NAME, STATE_NAME
 from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.lease import holder_record
-from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.memory import MemoryStorage
 
 from builders import LATER, MEMORY_STORAGE, NOW, write_bundle
+from memory_storage import MemoryStorage
 
 DEST = {"id": "archive", "storage": MEMORY_STORAGE, "lock": {"expiry": 1}}
 FILES = {"page-%02d.html" % i: b"page %d" % i for i in range(6)}

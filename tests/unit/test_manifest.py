@@ -12,9 +12,11 @@ import tracemalloc
 import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor import manifest as manifest_module, schemas
+from ansible_collections.distributor.core.plugins.module_utils._distributor.bundle import Bundle
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError, MissingLibrary
 from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest import (
-    Bundle, Manifest, ManifestFile, compute_digest, create_manifest, parse_manifest)
+    Manifest, ManifestFile, compute_digest, parse_manifest)
+from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest_build import create_manifest
 
 CREATED = "2026-06-04T12:00:00Z"
 MIB = 1024 * 1024

@@ -16,9 +16,9 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.erro
 from ansible_collections.distributor.core.plugins.module_utils._distributor.prune import prune
 from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
 from ansible_collections.distributor.core.plugins.module_utils._distributor.reconcile import reconcile_state
-from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.memory import MemoryStorage
 
 from builders import LATER, MEMORY_STORAGE, NOW, write_bundle
+from memory_storage import MemoryStorage
 
 COMPARED = ("changed", "action", "written", "deleted", "retained", "changes", "plan_digest", "state", "taken_over", "forced")
 DESTINATIONS = {

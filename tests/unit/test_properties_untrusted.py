@@ -15,9 +15,9 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.mani
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import path_problem
 from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
 from ansible_collections.distributor.core.plugins.module_utils._distributor.state import parse_state
-from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.memory import MemoryStorage
 
 from builders import LATER, MEMORY_STORAGE, NOW, write_bundle
+from memory_storage import MemoryStorage
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 NAMES = st.sampled_from(["index.html", "../outside.txt", "/etc/passwd", "a/../../b", ".distributor.json", "a//b",

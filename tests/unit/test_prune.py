@@ -13,10 +13,10 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.erro
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import LOCK_NAME, STATE_NAME
 from ansible_collections.distributor.core.plugins.module_utils._distributor.prune import prune, select_expired
 from ansible_collections.distributor.core.plugins.module_utils._distributor.state import OwnerKey, parse_state, serialize_state
-from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.memory import MemoryStorage
 from ansible_collections.distributor.core.plugins.module_utils._distributor.timestamps import format_rfc3339
 
 from builders import MEMORY_STORAGE, NOW, manifest, shared_state, single_state
+from memory_storage import MemoryStorage
 
 M = manifest()
 KEY = OwnerKey("reports", "archive")

@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest import READ_CHUNK_SIZE
+from ansible_collections.distributor.core.plugins.module_utils._distributor.bundle import READ_CHUNK_SIZE
 from ansible_collections.distributor.core.plugins.module_utils._distributor.readahead import read_ahead
 
 FULL = READ_CHUNK_SIZE

@@ -13,9 +13,9 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.erro
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import JOURNAL_NAME, STATE_NAME
 from ansible_collections.distributor.core.plugins.module_utils._distributor.reconcile import reconcile_plan, reconcile_state
 from ansible_collections.distributor.core.plugins.module_utils._distributor.state import OwnerKey, parse_state, serialize_state
-from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.memory import MemoryStorage
 
 from builders import LATER, LATER_S, MEMORY_STORAGE, NOW_S, manifest, shared_state, single_state
+from memory_storage import MemoryStorage
 
 M = manifest()
 KEY = OwnerKey("reports", "archive")

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor.schemas import SCHEMAS
+from ansible_collections.distributor.core.plugins.module_utils._distributor.schema_documents import SCHEMAS
 from ansible_collections.distributor.core.plugins.module_utils._distributor.state import state_to_dict
 
 from builders import manifest, shared_state, single_state

@@ -17,7 +17,7 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.limi
 from ansible_collections.distributor.core.plugins.module_utils._distributor.prune import prune
 from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
 from ansible_collections.distributor.core.plugins.module_utils._distributor.reconcile import reconcile_state
-from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest import create_manifest
+from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest_build import create_manifest
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.sftp_private import (
     foreign_owner, writable_by_others)

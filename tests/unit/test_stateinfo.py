@@ -12,9 +12,9 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.erro
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import JOURNAL_NAME, LOCK_NAME, STATE_NAME
 from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
 from ansible_collections.distributor.core.plugins.module_utils._distributor.stateinfo import state_info
-from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.memory import MemoryStorage
 
 from builders import MEMORY_STORAGE, NOW, write_bundle
+from memory_storage import MemoryStorage
 
 SHARED = {"id": "site", "storage": MEMORY_STORAGE, "state": {"mode": "shared_root"},
           "links": {"base_url": "https://example.com/"}}

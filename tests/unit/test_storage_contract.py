@@ -25,8 +25,9 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.limi
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import LOCK_NAME
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage import s3 as s3_backend
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.base import Storage
-from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.memory import MemoryStorage
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
+
+from memory_storage import MemoryStorage
 
 BASE = "reports/2024-05-01"
 SECRET = "hunter2-do-not-print-me"

@@ -83,7 +83,7 @@ def test_every_s3_setting_becomes_an_object_argument():
 
 
 def test_excluded_files_produce_no_output(tmp_path):
-    from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest import Bundle
+    from ansible_collections.distributor.core.plugins.module_utils._distributor.bundle import Bundle
     from ansible_collections.distributor.core.plugins.module_utils._distributor.plan import plan_outputs
 
     source = write_bundle(tmp_path / "b", {"index.md": b"# i", "drafts/x.md": b"# x", "a.png": b"p"})

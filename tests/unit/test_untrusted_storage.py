@@ -14,10 +14,10 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.publ
 from ansible_collections.distributor.core.plugins.module_utils._distributor.state import parse_state
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.lease import (
     describe_holder, lock_is_expired)
-from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.memory import MemoryStorage
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.sftp import SftpStorage
 
 from builders import LATER, MEMORY_STORAGE, NOW, write_bundle
+from memory_storage import MemoryStorage
 
 JOURNAL = "site/.distributor.journal.json"
 STATE = "site/.distributor.json"

@@ -15,7 +15,8 @@ from .attributes import check_storage
 from .errors import DistributorError
 from .limits import LOCK_EXPIRY_SECONDS
 from .paths import is_reserved, path_problem
-from .schemas import HTTP_URL, validate
+from .schema_documents import HTTP_URL
+from .schemas import validate
 from .timestamps import format_rfc3339
 from .transforms import is_script_url
 from .vocabulary import SHARED_ROOT, SINGLE_OWNER

@@ -14,6 +14,7 @@ from datetime import datetime
 
 from . import report
 from .attributes import output_attributes
+from .bundle import Bundle
 from .changes import publish_changes
 from .config import Pipeline, parse_destination, parse_pipeline, render_bundle_path, render_url
 from .contentdiff import content_diffs
@@ -21,7 +22,6 @@ from .decide import decide, decide_from_state
 from .digest import check_expected, plan_digest, publish_facts
 from .execute import execute, output_chunks, recover, recovery_deletes
 from .journal import Journal
-from .manifest import Bundle
 from .paths import STATE_NAME
 from .plan import Content, plan, plan_outputs
 from .root import opened, present_in, read_records

@@ -12,7 +12,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import Iterable, Iterator
 
-from .manifest import READ_CHUNK_SIZE
+from .bundle import READ_CHUNK_SIZE
 
 
 def read_ahead(chunks: Iterable[bytes]) -> Iterator[bytes]:

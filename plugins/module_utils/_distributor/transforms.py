@@ -10,10 +10,10 @@ import re
 import traceback
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
 from .errors import DistributorError, MissingLibrary
 from .regular import NotRegularFile, open_regular
+from .vocabulary import TRANSFORMS
 
 try:
     import markdown
@@ -28,10 +28,6 @@ else:
     HAS_MARKDOWN = True
     MARKDOWN_IMPORT_ERROR = None
 
-if TYPE_CHECKING:
-    from .manifest import Bundle
-
-TRANSFORMS = ("copy", "markdown_to_html")
 _KINDS = {"copy": "source", "markdown_to_html": "generated"}
 
 # Schemes whose URLs run code or smuggle content when followed. Browsers drop ASCII whitespace

@@ -75,8 +75,6 @@ class Storage:
     `token` names this attempt's staged files (see temp_name); the journal records it.
     """
 
-    kind = "abstract"
-
     def __init__(self, token: str):
         self.token = token
 
@@ -100,6 +98,8 @@ class Storage:
         raise NotImplementedError
 
     def write_bytes(self, path: str, data: bytes) -> None:
+        """write() of bytes already in memory (state, journal): the records are small and built
+        whole, so they need no chunks of their own."""
         self.write(path, [data])
 
     def write_many(self, items: Iterable[tuple[str, Callable[[], Iterable[bytes]]]]) -> None:
@@ -119,9 +119,6 @@ class Storage:
         """Remove files, returning those that existed; backends may batch or parallelise."""
         return [p for p in paths if self.delete(p)]
 
-    def exists(self, path: str) -> bool:
-        raise NotImplementedError
-
     def list_files(self) -> list[str]:
         """Every file under the base, sorted, as base-relative paths (reserved names included)."""
         raise NotImplementedError
@@ -130,7 +127,7 @@ class Storage:
         """Serialise publishers of this base (a context manager giving the Lease); DistributorError
         ('locked') naming the holder after `timeout` seconds. A holder that died releases it at
         most `expiry` seconds after its last renewal, counted on the storage's clock; a live one
-        keeps it, however long it works. SFTP, S3 and memory run lease.held over a LockFile."""
+        keeps it, however long it works. SFTP and S3 run lease.held over a LockFile."""
         raise NotImplementedError
 
     def close(self) -> None:

@@ -36,7 +36,6 @@ class ConfinedStorage(Storage):
     def __init__(self, inner: Storage):
         super().__init__(inner.token)
         self.inner = inner
-        self.kind = inner.kind
         self._lease: Lease | None = None
 
     def _inside(self, path: str) -> str:
@@ -108,10 +107,6 @@ class ConfinedStorage(Storage):
             self._held("deleting " + checked[0] + (" and %d more" % (len(checked) - 1) if len(checked) > 1 else ""))
         with self._reported("delete files under"):
             return self.inner.delete_many(checked)
-
-    def exists(self, path: str) -> bool:
-        with self._reported("inspect", self._inside(path)):
-            return self.inner.exists(path)
 
     def list_files(self) -> list[str]:
         with self._reported("list"):

@@ -36,8 +36,6 @@ EMPTY_RANGE = ("416", "InvalidRange")
 
 
 class S3Storage(Storage):
-    kind = "s3"
-
     def __init__(self, storage: dict, base: str, token: str):
         super().__init__(token)
         self.bucket = storage.get("bucket") or ""

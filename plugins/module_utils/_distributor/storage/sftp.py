@@ -38,8 +38,6 @@ READ_ATTEMPTS = 3  # looks at a file that changed between the look and the open 
 
 
 class SftpStorage(SftpConnection, SftpPaths, Storage):
-    kind = "sftp"
-
     def __init__(self, storage: dict, base: str, token: str):
         super().__init__(token)
         self.host = storage.get("host") or ""

@@ -6,10 +6,10 @@ from __future__ import annotations
 import time
 from typing import Callable, ContextManager, Iterable
 
-from ..limits import LOCK_EXPIRY_SECONDS, LOCK_LIMIT
-from ..paths import LOCK_NAME, join
-from .base import Storage, temp_name
-from .lease import Lease, LockFile, Seen, held
+from ansible_collections.distributor.core.plugins.module_utils._distributor.limits import LOCK_EXPIRY_SECONDS, LOCK_LIMIT
+from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import LOCK_NAME, join
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.base import Storage, temp_name
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.lease import Lease, LockFile, Seen, held
 
 
 class MemoryStorage(Storage):
@@ -20,8 +20,6 @@ class MemoryStorage(Storage):
     test can also fail a renewal, or replace the lock record there to steal the lock. `clock`
     (a StorageClock) dates lock records as a real storage does; without one, none is dated.
     """
-
-    kind = "memory"
 
     def __init__(self, store: dict, base: str = "", token: str = "t", fault: Callable[[str, str], None] | None = None,
                  clock: StorageClock | None = None):
