@@ -21,11 +21,12 @@ more, its failed attempt's clean-up included (the paths may be the next holder's
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Callable, Iterable, Iterator
+from typing import Callable, ContextManager, Iterable, Iterator
 
 from ..errors import DistributorError
 from ..paths import JOURNAL_NAME, LOCK_NAME, STATE_NAME, path_problem
 from .base import LOCK_EXPIRY_SECONDS, Lease, Storage
+from .refusals import os_errors
 
 RECORDS = (STATE_NAME, JOURNAL_NAME)
 
@@ -48,13 +49,8 @@ class ConfinedStorage(Storage):
             )
         return path
 
-    @contextmanager
-    def _reported(self, action: str, path: str = "") -> Iterator[None]:
-        try:
-            yield
-        except OSError as exc:
-            raise DistributorError(
-                "storage_error", "cannot %s %s: %s" % (action, self.inner.describe(path), exc.strerror or exc)) from exc
+    def _reported(self, action: str, path: str = "") -> ContextManager[None]:
+        return os_errors(action, self.inner.describe(path))
 
     def _held(self, what: str, record: bool = False) -> None:
         """Under a lock a change goes ahead only while the lease holds, and a record (state,
@@ -71,30 +67,37 @@ class ConfinedStorage(Storage):
     def _held_chunks(self, path: str, factory: Callable[[], Iterable[bytes]]) -> Callable[[], Iterable[bytes]]:
         """A write of many asks the lease as each write starts, in whichever thread runs it."""
         def chunks() -> Iterable[bytes]:
+            """The lease is asked when the write starts, not when the batch is planned."""
             self._held("writing " + path)
             return factory()
         return chunks
 
     def describe(self, path: str = "") -> str:
+        """The inner storage's location: confinement adds no place of its own."""
         return self.inner.describe(path)
 
     def read_bytes(self, path: str, limit: int) -> bytes | None:
+        """Reads are confined too: a record's path may come from a planted journal."""
         with self._reported("read", self._inside(path)):
             return self.inner.read_bytes(path, limit)
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
+        """Confined, under the lease, and a record only after a fresh look at the lock."""
         with self._reported("write", self._writing(path)):
             self.inner.write(path, chunks)
 
     def write_bytes(self, path: str, data: bytes) -> None:
+        """As write: records are written with this call."""
         with self._reported("write", self._writing(path)):
             self.inner.write_bytes(path, data)
 
     def write_many(self, items: Iterable[tuple[str, Callable[[], Iterable[bytes]]]]) -> None:
+        """Every path confined as its write starts, the lease asked in whichever thread runs it."""
         with self._reported("write outputs under"):
             self.inner.write_many((self._inside(path), self._held_chunks(path, factory)) for path, factory in items)
 
     def delete(self, path: str) -> bool:
+        """Confined and under the lease: a path from a journal must not reach outside the bundle path."""
         path = self._inside(path)
         self._held("deleting " + path)
         with self._reported("delete", path):
@@ -109,6 +112,7 @@ class ConfinedStorage(Storage):
             return self.inner.delete_many(checked)
 
     def list_files(self) -> list[str]:
+        """Lists only the bundle path (the inner storage's base); OSErrors reported like the others."""
         with self._reported("list"):
             return self.inner.list_files()
 
@@ -133,8 +137,10 @@ class ConfinedStorage(Storage):
                 held.__exit__(type(failure) if failure else None, failure, failure.__traceback__ if failure else None)
 
     def close(self) -> None:
+        """The inner storage's connections."""
         self.inner.close()
 
     @property
     def warnings(self) -> list[str]:
+        """The inner storage's: confinement adds none."""
         return self.inner.warnings

@@ -8,7 +8,8 @@ resolved from the root twice. Each directory is opened relative to the one befor
 `O_DIRECTORY | O_NOFOLLOW`, and every act names one component relative to a descriptor distributor
 holds (`dir_fd=`; attributes with `fchmod`/`fchown` on what it opened), as rsync's receiver does
 since its symlink CVEs. A swap can make an operation fail; it cannot move one outside the tree the
-descriptors were opened in.
+descriptors were opened in. Every OSError of these acts leaves through refusals.os_errors, worded
+as SFTP words the same refusal.
 """
 
 from __future__ import annotations
@@ -18,31 +19,14 @@ import os
 import stat
 from typing import Callable, Iterator
 
-from ..errors import DistributorError
 from ..limits import DEPTH_LIMIT
 from ..regular import kind_of
+from .refusals import disappeared, link_refused, not_a_directory, os_errors, too_deep
 
 DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # Reading what is found at a destination: never through a link, never blocking on a FIFO.
 READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-
-
-def link_refused(where: str) -> DistributorError:
-    return DistributorError(
-        "storage_error", "%s is a symbolic link; distributor never follows links inside a destination root" % where)
-
-
-def not_a_directory(where: str, needed_by: str) -> DistributorError:
-    return DistributorError(
-        "storage_error",
-        "%s is a file where %s needs a directory; move it away so distributor can publish there" % (where, needed_by))
-
-
-def failed(action: str, where: str, exc: OSError) -> DistributorError:
-    """An OSError of an act on the destination as storage_error naming the location; callers
-    raise it `from exc`."""
-    return DistributorError("storage_error", "cannot %s %s: %s" % (action, where, exc.strerror or exc))
 
 
 def entry_mode(parent: int, name: str) -> int | None:
@@ -56,34 +40,33 @@ def entry_mode(parent: int, name: str) -> int | None:
 def open_directory(parent: int, name: str, where: str, needed_by: str) -> int | None:
     """`name` in `parent` opened as a directory, never through a link; None when absent. What is
     there instead is named: a link or a file in the way are refusals, not errors of the act below."""
-    try:
-        return os.open(name, DIRECTORY_FLAGS, dir_fd=parent)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
-            raise failed("open directory", where, exc) from exc
+    with os_errors("open directory", where):
+        try:
+            return os.open(name, DIRECTORY_FLAGS, dir_fd=parent)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                raise
         mode = entry_mode(parent, name)
-        if mode is not None and stat.S_ISLNK(mode):
-            raise link_refused(where) from None
-        raise not_a_directory(where, needed_by) from None
+    if mode is not None and stat.S_ISLNK(mode):
+        raise link_refused(where)
+    raise not_a_directory(where, needed_by)
 
 
 def make_directory(parent: int, name: str, where: str, needed_by: str, mode: int = 0o777) -> tuple[int, bool]:
     """(descriptor, created): `name` in `parent`, made when absent. `created` is true only for a
     directory this call made and then opened as its own account's: only such a one may be given
     the configured mode and owner (anything else found there was put by someone else)."""
-    try:
-        os.mkdir(name, mode, dir_fd=parent)
-        made = True
-    except FileExistsError:
-        made = False
-    except OSError as exc:
-        raise failed("create directory", where, exc) from exc
+    with os_errors("create directory", where):
+        try:
+            os.mkdir(name, mode, dir_fd=parent)
+            made = True
+        except FileExistsError:
+            made = False
     fd = open_directory(parent, name, where, needed_by)
     if fd is None:
-        raise DistributorError("storage_error", "%s disappeared right after it was made; something else changed "
-                               "the destination during this run" % where)
+        raise disappeared(where)
     return fd, made and os.fstat(fd).st_uid == os.geteuid()
 
 
@@ -94,12 +77,13 @@ def identity_at(top: int, parts: list[str], where: Callable[[int], str]) -> tupl
     fd = os.dup(top)
     try:
         for index, name in enumerate(parts):
-            try:
-                child = os.open(name, DIRECTORY_FLAGS, dir_fd=fd)
-            except OSError as exc:
-                if exc.errno in (errno.ENOENT, errno.ELOOP, errno.ENOTDIR):
-                    return None
-                raise failed("open directory", where(index), exc) from exc
+            with os_errors("open directory", where(index)):
+                try:
+                    child = os.open(name, DIRECTORY_FLAGS, dir_fd=fd)
+                except OSError as exc:
+                    if exc.errno in (errno.ENOENT, errno.ELOOP, errno.ENOTDIR):
+                        return None
+                    raise
             os.close(fd)
             fd = child
         info = os.fstat(fd)
@@ -112,15 +96,16 @@ def open_regular_at(parent: int, name: str, where: str, flags: int = READ_FLAGS,
     """A regular file in `parent` opened with `flags` (reading, by default); None when absent.
     Anything else (a link, a FIFO, a device, a directory) is refused unread, without blocking on
     it: `flags` must hold O_NOFOLLOW and O_NONBLOCK."""
-    try:
-        fd = os.open(name, flags, 0o644, dir_fd=parent)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        mode = entry_mode(parent, name) if exc.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR) else None
-        if mode is not None and kind_of(mode):
-            raise NotRegular(where, kind_of(mode)) from None
-        raise failed(action, where, exc) from exc
+    with os_errors(action, where):
+        try:
+            fd = os.open(name, flags, 0o644, dir_fd=parent)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            mode = entry_mode(parent, name) if exc.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR) else None
+            if mode is not None and kind_of(mode):
+                raise NotRegular(where, kind_of(mode)) from None
+            raise
     kind = kind_of(os.fstat(fd).st_mode)
     if kind:
         os.close(fd)
@@ -173,17 +158,19 @@ def list_tree(top: int, where: Callable[[str], str]) -> Iterator[str]:
                 yield prefix + name
                 continue
             if len(stack) > DEPTH_LIMIT:
-                raise DistributorError("storage_error", "%s is more than %d directories deep; distributor lists trees "
-                                       "at most that deep (limits.DEPTH_LIMIT)" % (where(prefix + name), DEPTH_LIMIT))
-            try:
-                child = os.open(name, DIRECTORY_FLAGS, dir_fd=fd)
-            except FileNotFoundError:
-                continue
-            except OSError as exc:
-                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                    yield prefix + name  # swapped for a link or a file since it was listed
+                raise too_deep(where(prefix + name))
+            with os_errors("list", where(prefix + name)):
+                try:
+                    child = os.open(name, DIRECTORY_FLAGS, dir_fd=fd)
+                except FileNotFoundError:
                     continue
-                raise failed("list", where(prefix + name), exc) from exc
+                except OSError as exc:
+                    if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                        raise
+                    child = None  # swapped for a link or a file since it was listed
+            if child is None:
+                yield prefix + name
+                continue
             stack.append((child, prefix + name + "/", _subdirectories_of(child, prefix + name, where)))
     finally:
         for fd, _prefix, _pending in stack:
@@ -193,12 +180,9 @@ def list_tree(top: int, where: Callable[[str], str]) -> Iterator[str]:
 def _subdirectories_of(fd: int, rel: str, where: Callable[[str], str]) -> Iterator[tuple[str, bool]]:
     """(name, is a directory) of each entry of the open directory `fd`, read at once so that the
     walk holds one descriptor per level, not one per directory seen."""
-    try:
-        with os.scandir(fd) as entries:
-            found = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries]
-    except FileNotFoundError:
-        found = []
-    except OSError as exc:
-        raise DistributorError("storage_error", "cannot list %s: %s; distributor does not write where it cannot see "
-                               "what is there" % (where(rel), exc.strerror or exc)) from exc
-    return iter(found)
+    with os_errors("list", where(rel), "distributor does not write where it cannot see what is there"):
+        try:
+            with os.scandir(fd) as entries:
+                return iter([(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries])
+        except FileNotFoundError:
+            return iter([])

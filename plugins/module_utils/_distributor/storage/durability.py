@@ -13,7 +13,7 @@ import re
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Iterable, NamedTuple
 
-from ..errors import DistributorError
+from .refusals import failure, os_errors
 
 # Filesystems whose syncfs(2) writes back every dirty file and commits the journal (or log, or
 # transaction), so one call makes a batch of files and every rename and mkdir before it durable.
@@ -23,6 +23,7 @@ SYNCFS_KERNEL = (5, 8)  # from Linux 5.8 syncfs(2) reports writeback errors; bef
 
 
 class Staged(NamedTuple):
+    """A file staged and not yet renamed: what a batch syncs, renames or removes."""
     path: str  # the output's path under the bundle path
     name: str  # its file name, in the staging directory and in its target directory alike
     directory: str  # the target directory, relative to the storage root
@@ -46,15 +47,18 @@ class FsyncEach:
 
     @staticmethod
     def submit(pool: ThreadPoolExecutor, batch: list[Staged]) -> list[Future]:
+        """The syncs of a batch, started while the next batch is staged; each result is
+        fsync_staged's (None or the failure)."""
         return [pool.submit(fsync_staged, item) for item in batch]
 
     @staticmethod
     def directories(chain: Iterable[Directory]) -> None:
+        """Every directory renamed or made into, so that the entries themselves are durable."""
         for directory in chain:
             sync_directory(directory)
 
     def close(self) -> None:
-        """Holds nothing."""
+        """Nothing to release; there to share SyncFs's interface."""
 
 
 class SyncFs:
@@ -80,19 +84,21 @@ class SyncFs:
         return None
 
     def submit(self, pool: ThreadPoolExecutor, batch: list[Staged]) -> list[Future]:
+        """One syncfs for the batch, and an fsync for each file on another filesystem."""
         elsewhere = [item for item in batch if item.ident[0] != self.device]
         return [pool.submit(self._sync)] + [pool.submit(fsync_staged, item) for item in elsewhere]
 
     def directories(self, chain: Iterable[Directory]) -> None:
+        """One syncfs after the renames, and an fsync for each directory on another filesystem."""
         failed = self._sync()
         if failed:
-            raise DistributorError("storage_error", "cannot sync directories of %s: %s"
-                                   % (failed[0], failed[1].strerror or failed[1])) from failed[1]
+            raise failure("sync directories of", *failed) from failed[1]
         for directory in chain:
             if os.fstat(directory.fd).st_dev != self.device:
                 sync_directory(directory)
 
     def close(self) -> None:
+        """The duplicate of the root's descriptor syncfs was called on."""
         os.close(self.fd)
 
 
@@ -113,6 +119,7 @@ def _libc_syncfs():
 
 
 def syncfs(fd: int) -> None:
+    """syncfs(2), which Python's os module does not offer; its failure as an OSError."""
     if _libc_syncfs()(fd) != 0:
         code = ctypes.get_errno()
         raise OSError(code, os.strerror(code))
@@ -148,10 +155,9 @@ def filesystem_type(path: str | int) -> str | None:
 
 
 def sync_directory(directory: Directory) -> None:
-    try:
+    """An entry renamed or made in a directory is durable only once the directory is."""
+    with os_errors("sync directory", directory.where):
         os.fsync(directory.fd)
-    except OSError as exc:
-        raise DistributorError("storage_error", "cannot sync directory %s: %s" % (directory.where, exc.strerror or exc)) from exc
 
 
 def fsync_staged(item: Staged):

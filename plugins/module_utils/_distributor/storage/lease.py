@@ -4,7 +4,7 @@
 SFTP, S3 and the memory double each implement only a LockFile (create-exclusive, a bounded read
 with the storage's time stamp, replace-if-unchanged, delete-if-unchanged, the storage's current
 time); `held` runs the protocol over it. Local storage uses flock instead (the kernel releases a
-dead holder's lock) and shares only the record and the Lease.
+dead holder's lock, see local_lock.py) and shares the wait, the record and the Lease.
 
 Why the storage's clock: publishers run on machines whose clocks differ. A record's `expires_at`
 written by one machine and compared with another machine's clock lets a contender whose clock runs
@@ -37,6 +37,7 @@ from ..timestamps import format_rfc3339
 
 LOCK_POLL_SECONDS = 0.2
 RENEWALS_PER_EXPIRY = 3
+EXPIRING_ADVICE = "Retry later, or remove the lock file if that holder is gone."
 
 # What a lock record anyone can write may raise when read: garbage, deep nesting, a time
 # out of range (it is read back from storage, so it is untrusted like the state).
@@ -162,6 +163,7 @@ class Watch:
         self._since = 0.0
 
     def unchanged_for(self, seen: Seen) -> float:
+        """Seconds since this watch first saw `seen`'s version and stamp; a change restarts it."""
         now = self._clock()
         if (seen.version, seen.stamp) != self._seen:
             self._seen, self._since = (seen.version, seen.stamp), now
@@ -179,45 +181,60 @@ def is_stale(lock: LockFile, seen: Seen, expiry: float, watch: Watch) -> bool:
     return watch.unchanged_for(seen) >= lease
 
 
-def wait_for_lock(lock: LockFile, take: Callable[[], bool], timeout: float, expiry: float,
-                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> None:
-    """Try `take` until it succeeds or `timeout` passes, breaking a stale lock on the way.
-
-    Several contenders may find the same dead lock stale at once: delete-if-unchanged lets only
-    one remove it, and the others then find the winner's new lock, not the dead one."""
+def wait_for_lock(take: Callable[[], bool], holder: Callable[[], bytes | None], where: str, timeout: float,
+                  advice: str = EXPIRING_ADVICE, clock: Callable[[], float] = time.monotonic,
+                  sleep: Callable[[float], None] = time.sleep) -> None:
+    """Every lock is waited for here, whatever takes it: try `take` every LOCK_POLL_SECONDS
+    until it succeeds, or fail with `locked` once `timeout` has passed, naming the holder
+    (`holder` reads its record) and what the operator can do (`advice`)."""
     deadline = clock() + timeout
-    watch = Watch(clock)
     while not take():
-        seen = lock.read()
-        if seen is not None and is_stale(lock, seen, expiry, watch) and lock.delete(seen.version):
-            continue
         if clock() >= deadline:
             raise DistributorError(
                 "locked",
-                "%s is locked by %s; waited %gs (lock_timeout). Retry later, or remove the lock "
-                "file if that holder is gone." % (lock.where, describe_holder(seen.raw if seen else None), timeout),
-            )
+                "%s is locked by %s; waited %gs (lock_timeout). %s" % (where, describe_holder(holder()), timeout, advice))
         sleep(LOCK_POLL_SECONDS)
 
 
 class Claim:
-    """This attempt's hold on a LockFile: the version it last wrote and its renewal count."""
+    """This attempt's hold on a LockFile: the version it last wrote and its renewal count; while
+    it waits, the record it last saw and how long it has watched it (for stores without stamps)."""
 
-    def __init__(self, lock: LockFile, token: str, expiry: float):
+    def __init__(self, lock: LockFile, token: str, expiry: float, clock: Callable[[], float] = time.monotonic):
         self.lock = lock
         self.token = token
         self.expiry = expiry
         self.version: object = None
         self.acquired_at = 0.0
         self.renewal = 0
+        self.seen: Seen | None = None
+        self._watch = Watch(clock)
 
     def take(self) -> bool:
+        """Create the lock, or else break it when stale and try again at once.
+
+        Several contenders may find the same dead lock stale at once: delete-if-unchanged lets
+        only one remove it, and the others then find the winner's new lock, not the dead one."""
+        while not self._create():
+            self.seen = self.lock.read()
+            if self.seen is None or not is_stale(self.lock, self.seen, self.expiry, self._watch):
+                return False
+            if not self.lock.delete(self.seen.version):
+                return False
+        return True
+
+    def _create(self) -> bool:
         acquired_at = time.time()
         version = self.lock.create(holder_record(acquired_at, self.expiry, self.token))
         if version is None:
             return False
         self.version, self.acquired_at = version, acquired_at
         return True
+
+    def last_seen(self) -> bytes | None:
+        """The holder record the last failed take found, for the `locked` error: no further
+        round trip to storage."""
+        return self.seen.raw if self.seen is not None else None
 
     def renew(self) -> bool:
         """Replace our record with the next renewal, only while it is the one we wrote. When the
@@ -243,6 +260,7 @@ class Claim:
             self.lock.delete(version)
 
     def holder(self) -> bytes | None:
+        """The holder record on storage now, for the error of a lost lock."""
         seen = self.lock.read()
         return seen.raw if seen is not None else None
 
@@ -250,10 +268,11 @@ class Claim:
 @contextmanager
 def held(lock: LockFile, token: str, timeout: float, expiry: float,
          clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> Iterator["Lease"]:
-    """Take `lock` (see wait_for_lock), keep it renewed while the body runs, release it after."""
-    claim = Claim(lock, token, expiry)
+    """Take `lock` (see wait_for_lock and Claim.take), keep it renewed while the body runs,
+    release it after."""
+    claim = Claim(lock, token, expiry, clock)
     try:
-        wait_for_lock(lock, claim.take, timeout, expiry, clock, sleep)
+        wait_for_lock(claim.take, claim.last_seen, lock.where, timeout, clock=clock, sleep=sleep)
         try:
             with Lease(claim.renew, claim.holder, expiry, lock.where, clock) as lease:
                 yield lease

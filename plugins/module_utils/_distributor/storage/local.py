@@ -5,10 +5,8 @@
 from __future__ import annotations
 
 import errno
-import fcntl
 import os
 import stat
-import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from typing import Callable, Iterable, Iterator
@@ -19,10 +17,13 @@ from ..limits import LOCK_EXPIRY_SECONDS, LOCK_LIMIT
 from ..paths import LOCK_NAME, is_reserved, join, path_problem
 from .base import Storage, not_a_record, staging_dir
 from .descriptors import (
-    CREATE_FLAGS, NotRegular, entry_mode, failed, identity_at, link_refused, list_tree, make_directory, open_directory,
-    open_regular_at, read_at_most)
+    CREATE_FLAGS, NotRegular, entry_mode, identity_at, list_tree, make_directory, open_directory, open_regular_at,
+    read_at_most)
 from .durability import Directory, FsyncEach, Staged, durability_for
-from .lease import LOCK_POLL_SECONDS, Lease, describe_holder, holder_record
+from .lease import Lease
+from .local_lock import flocked
+from .refusals import (
+    failure, link_refused, not_private, os_errors, relative_root, root_refused, staged_replaced, staging_taken)
 
 SYNC_BATCH_BYTES = 64 * 1024 * 1024  # a batch also ends at this many staged bytes, so big files overlap their syncs
 SYNC_WORKERS = 8
@@ -40,9 +41,9 @@ class LocalStorage(Storage):
         self.directory_mode = parse_mode(storage.get("directory_mode"), "directory_mode")
         self.ids = ownership(storage)
         if not os.path.isabs(root):
-            raise DistributorError("invalid_config", "storage.root %r must be an absolute path" % root)
+            raise relative_root(root)
         if os.path.realpath(root) == "/":
-            raise DistributorError("invalid_config", "storage.root '/' is refused: publish into a directory of its own")
+            raise root_refused()
         self.root = root
         self.base = base
         self._root_fd: int | None = None
@@ -50,6 +51,7 @@ class LocalStorage(Storage):
         self._staging: dict[str, tuple[int, int]] = {}  # target directory -> (staging fd, target directory fd)
 
     def describe(self, path: str = "") -> str:
+        """The location under the root as the operator knows it: messages name it."""
         return os.path.join(self.root, join(self.base, path))
 
     def _where(self, rel: str) -> str:
@@ -62,19 +64,18 @@ class LocalStorage(Storage):
         directory; a missing one is created on the first write, with its parents."""
         if self._root_fd is None:
             if create:
-                with self._errors("create the root directory", self.root):
+                with os_errors("create the root directory", self.root):
                     try:
                         os.makedirs(self.root)
                     except FileExistsError:
                         pass  # a directory is opened below; anything else is refused there
-            try:
-                self._root_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-            except FileNotFoundError:
-                return None
-            except NotADirectoryError:
-                raise DistributorError("storage_error", "storage.root %s is not a directory" % self.root) from None
-            except OSError as exc:
-                raise failed("open", self.root, exc) from exc
+            with os_errors("open", self.root):
+                try:
+                    self._root_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+                except FileNotFoundError:
+                    return None
+                except NotADirectoryError:
+                    raise DistributorError("storage_error", "storage.root %s is not a directory" % self.root) from None
         return self._root_fd
 
     def _directory(self, rel: str, create: bool, needed_by: str) -> int | None:
@@ -96,7 +97,7 @@ class LocalStorage(Storage):
             if child is None and create:
                 child, created = make_directory(fd, parts[index], self._where(key), needed_by)
                 if created:
-                    with self._errors("set the mode of", self._where(key)):
+                    with os_errors("set the mode of", self._where(key)):
                         self._settle(child, self.directory_mode)
             if child is not None:
                 self._dirs[key] = child
@@ -126,14 +127,6 @@ class LocalStorage(Storage):
         if self.ids != (-1, -1):
             os.fchown(fd, *self.ids)
 
-    @contextmanager
-    def _errors(self, action: str, where: str) -> Iterator[None]:
-        """The one place an OSError of this backend becomes storage_error naming the location."""
-        try:
-            yield
-        except OSError as exc:
-            raise failed(action, where, exc) from exc
-
     def _split(self, path: str) -> tuple[str, str]:
         """(directory under the root, file name) of a path under the bundle path. ConfinedStorage
         refuses unclean paths first; this backend refuses them too, since a `..` handed to a
@@ -147,6 +140,7 @@ class LocalStorage(Storage):
     # -- reading --------------------------------------------------------------------------
 
     def read_bytes(self, path: str, limit: int) -> bytes | None:
+        """A record or an old output, read through the walked descriptors, never through a link."""
         head, name = self._split(path)
         try:
             parent = self._directory(head, False, self.describe(path))
@@ -154,7 +148,7 @@ class LocalStorage(Storage):
             if fd is None:
                 return None
             try:
-                with self._errors("read", self.describe(path)):
+                with os_errors("read", self.describe(path)):
                     return read_at_most(fd, limit)
             finally:
                 os.close(fd)
@@ -169,7 +163,7 @@ class LocalStorage(Storage):
             parent = self._directory(head, False, self.describe(path))
             if parent is None:
                 return False
-            with self._errors("inspect", self.describe(path)):
+            with os_errors("inspect", self.describe(path)):
                 try:
                     os.stat(name, dir_fd=parent, follow_symlinks=False)
                 except FileNotFoundError:
@@ -189,6 +183,7 @@ class LocalStorage(Storage):
     # -- writing --------------------------------------------------------------------------
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
+        """One file made durable on its own: records (state, journal) are written one at a time."""
         self._write_all([(path, lambda: chunks)], lambda root: FsyncEach())
 
     def write_many(self, items: Iterable[tuple[str, Callable[[], Iterable[bytes]]]]) -> None:
@@ -243,27 +238,26 @@ class LocalStorage(Storage):
         open file."""
         head, name = self._split(path)
         staging = self._staging_directory(head, self.describe(path))
-        with self._errors("inspect", self.describe(path)):
+        with os_errors("inspect", self.describe(path)):
             if stat.S_ISLNK(entry_mode(self._held(head), name) or 0):
                 raise link_refused(self.describe(path))
         where = self.describe(staging_dir(path, self.token) + "/" + name)
-        with self._errors("stage %s at" % self.describe(path), where):
+        with os_errors("stage %s at" % self.describe(path), where):
             fd = os.open(name, CREATE_FLAGS, 0o600, dir_fd=staging)
         item = Staged(path, name, head, staging, where, (0, 0), 0)
         try:
-            try:
-                size = 0
-                for chunk in chunks:
-                    _write_fully(fd, chunk)
-                    size += len(chunk)
-                self._settle(fd, 0o644 if self.file_mode is None else self.file_mode)
-                info = os.fstat(fd)
-            finally:
-                os.close(fd)
-        except BaseException as exc:
+            with os_errors("write", self.describe(path)):
+                try:
+                    size = 0
+                    for chunk in chunks:
+                        _write_fully(fd, chunk)
+                        size += len(chunk)
+                    self._settle(fd, 0o644 if self.file_mode is None else self.file_mode)
+                    info = os.fstat(fd)
+                finally:
+                    os.close(fd)
+        except BaseException:
             _unlink_quietly(item)
-            if isinstance(exc, OSError):
-                raise failed("write", self.describe(path), exc) from exc
             raise
         return item._replace(ident=(info.st_dev, info.st_ino), size=size)
 
@@ -275,20 +269,17 @@ class LocalStorage(Storage):
             parent = self._directory(head, True, needed_by)
             name = staging_dir("x", self.token)
             where = self._where(join(head, name))
-            try:
-                os.mkdir(name, 0o700, dir_fd=parent)
-            except FileExistsError:
-                raise DistributorError("storage_error", "cannot stage files in %s: something already exists at that "
-                                       "name, which only this attempt creates; remove it" % where) from None
-            except OSError as exc:
-                raise failed("create", where, exc) from exc
+            with os_errors("create", where):
+                try:
+                    os.mkdir(name, 0o700, dir_fd=parent)
+                except FileExistsError:
+                    raise staging_taken(where) from None
             fd = open_directory(parent, name, where, needed_by)
             info = None if fd is None else os.fstat(fd)
             if info is None or info.st_uid != os.geteuid() or info.st_mode & 0o077:
                 if fd is not None:
                     os.close(fd)
-                raise DistributorError("storage_error", "cannot stage files in %s: it was replaced by someone else "
-                                       "right after distributor made it" % where)
+                raise not_private(where)
             self._staging[head] = (fd, parent)
         return self._staging[head][0]
 
@@ -304,18 +295,16 @@ class LocalStorage(Storage):
     def _rename_synced(self, batch: list[Staged], results: list) -> set[str]:
         """Rename each staged file over its target, once every sync of the batch succeeded
         (`results` are fsync_staged's); what is not renamed is removed. The directories renamed into."""
-        failure = next((r for r in results if r), None)
+        failed = next((r for r in results if r), None)
         done = 0
         try:
-            if failure:
-                raise DistributorError("storage_error", "cannot write %s: %s"
-                                       % (failure[0], failure[1].strerror or failure[1])) from failure[1]
+            if failed:
+                raise failure("write", *failed) from failed[1]
             for item in batch:
-                with self._errors("write", self.describe(item.path)):
+                with os_errors("write", self.describe(item.path)):
                     info = os.stat(item.name, dir_fd=item.staging, follow_symlinks=False)
                     if (info.st_dev, info.st_ino) != item.ident:
-                        raise DistributorError("storage_error", "cannot write %s: its staged file %s was replaced or "
-                                               "removed by someone else" % (self.describe(item.path), item.where))
+                        raise staged_replaced(self.describe(item.path), item.where)
                     os.replace(item.name, item.name, src_dir_fd=item.staging, dst_dir_fd=self._held(item.directory))
                 done += 1
         except DistributorError:
@@ -353,7 +342,7 @@ class LocalStorage(Storage):
         """The directory holding the root: the operator's, outside the destination, so opened by
         name; it holds the root's entry, which this run may have created."""
         parent = os.path.dirname(os.path.abspath(self.root))
-        with self._errors("open", parent):
+        with os_errors("open", parent):
             fd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
             yield Directory(fd, parent)
@@ -363,9 +352,11 @@ class LocalStorage(Storage):
     # -- deleting -------------------------------------------------------------------------
 
     def delete(self, path: str) -> bool:
+        """One file, removed like a batch of one (see _delete)."""
         return bool(self.delete_many([path]))
 
     def delete_many(self, paths: Iterable[str]) -> list[str]:
+        """The walk's descriptors serve every path of the batch and are closed at its end."""
         try:
             return [path for path in paths if self._delete(path)]
         finally:
@@ -378,12 +369,11 @@ class LocalStorage(Storage):
         parent = self._directory(head, False, self.describe(path))
         found = parent is not None
         if found:
-            try:
-                os.unlink(name, dir_fd=parent)
-            except FileNotFoundError:
-                found = False
-            except OSError as exc:
-                raise failed("delete", self.describe(path), exc) from exc
+            with os_errors("delete", self.describe(path)):
+                try:
+                    os.unlink(name, dir_fd=parent)
+                except FileNotFoundError:
+                    found = False
         if found or is_reserved(path):
             self._remove_empty_parents(path)
         return found
@@ -397,12 +387,13 @@ class LocalStorage(Storage):
             parent = self._directory(rel_parent, False, self.describe(head))
             if parent is None:
                 return
-            try:
-                os.rmdir(name, dir_fd=parent)
-            except OSError as exc:
-                if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT, errno.ENOTDIR):
-                    return
-                raise failed("remove directory", self.describe(head), exc) from exc
+            with os_errors("remove directory", self.describe(head)):
+                try:
+                    os.rmdir(name, dir_fd=parent)
+                except OSError as exc:
+                    if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT, errno.ENOTDIR):
+                        return
+                    raise
             self._forget(join(self.base, head))
             head = head.rpartition("/")[0]
 
@@ -410,63 +401,21 @@ class LocalStorage(Storage):
 
     @contextmanager
     def lock(self, timeout: float, expiry: float = LOCK_EXPIRY_SECONDS) -> Iterator[Lease]:
-        """flock on `.distributor.lock`: the kernel releases it when a holder dies and never while
-        it lives, so the lock neither expires nor needs renewing (the record's `expires_at` only
-        informs). It can still be lost: a lock file deleted by hand lets the next publisher flock
-        a new one. So the lease confirms that the file at the lock's name is still the one this
-        run holds, and the lock is removed at the end only then. The bundle path's directory is
-        held open for the whole time, so every look at the lock's name is made in it."""
+        """flock on `.distributor.lock` (see local_lock.py), in the bundle path's directory held
+        open for the whole time."""
         try:
             base = os.dup(self._directory(self.base, True, self.describe(LOCK_NAME)))
         finally:
             self._release()
         try:
-            fd = self._take_lock(base, timeout)
-            try:
-                os.ftruncate(fd, 0)
-                os.write(fd, holder_record(time.time(), expiry, self.token))
-                with Lease(lambda: _same_file(fd, base), lambda: self.read_bytes(LOCK_NAME, LOCK_LIMIT), None,
-                           self.describe(LOCK_NAME)) as lease:
-                    yield lease
-            finally:
-                try:
-                    if _same_file(fd, base):
-                        os.unlink(LOCK_NAME, dir_fd=base)
-                finally:
-                    os.close(fd)
+            with flocked(base, self.describe(LOCK_NAME), self.token, timeout, expiry,
+                         lambda: self.read_bytes(LOCK_NAME, LOCK_LIMIT)) as lease:
+                yield lease
         finally:
             os.close(base)
 
-    def _take_lock(self, base: int, timeout: float) -> int:
-        deadline = time.monotonic() + timeout
-        while True:
-            fd = self._open_lock_file(base)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
-                if time.monotonic() >= deadline:
-                    raise DistributorError(
-                        "locked",
-                        "%s is locked by %s; waited %gs (lock_timeout)"
-                        % (self.describe(), describe_holder(self.read_bytes(LOCK_NAME, LOCK_LIMIT)), timeout),
-                    ) from None
-                time.sleep(LOCK_POLL_SECONDS)
-                continue
-            if _same_file(fd, base):
-                return fd
-            os.close(fd)
-
-    def _open_lock_file(self, base: int) -> int:
-        """The lock file, created if missing; what someone else put at its name (a FIFO, a
-        directory, a link) is refused without blocking on it."""
-        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-        try:
-            return open_regular_at(base, LOCK_NAME, self.describe(LOCK_NAME), flags, "open lock")
-        except NotRegular as exc:
-            raise not_a_record(exc.where, exc.kind) from None
-
     def close(self) -> None:
+        """The root's descriptor is kept between operations; closed with the storage."""
         self._release()
         if self._root_fd is not None:
             os.close(self._root_fd)
@@ -485,10 +434,3 @@ def _unlink_quietly(item: Staged) -> None:
     with suppress(OSError):
         os.unlink(item.name, dir_fd=item.staging)
 
-
-def _same_file(fd: int, base: int) -> bool:
-    """After flock, the file may have been unlinked by its previous holder: then retry."""
-    try:
-        return os.fstat(fd).st_ino == os.stat(LOCK_NAME, dir_fd=base, follow_symlinks=False).st_ino
-    except FileNotFoundError:
-        return False

@@ -28,7 +28,8 @@ from .base import Storage, in_parallel, not_a_record
 from .lease import Lease, held
 from .sftp_connect import SftpConnection, check_config
 from .sftp_lock import SftpLock
-from .sftp_paths import SftpPaths, disappeared
+from .refusals import disappeared, staged_replaced, too_deep
+from .sftp_paths import SftpPaths
 from .sftp_wire import listdir_attr
 from .sftp_wire import wire as _wire
 
@@ -38,6 +39,8 @@ READ_ATTEMPTS = 3  # looks at a file that changed between the look and the open 
 
 
 class SftpStorage(SftpConnection, SftpPaths, Storage):
+    """The file operations of SFTP storage; the connection (sftp_connect) and the way to each path
+    (sftp_paths) are its halves, the lock is sftp_lock's."""
     def __init__(self, storage: dict, base: str, token: str):
         super().__init__(token)
         self.host = storage.get("host") or ""
@@ -72,6 +75,7 @@ class SftpStorage(SftpConnection, SftpPaths, Storage):
         self._worker = threading.local()
 
     def close(self) -> None:
+        """The run's one connection is closed with the storage, and what it remembered of the tree."""
         if self._client is not None:
             self._client.close()
         self._client = self._session = None
@@ -121,6 +125,7 @@ class SftpStorage(SftpConnection, SftpPaths, Storage):
         return self._read(remote, limit)
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
+        """One file through the same staged, checked path as write_many."""
         try:
             self._commit(self._stage(path, chunks))
         finally:
@@ -141,6 +146,7 @@ class SftpStorage(SftpConnection, SftpPaths, Storage):
             idle.put(session)
 
         def on_a_channel(task: Callable) -> Callable:
+            """`task` run on a channel borrowed from `idle` for the duration of one item."""
             def run(argument) -> None:
                 session = self._worker.session = idle.get()
                 try:
@@ -226,8 +232,7 @@ class SftpStorage(SftpConnection, SftpPaths, Storage):
         publishes it."""
         attrs = self._lstat(item.staged)
         if attrs is None or not stat.S_ISREG(attrs.st_mode or 0) or _identity(attrs) != item.identity:
-            raise DistributorError("storage_error", "cannot write %s: the staged file was replaced or removed by "
-                                   "someone else" % self._url(item.staged))
+            raise staged_replaced(self._url(item.target), self._url(item.staged))
         if attrs.st_size != item.written:
             raise DistributorError(
                 "storage_error", "cannot write %s: only %d of %d bytes arrived (is the disk full?)"
@@ -251,6 +256,7 @@ class SftpStorage(SftpConnection, SftpPaths, Storage):
         return True
 
     def delete(self, path: str) -> bool:
+        """One file, parked and removed like a batch of one (see delete_many)."""
         return bool(self.delete_many([path]))
 
     def delete_many(self, paths: Iterable[str]) -> list[str]:
@@ -342,8 +348,7 @@ class SftpStorage(SftpConnection, SftpPaths, Storage):
                     continue
                 child = posixpath.join(remote, entry.filename)
                 if prefix.count("/") + 1 > DEPTH_LIMIT:
-                    raise DistributorError("storage_error", "%s is more than %d directories deep; distributor lists "
-                                           "trees at most that deep (limits.DEPTH_LIMIT)" % (self._url(child), DEPTH_LIMIT))
+                    raise too_deep(self._url(child))
                 self._judge(child, entry)
                 pending.append((child, prefix + entry.filename + "/"))
         return sorted(found)

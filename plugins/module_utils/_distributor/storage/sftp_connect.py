@@ -17,6 +17,7 @@ from ..errors import DistributorError
 from ..paths import join
 from ..vocabulary import HOST_KEY_POLICIES
 from .base import mentions_secret, redact
+from .refusals import relative_root, root_refused
 from .sftp_wire import session_class
 
 CONNECT_TIMEOUT = 30.0
@@ -32,6 +33,7 @@ class SftpConnection:
         return "sftp://%s@%s:%d%s" % (self.username, self.host, self.port, remote)
 
     def describe(self, path: str = "") -> str:
+        """The location under the root as an sftp:// URL, for messages."""
         relative = join(self.base, path)
         return self._url(posixpath.join(self.root, relative) if relative else self.root)
 
@@ -146,6 +148,7 @@ class HostKeyPolicy:
         self.storage = storage
 
     def missing_host_key(self, client, hostname: str, key) -> None:
+        """Trust on first use only when host_key_policy says so; otherwise refused, with the command to add the key."""
         storage = self.storage
         if storage.host_key_policy != "accept_new":
             raise DistributorError(
@@ -178,12 +181,13 @@ def remember_host_key(path: str, hostname: str, key) -> None:
 
 
 def check_config(storage) -> None:
+    """Settings refused before any connection is made, so a bad one costs no handshake."""
     if not storage.host:
         raise DistributorError("invalid_config", "storage.host is required for sftp storage")
     if not posixpath.isabs(storage.root):
-        raise DistributorError("invalid_config", "storage.root %r must be an absolute remote path" % storage.root)
+        raise relative_root(storage.root, "remote path")
     if posixpath.normpath(storage.root) in ("/", "//"):
-        raise DistributorError("invalid_config", "storage.root '/' is refused: publish into a directory of its own")
+        raise root_refused()
     if storage.host_key_policy not in HOST_KEY_POLICIES:
         raise DistributorError(
             "invalid_config",

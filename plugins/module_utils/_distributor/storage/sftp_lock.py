@@ -191,6 +191,7 @@ class SftpLock(LockFile):
         return float(stamp) if stamp is not None else None
 
     def close(self) -> None:
+        """The lock's own channel, opened for the heartbeat beside the run's uploads."""
         if self._channel is not None:
             with suppress(Exception):
                 self._channel.close()

@@ -20,6 +20,7 @@ from contextlib import suppress
 from ..errors import DistributorError
 from ..paths import join
 from .base import staging_dir
+from .refusals import disappeared, link_refused, not_a_directory, not_private, staging_taken
 from .sftp_private import foreign_owner, shared_refusal, shared_warning, writable_by_others
 from .sftp_wire import LSETSTAT, USERS_GROUPS_BY_ID, lsetstat, lstat_many, user_names
 from .sftp_wire import wire as _wire
@@ -61,12 +62,12 @@ class SftpPaths:
                     continue
                 return posixpath.join(current, *parts[index + 1:])
             if stat.S_ISLNK(attrs.st_mode):
-                raise _link_refused(self._url(current))
+                raise link_refused(self._url(current))
             if stat.S_ISDIR(attrs.st_mode):
                 self._judge(current, attrs)
                 self._dirs.add(current)
             elif index < len(parts) - 1:
-                raise _not_a_directory(self._url(current), self.describe(path))
+                raise not_a_directory(self._url(current), self.describe(path))
         return current
 
     def _check_directories(self, remote_dir: str) -> bool:
@@ -84,7 +85,7 @@ class SftpPaths:
             if attrs is None:
                 return False
             if stat.S_ISLNK(attrs.st_mode):
-                raise _link_refused(self._url(current))
+                raise link_refused(self._url(current))
             if not stat.S_ISDIR(attrs.st_mode):
                 raise DistributorError("storage_error", "%s is not a directory; something else changed the "
                                        "destination during this run" % self._url(current))
@@ -99,7 +100,7 @@ class SftpPaths:
             attrs = self._lstat(current)
             if attrs is not None:
                 if not stat.S_ISDIR(attrs.st_mode):
-                    raise _not_a_directory(self._url(current), "storage.root " + self._url(self.root))
+                    raise not_a_directory(self._url(current), "storage.root " + self._url(self.root))
                 break
             missing.append(current)
             current = posixpath.dirname(current)
@@ -118,6 +119,7 @@ class SftpPaths:
 
     @property
     def warnings(self) -> list[str]:
+        """The directories another account can write, found while walking: told, not refused, by default."""
         return [shared_warning(self._shared, self.username)] if self._shared else []
 
     def _look_at_root(self) -> None:
@@ -289,10 +291,7 @@ class SftpPaths:
                 self._open().mkdir(_wire(remote), 0o700)
             except OSError:
                 if self._lstat(remote) is not None:
-                    raise DistributorError(
-                        "storage_error",
-                        "cannot stage files in %s: something already exists at that name, which only this "
-                        "attempt creates; remove it" % self._url(remote)) from None
+                    raise staging_taken(self._url(remote)) from None
                 raise
         try:
             if not self._check_directories(remote):
@@ -306,8 +305,7 @@ class SftpPaths:
         attrs = self._lstat(remote)
         if attrs is None or stat.S_IMODE(attrs.st_mode or 0) & 0o077 or (
                 attrs.st_uid != 0 and self._name_of(attrs.st_uid) not in (None, self.username)):
-            raise DistributorError("storage_error", "%s is not the private directory this attempt made; something "
-                                   "else changed the destination during this run" % self._url(remote))
+            raise not_private(self._url(remote))
         self._staging_dirs.add(remote)
 
     def _drop_staging(self) -> None:
@@ -316,20 +314,3 @@ class SftpPaths:
             with suppress(Exception):
                 self._open().rmdir(_wire(remote))
         self._staging_dirs.clear()
-
-
-def _link_refused(where: str) -> DistributorError:
-    return DistributorError("storage_error", "%s is a symbolic link; distributor never follows links inside a "
-                            "destination root" % where)
-
-
-def _not_a_directory(where: str, needed_by: str) -> DistributorError:
-    return DistributorError(
-        "storage_error",
-        "%s is a file where %s needs a directory; move it away so distributor can publish there" % (where, needed_by),
-    )
-
-
-def disappeared(where: str) -> DistributorError:
-    return DistributorError("storage_error", "%s is not where distributor just made it; something else changed the "
-                            "destination during this run" % where)
