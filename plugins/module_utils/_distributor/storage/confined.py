@@ -25,7 +25,8 @@ from typing import Callable, ContextManager, Iterable, Iterator
 
 from ..errors import DistributorError
 from ..paths import JOURNAL_NAME, LOCK_NAME, STATE_NAME, path_problem
-from .base import LOCK_EXPIRY_SECONDS, Lease, Storage
+from ..limits import LOCK_EXPIRY_SECONDS
+from .base import Lease, Storage
 from .refusals import os_errors
 
 RECORDS = (STATE_NAME, JOURNAL_NAME)

@@ -158,6 +158,7 @@ class LocalStorage(Storage):
             self._release()
 
     def exists(self, path: str) -> bool:
+        """Walked from the root descriptor like every other look: a link on the way is refused, not followed. The storage contract tests observe every backend through it, so it stays one look by name."""
         head, name = self._split(path)
         try:
             parent = self._directory(head, False, self.describe(path))

@@ -55,4 +55,6 @@ def shared_warning(shared: list[tuple[str, str]], username: str) -> str:
 
 
 def shared_refusal(where: str, why: str, username: str) -> str:
+    """The error with require_private_directories: the same residual window as the warning names,
+    so the operator learns why the option refused."""
     return "%s %s, and storage.require_private_directories is set. %s." % (where, why, RESIDUAL_WINDOW % username)
