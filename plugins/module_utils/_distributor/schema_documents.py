@@ -113,7 +113,7 @@ STATE_V2 = _state(2, "single owner", [
     "destination_id": ID,
     "published_at": TIMESTAMP,
     **_TIMESTAMPS,
-    "state": {"type": "object", "required": ["mode"], "properties": {"mode": {"const": "single_owner"}}},
+    "state": {"type": "object", "required": ["mode"], "properties": {"mode": {"const": vocabulary.SINGLE_OWNER}}},
     "reconciliation": _RECONCILIATION,
     "source": _SOURCE,
     "links": _LINKS,
@@ -130,7 +130,7 @@ _OWNER_FIELDS = {
 
 STATE_V3 = _state(3, "shared root", ["created_at", "updated_at", "state", "owners", "outputs"], {
     **_TIMESTAMPS,
-    "state": {"type": "object", "required": ["mode"], "properties": {"mode": {"const": "shared_root"}}},
+    "state": {"type": "object", "required": ["mode"], "properties": {"mode": {"const": vocabulary.SHARED_ROOT}}},
     "owners": {
         "type": "array",
         "items": {
