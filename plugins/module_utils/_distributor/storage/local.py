@@ -158,7 +158,8 @@ class LocalStorage(Storage):
             self._release()
 
     def exists(self, path: str) -> bool:
-        """Walked from the root descriptor like every other look: a link on the way is refused, not followed. The storage contract tests observe every backend through it, so it stays one look by name."""
+        """Walked from the root descriptor like every other look: a link on the way is refused, not followed.
+        The storage contract tests observe every backend through it."""
         head, name = self._split(path)
         try:
             parent = self._directory(head, False, self.describe(path))
@@ -434,4 +435,3 @@ def _write_fully(fd: int, data: bytes) -> None:
 def _unlink_quietly(item: Staged) -> None:
     with suppress(OSError):
         os.unlink(item.name, dir_fd=item.staging)
-

@@ -248,7 +248,8 @@ class S3Storage(Storage):
             )
 
     def exists(self, path: str) -> bool:
-        """A HEAD request: delete asks first so that it can report whether the key was there. The storage contract tests observe every backend through it, so it stays one look by name."""
+        """A HEAD request: delete asks first so that it can report whether the key was there.
+        The storage contract tests observe every backend through it."""
         return self._call("inspect", self._key(path), "head_object", NOT_FOUND, Key=self._key(path)) is not None
 
     def list_files(self) -> list[str]:

@@ -325,7 +325,8 @@ class SftpStorage(SftpConnection, SftpPaths, Storage):
             head = head.rpartition("/")[0]
 
     def exists(self, path: str) -> bool:
-        """An lstat, never a stat: a link at the path counts as present and is not followed. The storage contract tests observe every backend through it, so it stays one look by name."""
+        """An lstat, never a stat: a link at the path counts as present and is not followed.
+        The storage contract tests observe every backend through it."""
         return self._lstat(self._remote(path)) is not None
 
     def list_files(self) -> list[str]:
