@@ -182,7 +182,7 @@ options:
             type: str
             choices: [replace, merge]
       transfer:
-        description: What to do with a newer or conflicting recorded source.
+        description: What to do with a newer or conflicting recorded source, and how much one publish may delete.
         type: dict
         suboptions:
           on_destination_newer:
@@ -193,6 +193,16 @@ options:
             description: C(fail) (default) or C(replace).
             type: str
             choices: [fail, replace]
+          max_deletes:
+            description:
+              - The most outputs one publish may delete (replacement, takeover, forced replacement); C(256) when unset,
+                C(-1) for no limit.
+              - A plan over it fails with C(delete_limit) before anything is written, in check mode too.
+              - C(distributor.core.distributor_prune) is not limited.
+            type: int
+          allow_empty:
+            description: Let a bundle with no files delete outputs; without it such a publish fails with C(delete_limit).
+            type: bool
       takeover:
         description: C(mode) C(managed) may take over outputs and state another owner manages; never unmanaged content.
         type: dict
@@ -212,6 +222,11 @@ options:
             description: Patterns choosing the primary output, tried in order; C([index.html, "*.html"]) when unset.
             type: list
             elements: str
+          invalidation_limit:
+            description:
+              - The most paths RV(invalidation_paths) holds; above it paths collapse to C(<prefix>/*) wildcards,
+                each counting as one path. C(1000) when unset, at least C(1).
+            type: int
       retention:
         description: What C(distributor.core.distributor_prune) deletes.
         type: dict

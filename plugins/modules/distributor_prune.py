@@ -154,6 +154,22 @@ deleted:
   type: list
   elements: str
   sample: [2026-05-01.html, 2026-05-02.html]
+deleted_count:
+  description: How many files this run deletes (in check mode, would delete); prune is not limited by C(transfer.max_deletes).
+  returned: success
+  type: int
+  sample: 2
+invalidation_paths:
+  description:
+    - The URL paths (through C(links.base_url)) of every output this run deletes (in check mode, would delete), for a CDN invalidation,
+      percent-encoded as in the URLs, an index page also as its directory (C(/a/index.html) gives C(/a/)), sorted.
+    - Above C(links.invalidation_limit) (default 1000) paths collapse to C(<directory>/*) wildcards, deepest
+      directories first, so there are never more than the limit.
+    - Empty when nothing is deleted or no C(links.base_url) is set.
+  returned: success
+  type: list
+  elements: str
+  sample: [/reports/, /reports/index.html, /reports/chart.png]
 kept:
   description: The selected owner's managed output paths retention keeps.
   returned: success

@@ -179,6 +179,8 @@ reason:
     - On success, why the module did what RV(action) says, in one sentence.
     - On failure, the machine-readable cause, one of the following.
     - V(conflict) - the destination records the same source id and time with another digest, or another owner's state.
+    - V(delete_limit) - the plan deletes more outputs than C(transfer.max_deletes), or an empty bundle would delete
+      outputs without C(transfer.allow_empty); nothing was changed.
     - V(invalid_config) - a pipeline or destination setting is wrong (the message names the field).
     - V(invalid_manifest) - the bundle's C(manifest.json) is not valid or does not match its files.
     - V(invalid_state) - the destination's C(.distributor.json), journal or lock record is not valid.
@@ -213,6 +215,17 @@ deleted:
   type: list
   elements: str
   sample: [old.html]
+invalidation_paths:
+  description:
+    - The URL paths (through C(links.base_url)) of every output written or deleted (or that would be, in check mode), for a CDN invalidation,
+      percent-encoded as in the URLs, an index page also as its directory (C(/a/index.html) gives C(/a/)), sorted.
+    - Above C(links.invalidation_limit) (default 1000) paths collapse to C(<directory>/*) wildcards, deepest
+      directories first, so there are never more than the limit.
+    - Empty when nothing is written or deleted or no C(links.base_url) is set.
+  returned: success
+  type: list
+  elements: str
+  sample: [/reports/, /reports/index.html, /reports/chart.png]
 retained:
   description: Output paths kept through C(merge) although the new plan omits them.
   returned: success

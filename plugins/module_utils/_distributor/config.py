@@ -24,6 +24,10 @@ from .vocabulary import SHARED_ROOT, SINGLE_OWNER
 DEFAULT_RULES = ({"match": "**", "transform": "copy"},)
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)(?::([^{}]*))?\}")
 _AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+# hugo's maxDeletes and s3deploy's -max-delete default: a guard that a normal publish never meets.
+DEFAULT_MAX_DELETES = 256
+# CloudFront's free monthly allowance of invalidation paths.
+DEFAULT_INVALIDATION_LIMIT = 1000
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,9 @@ class Destination:
     primary: tuple[str, ...]
     retention: Retention
     lock_expiry: float = LOCK_EXPIRY_SECONDS
+    max_deletes: int = DEFAULT_MAX_DELETES
+    allow_empty: bool = False
+    invalidation_limit: int = DEFAULT_INVALIDATION_LIMIT
 
     @property
     def shared_root(self) -> bool:
@@ -146,14 +153,15 @@ def parse_destination(data: object) -> Destination:
     where = "destination %s" % data["id"]
     links = data.get("links", {})
     retention = data.get("retention", {})
+    transfer = data.get("transfer", {})
     destination = Destination(
         id=data["id"],
         storage=data["storage"],
         path=data.get("path", ""),
         state_mode=data.get("state", {}).get("mode", SINGLE_OWNER),
         reconciliation=data.get("reconciliation", {}).get("mode", "replace"),
-        on_destination_newer=data.get("transfer", {}).get("on_destination_newer", "skip"),
-        on_conflict=data.get("transfer", {}).get("on_conflict", "fail"),
+        on_destination_newer=transfer.get("on_destination_newer", "skip"),
+        on_conflict=transfer.get("on_conflict", "fail"),
         takeover=data.get("takeover", {}).get("mode", "none"),
         base_url=links.get("base_url"),
         primary=tuple(links.get("primary", ("index.html", "*.html"))),
@@ -162,6 +170,9 @@ def parse_destination(data: object) -> Destination:
             max_outputs=retention.get("max_outputs"),
         ),
         lock_expiry=float(data.get("lock", {}).get("expiry", LOCK_EXPIRY_SECONDS)),
+        max_deletes=transfer.get("max_deletes", DEFAULT_MAX_DELETES),
+        allow_empty=transfer.get("allow_empty", False),
+        invalidation_limit=links.get("invalidation_limit", DEFAULT_INVALIDATION_LIMIT),
     )
     if math.isnan(destination.lock_expiry):
         # Ansible's float type turns "nan" into a number that every schema bound lets through.

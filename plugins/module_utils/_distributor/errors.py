@@ -14,6 +14,7 @@ REASONS = (
     "storage_error",
     "locked",
     "plan_changed",
+    "delete_limit",
     "missing_library",
 )
 

@@ -59,8 +59,17 @@ def output_chunks(write, bundle):
     return read_ahead(bundle.chunks(write.source_path))
 
 
+def is_page(path: str) -> bool:
+    """HTML outputs are what readers open; everything else is what pages reference."""
+    return path.lower().endswith((".html", ".htm"))
+
+
 def execute(plan: Plan, storage: Storage, bundle) -> None:
-    """Writes, then deletes, then state; on failure removes only what this attempt created.
+    """Writes (assets, then pages), then deletes, then state; on failure removes only what this
+    attempt created.
+
+    Every non-HTML output is in place before the first page is, so a reader who opens a new page
+    during the publish finds the images and stylesheets it references.
 
     The contract's replace reads "delete, then write": that is the end state. Writing first
     means a write that fails (a tampered source, a full disk) leaves every old output in place.
@@ -75,7 +84,8 @@ def execute(plan: Plan, storage: Storage, bundle) -> None:
     try:
         first = in_the_way((w.path for w in plan.writes), plan.deletes)
         storage.delete_many(sorted(first))
-        storage.write_many((w.path, partial(output_chunks, w, bundle)) for w in plan.writes)
+        for pages in (False, True):
+            storage.write_many((w.path, partial(output_chunks, w, bundle)) for w in plan.writes if is_page(w.path) == pages)
         storage.delete_many([d for d in plan.deletes if d not in first])
         storage.write_bytes(STATE_NAME, serialize_state(plan.after))
     except BaseException:

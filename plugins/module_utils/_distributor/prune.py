@@ -17,6 +17,7 @@ from .changes import forget_changes
 from .config import Retention, parse_destination
 from .digest import check_expected, forget_facts, plan_digest
 from .errors import DistributorError
+from .invalidation import invalidation_paths
 from .paths import STATE_NAME
 from .managed_root import Selector, open_managed_root
 from .reconcile import forget
@@ -76,11 +77,15 @@ def prune(pipeline_id: str, destination: dict, *, selector: Selector = Selector(
             deleted = root.storage.delete_many(o.path for o in planned)
             root.storage.write_bytes(STATE_NAME, serialize_state(after))
     gone = {o.path for o in planned}
+    removed = set(deleted)
+    stale = invalidation_paths((o.url for o in planned if o.path in removed), destination_cfg.invalidation_limit)
     return {
         "changed": bool(planned),
         "bundle_path": root.bundle_path,
         "planned": sorted(gone),
         "deleted": sorted(deleted),
+        "deleted_count": len(removed),
+        "invalidation_paths": stale,
         "kept": sorted(o.path for o in mine if o.path not in gone),
         "state": state_to_dict(after),
         "plan_digest": digest,

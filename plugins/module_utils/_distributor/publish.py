@@ -21,6 +21,8 @@ from .contentdiff import content_diffs
 from .decide import decide, decide_from_state
 from .digest import check_expected, plan_digest, publish_facts
 from .execute import execute, output_chunks, recover, recovery_deletes
+from .guards import check_delete_limit, first_paths
+from .invalidation import changed_urls, invalidation_paths
 from .journal import Journal
 from .paths import STATE_NAME
 from .plan import Content, plan, plan_outputs
@@ -95,6 +97,7 @@ def publish(source: str, pipeline: dict, destination: dict, *, force: bool = Fal
         contents = render_contents(bundle, planned, page, destination_cfg.storage) if decision.rewrites_outputs else {}
         the_plan = plan(decision=decision, key=key, destination=destination_cfg, manifest=manifest, planned=planned,
                         contents=contents, before=state, present=present, bundle_path=bundle_path, base_url=base_url, now=now)
+        check_delete_limit(the_plan, destination_cfg, manifest)
         review = plan_review(the_plan, manifest, present, leftovers)
         check_expected(expect_plan_digest, *review)
         shown = _content_diffs(the_plan, present, storage, bundle) if diff_contents else []
@@ -103,7 +106,8 @@ def publish(source: str, pipeline: dict, destination: dict, *, force: bool = Fal
                 recover(storage, journal, set(state.by_path()) if state else set(), listing)
             if the_plan.changed:
                 execute(the_plan, storage, bundle)
-    return result(the_plan, storage.warnings + warnings, storage.describe(STATE_NAME), review, full_result, shown)
+    stale = invalidation_paths(changed_urls(the_plan, base_url), destination_cfg.invalidation_limit)
+    return result(the_plan, storage.warnings + warnings, storage.describe(STATE_NAME), review, full_result, shown, stale)
 
 
 def _content_diffs(the_plan, present, storage, bundle) -> list:
@@ -120,7 +124,7 @@ def _leftovers(journal: Journal, state, listing: frozenset, check_mode: bool, wa
     digest checked) and plans as if they were gone; check mode names the same ones."""
     leftovers = recovery_deletes(journal, set(state.by_path()) if state else set(), listing)[0]
     warnings.append("%s %d output(s) left by an interrupted publish (attempt %s)%s" % (
-        "a real run first removes" if check_mode else "removed", len(leftovers), journal.token, _listing(leftovers)))
+        "a real run first removes" if check_mode else "removed", len(leftovers), journal.token, first_paths(leftovers)))
     return leftovers
 
 
@@ -131,16 +135,11 @@ def plan_review(the_plan, manifest, present, leftovers) -> tuple:
     return facts, plan_digest(facts), changes
 
 
-def _listing(paths: list, shown: int = 20) -> str:
-    if not paths:
-        return ""
-    more = " and %d more" % (len(paths) - shown) if len(paths) > shown else ""
-    return ": " + ", ".join(paths[:shown]) + more
-
-
-def result(the_plan, warnings: list, where: str, review: tuple, full: bool = True, contents: list = ()) -> dict:
+def result(the_plan, warnings: list, where: str, review: tuple, full: bool = True, contents: list = (),
+           invalidation: list = ()) -> dict:
     """The module's return values, as distributor_publish's RETURN documents them. The `diff` is a
-    list: the listing of managed outputs and state, then the `contents` diffs of the outputs written."""
+    list: the listing of managed outputs and state, then the `contents` diffs of the outputs written.
+    `invalidation` is the CDN paths the plan makes stale."""
     decision = the_plan.decision
     after = the_plan.after
     shared = after is not None and after.mode == SHARED_ROOT
@@ -158,6 +157,7 @@ def result(the_plan, warnings: list, where: str, review: tuple, full: bool = Tru
         "forced": sorted(decision.forced),
         "plan_digest": review[1],
         "changes": review[2],
+        "invalidation_paths": list(invalidation),
         "warnings": warnings,
     }
     if full:

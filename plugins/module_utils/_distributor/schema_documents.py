@@ -292,6 +292,8 @@ DESTINATION = {
             "properties": {
                 "on_destination_newer": {"enum": list(vocabulary.ON_DESTINATION_NEWER)},
                 "on_conflict": {"enum": list(vocabulary.ON_CONFLICT)},
+                "max_deletes": {"type": "integer", "minimum": -1},
+                "allow_empty": {"type": "boolean"},
             },
             "additionalProperties": False,
         },
@@ -305,6 +307,7 @@ DESTINATION = {
             "properties": {
                 "base_url": _STR,
                 "primary": {"type": "array", "items": _STR},
+                "invalidation_limit": {"type": "integer", "minimum": 1},
             },
             "additionalProperties": False,
         },
