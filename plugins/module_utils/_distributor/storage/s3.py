@@ -26,7 +26,7 @@ from ..attributes import s3_object_args, s3_record_args
 from ..errors import DistributorError, MissingLibrary
 from ..limits import LOCK_EXPIRY_SECONDS, LOCK_LIMIT
 from ..paths import LOCK_NAME, is_reserved, join
-from .base import Storage, in_parallel, mentions_secret, redact
+from .base import Storage, hash_stream, in_parallel, mentions_secret, redact
 from .lease import Lease, LockFile, Seen, held
 
 PART_SIZE = 8 * 1024 * 1024
@@ -136,6 +136,28 @@ class S3Storage(Storage):
     def read_bytes(self, path: str, limit: int) -> bytes | None:
         """One ranged GET of at most limit+1 bytes, so a planted huge object is never read whole."""
         return self._read(self._key(path), limit)
+
+    def measure(self, path: str, digest: bool) -> tuple[int, str | None] | None:
+        """One HEAD; the stored ChecksumSHA256 is the digest when it is of the full object (a
+        multipart upload's composite "<digest>-<parts>" is not), else the object is read."""
+        key = self._key(path)
+        head = self._call("inspect", key, "head_object", NOT_FOUND, Key=key, ChecksumMode="ENABLED")
+        if head is None:
+            return None
+        size = head["ContentLength"]
+        if not digest:
+            return size, None
+        stored = head.get("ChecksumSHA256") or ""
+        if stored and "-" not in stored and head.get("ChecksumType", "FULL_OBJECT") == "FULL_OBJECT":
+            return size, "sha256:" + base64.b64decode(stored).hex()
+        reply = self._call("read", key, "get_object", NOT_FOUND, Key=key)
+        if reply is None:
+            return None
+        with self._errors("read", key):
+            try:
+                return size, hash_stream(reply["Body"].read)
+            finally:
+                reply["Body"].close()
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
         """A file of one part is one PUT; larger files go multipart, PARTS_IN_FLIGHT at a time.
