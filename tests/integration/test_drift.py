@@ -4,7 +4,8 @@ moto's S3): managed outputs edited (same size), truncated and deleted by hand in
 then republished from the same bundle. The contract's decision is `skip`; `verify: size` repairs
 the truncated and deleted ones but cannot see a same-size edit, `verify: sha256` repairs that too,
 check mode reports without writing, and another owner's outputs and an unmanaged file stay as
-they are (even when they drifted too)."""
+they are (even when they drifted too). distributor_state_info with `verify` reports the same drift
+read-only, for one owner or for all."""
 
 from __future__ import annotations
 
@@ -13,10 +14,17 @@ THEIRS = {"z.png": b"zzzz"}
 COPY = [{"match": "**/*.png", "transform": "copy"}]
 
 
+def destination(backend) -> dict:
+    return {"id": "archive", "storage": backend.storage, "path": "site", "state": {"mode": "shared_root"}}
+
+
 def publish(source: str, backend, pipeline_id: str, task: dict | None = None, **options) -> dict:
-    destination = {"id": "archive", "storage": backend.storage, "path": "site", "state": {"mode": "shared_root"}}
     return dict({"distributor.core.distributor_publish": dict(
-        source=source, pipeline={"id": pipeline_id, "outputs": COPY}, destination=destination, **options)}, **(task or {}))
+        source=source, pipeline={"id": pipeline_id, "outputs": COPY}, destination=destination(backend), **options)}, **(task or {}))
+
+
+def state_info(backend, **options) -> dict:
+    return {"distributor.core.distributor_state_info": dict(destination=destination(backend), **options)}
 
 
 def test_verify_repairs_this_owners_drift_in_check_mode_and_in_a_run(playbook, make_bundle, backend):
@@ -29,11 +37,19 @@ def test_verify_repairs_this_owners_drift_in_check_mode_and_in_a_run(playbook, m
     backend.put("site/z.png", b"ZZ")         # the other owner's output, drifted too
     backend.put("site/notes.txt", b"hand")   # unmanaged
 
-    plain, by_size_checked, by_size = playbook.run([
+    unverified, info_size, info_digest, info_all, plain, by_size_checked, by_size = playbook.run([
+        state_info(backend, pipeline_id="reports"),
+        state_info(backend, pipeline_id="reports", verify="size"),
+        state_info(backend, pipeline_id="reports", verify="sha256"),
+        state_info(backend, verify="sha256"),
         publish(mine, backend, "reports"),
         publish(mine, backend, "reports", task={"check_mode": True}, verify="size"),
         publish(mine, backend, "reports", verify="size"),
     ])
+    assert (unverified["missing"], unverified["drifted"]) == (None, None)
+    assert (info_size["changed"], info_size["missing"], info_size["drifted"]) == (False, ["c.png"], ["b.png"])
+    assert (info_digest["missing"], info_digest["drifted"]) == (["c.png"], ["a.png", "b.png"])
+    assert (info_all["missing"], info_all["drifted"]) == (["c.png"], ["a.png", "b.png", "z.png"])
     assert (plain["action"], plain["changed"], plain["repaired"]) == ("skip", False, [])
     assert (by_size_checked["action"], by_size_checked["changed"], by_size_checked["repaired"]) == ("skip", True, ["b.png", "c.png"])
     assert (by_size["action"], by_size["changed"], by_size["repaired"]) == ("skip", True, ["b.png", "c.png"])
