@@ -125,7 +125,8 @@ class SftpStorage(SftpConnection, SftpPaths, Storage):
         return self._read(remote, limit)
 
     def measure(self, path: str, digest: bool) -> tuple[int, str | None] | None:
-        """The lstat gives the size; the digest streams the file, looked at first as _read does."""
+        """The lstat gives the size, once the way to it is checked as _read checks it (a directory
+        swapped for a link must not report a file outside the root); the digest streams the file."""
         remote = self._remote(path)
         attrs = self._lstat(remote)
         if attrs is None:
@@ -133,10 +134,10 @@ class SftpStorage(SftpConnection, SftpPaths, Storage):
         kind = kind_of(attrs.st_mode or 0)
         if kind:
             raise not_a_record(self._url(remote), kind)
-        if not digest:
-            return attrs.st_size or 0, None
         if not self._check_directories(posixpath.dirname(remote)):
             return None
+        if not digest:
+            return attrs.st_size or 0, None
         with self._errors("read", remote):
             try:
                 with self._open().open(_wire(remote), "rb") as handle:
