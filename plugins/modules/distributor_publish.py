@@ -54,6 +54,23 @@ options:
     type: bool
     default: false
     version_added: 0.2.0
+  verify:
+    description:
+      - Also look at this owner's managed outputs at the destination, not only at the state record,
+        and rewrite from the bundle those that are missing or differ from their records (edited,
+        truncated or deleted by hand), even when the decision is C(skip).
+      - V(none) trusts the state record, as the contract says. V(size) compares each output's size
+        with its record (an edit that keeps the size is not found). V(sha256) also compares its
+        digest; local and SFTP read and hash the file, S3 uses the object's stored full-object
+        C(ChecksumSHA256) when it has one, else reads it.
+      - Only the outputs this run keeps as they are and that this bundle produces with their
+        recorded content are checked; other owners' outputs and unmanaged files are never read.
+        RV(action) stays what the contract decided; RV(repaired) lists the rewritten paths, each a
+        C(repair) in RV(changes), and check mode reports them without writing.
+    type: str
+    choices: [none, size, sha256]
+    default: none
+    version_added: 0.2.0
 extends_documentation_fragment:
   - distributor.core._distributor.ATTRIBUTES
   - distributor.core._distributor.PLAN_REVIEW
@@ -156,7 +173,7 @@ changes:
     change:
       description: What happens to it.
       type: str
-      choices: [create, update, delete, take_over, force_overwrite]
+      choices: [create, update, delete, take_over, force_overwrite, repair]
     owner:
       description: The owner (C(pipeline/destination)) managing it after the change; for a delete, the one it is deleted from.
       type: str
@@ -209,6 +226,13 @@ written:
   type: list
   elements: str
   sample: [report.html, chart.png]
+repaired:
+  description:
+    - Output paths O(verify) found missing or drifted and rewrote as recorded (or would, in check mode).
+  returned: success
+  type: list
+  elements: str
+  sample: [report.html]
 deleted:
   description: Output paths deleted (or that would be).
   returned: success
@@ -263,7 +287,7 @@ state:
 """
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.adapter import run_module
-from ansible_collections.distributor.core.plugins.module_utils._distributor.argspec import DESTINATION, PIPELINE
+from ansible_collections.distributor.core.plugins.module_utils._distributor.argspec import DESTINATION, PIPELINE, VERIFY
 from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
 
 
@@ -277,13 +301,14 @@ def main():
         return_records=dict(type="bool", default=False),
         manifest=dict(type="dict"),
         expect_plan_digest=dict(type="str"),
+        verify=VERIFY,
     )
     run_module(
         argument_spec,
         lambda params, check_mode, diff_mode: publish(
             params["source"], params["pipeline"], params["destination"], force=params["force"], lock_timeout=params["lock_timeout"],
             check_mode=check_mode, full_result=diff_mode or params["return_records"], manifest_option=params["manifest"],
-            diff_contents=diff_mode, expect_plan_digest=params["expect_plan_digest"],
+            diff_contents=diff_mode, expect_plan_digest=params["expect_plan_digest"], verify=params["verify"],
         ),
         diff_aware=True,
     )

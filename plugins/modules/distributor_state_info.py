@@ -23,6 +23,17 @@ options:
       - Limits RV(owners) and RV(outputs) to the owner this pipeline and O(destination.id) form.
       - Fills C({pipeline_id}) in O(destination.path); without it O(destination.path) must not use C({pipeline_id}).
     type: str
+  verify:
+    description:
+      - Also look at the managed outputs (of the O(pipeline_id) owner, or of every owner) at the
+        destination and report those that are RV(missing) or RV(drifted), read-only, for a nightly
+        drift check; distributor_publish with the same O(verify) repairs them.
+      - V(size) compares each output's size with its record (an edit that keeps the size is not
+        found); V(sha256) also its digest (local and SFTP read and hash, S3 uses the object's stored
+        full-object C(ChecksumSHA256) when it has one, else reads it). Unmanaged files are never read.
+    type: str
+    choices: [none, size, sha256]
+    default: none
 extends_documentation_fragment:
   - distributor.core._distributor.ATTRIBUTES
   - distributor.core._distributor.SELECTOR
@@ -89,6 +100,19 @@ EXAMPLES = r"""
       - events.valid
       - events.interrupted is none
     fail_msg: "{{ events.error or 'an interrupted publish left ' ~ events.interrupted.unrecorded | length ~ ' outputs' }}"
+
+- name: Nightly drift check of one owner's outputs
+  distributor.core.distributor_state_info:
+    pipeline_id: events
+    verify: sha256
+    destination:
+      id: bucket
+      storage:
+        type: s3
+        bucket: reports
+        prefix: site
+  register: drift
+  failed_when: drift.missing or drift.drifted
 """
 
 RETURN = r"""
@@ -226,20 +250,36 @@ lock:
           from this host's may still hold a lock shown as expired, and the other way round.
       type: bool
   sample: {holder: "web1:4242", acquired_at: "2026-06-04T12:00:00Z", expires_at: "2026-06-04T12:10:00Z", expired: false}
+missing:
+  description:
+    - With O(verify), the managed outputs recorded but not at the destination, sorted; V(null) without it.
+  returned: success
+  type: list
+  elements: str
+  sample: [chart.png]
+drifted:
+  description:
+    - With O(verify), the managed outputs whose size (or, for V(sha256), digest) differs from their
+      record, sorted; V(null) without it.
+  returned: success
+  type: list
+  elements: str
+  sample: [report.html]
 """
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.adapter import run_module
-from ansible_collections.distributor.core.plugins.module_utils._distributor.argspec import DESTINATION, SELECTOR
+from ansible_collections.distributor.core.plugins.module_utils._distributor.argspec import DESTINATION, SELECTOR, VERIFY
 from ansible_collections.distributor.core.plugins.module_utils._distributor.managed_root import Selector
 from ansible_collections.distributor.core.plugins.module_utils._distributor.stateinfo import state_info
 
 
 def main():
-    argument_spec = dict(SELECTOR, destination=DESTINATION, pipeline_id=dict(type="str"))
+    argument_spec = dict(SELECTOR, destination=DESTINATION, pipeline_id=dict(type="str"), verify=VERIFY)
     run_module(
         argument_spec,
         lambda params, check_mode: state_info(
-            params["destination"], pipeline_id=params["pipeline_id"], selector=Selector(params["source_id"], params["created"])),
+            params["destination"], pipeline_id=params["pipeline_id"], selector=Selector(params["source_id"], params["created"]),
+            verify=params["verify"]),
     )
 
 

@@ -219,3 +219,16 @@ def test_the_roadmap_example_publishes_two_pipelines_into_one_date_first_root_wi
 
     again = playbook.invoke(os.path.join(PLAYBOOKS, "publish.yml"), extra=("-i", str(example_inventory), "--limit", "staging"))
     assert again.returncode == 0 and "changed=0" in again.stdout, again.stdout
+
+
+def test_distributor_verify_repairs_an_output_edited_at_the_destination(role, site, tmp_path):
+    role(site)
+    page = tmp_path / "www" / "reports" / "report.html"
+    published = page.read_bytes()
+    page.write_bytes(b"x" * len(published))
+    _output, plain = role(site)
+    assert {r["action"] for r in plain} == {"skip"} and page.read_bytes() != published
+    _output, verified = role(dict(site, distributor_verify="sha256"))
+    assert sorted((r["item"]["destination"], r["item"]["pipeline"], r["repaired"]) for r in verified) == [
+        ("archive", "reports", []), ("archive", "sources", []), ("web", "reports", ["report.html"])]
+    assert page.read_bytes() == published

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import time
 from typing import Callable, ContextManager, Iterable
 
@@ -39,6 +40,13 @@ class MemoryStorage(Storage):
         self.fault("read", path)
         data = self.files.get(self._key(path))
         return None if data is None else data[:limit + 1]
+
+    def measure(self, path: str, digest: bool) -> tuple[int, str | None] | None:
+        self.fault("measure", path)
+        data = self.files.get(self._key(path))
+        if data is None:
+            return None
+        return len(data), "sha256:" + hashlib.sha256(data).hexdigest() if digest else None
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
         staged = self._key(temp_name(path, self.token))

@@ -32,7 +32,7 @@ LAYERS = (
                 "regular", "fastcheck", "argspec")),
     ("schemas", ("schema*",)),
     ("model", ("manifest*", "bundle", "state", "journal", "config", "attributes", "transforms", "ownership")),
-    ("pure core", ("decide", "plan", "guards", "invalidation", "digest", "changes", "contentdiff", "report", "dryrun")),
+    ("pure core", ("decide", "plan", "guards", "invalidation", "digest", "changes", "contentdiff", "report", "dryrun", "drift")),
     ("storage", ("storage", "storage.*")),
     ("shell", ("root", "managed_root", "execute", "readahead")),
     ("operations", ("publish", "prune", "reconcile", "stateinfo", "ensure_manifest", "adapter")),

@@ -99,6 +99,9 @@ SELECTOR = dict(
     source_id=dict(type="str"),
 )
 
+# distributor_publish's and distributor_state_info's look at the managed outputs themselves.
+VERIFY = dict(type="str", default="none", choices=list(vocabulary.VERIFY_MODES))
+
 # The options that select one existing managed root without a bundle at hand (reconcile, prune).
 MANAGED_ROOT = dict(
     SELECTOR,

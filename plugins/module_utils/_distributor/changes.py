@@ -27,7 +27,8 @@ def publish_changes(the_plan: Plan, present: frozenset | None) -> list[dict]:
     """Each written path is a `create` (nobody managed it and nothing is there), an `update`
     (this owner managed it), a `take_over` (another owner did) or a `force_overwrite` (an
     unmanaged file is there); a planned path another owner managed that needs no write is a
-    `take_over` too (only its record changes hands). Each deleted path is a `delete`.
+    `take_over` too (only its record changes hands). Each deleted path is a `delete`; each output
+    `verify` found drifted or missing and rewrites as recorded is a `repair`.
 
     `present` is None only when the root was not listed, which happens only for plans that write
     and delete nothing."""
@@ -47,6 +48,8 @@ def publish_changes(the_plan: Plan, present: frozenset | None) -> list[dict]:
         old = previous.get(record.path)
         if record.path not in entries and old is not None and old.owner != key:
             entries[record.path] = change(record.path, "take_over", key, old.owner, old.sha256, record.sha256)
+    for write in the_plan.repairs:
+        entries[write.path] = change(write.path, "repair", key, key, write.content.sha256, write.content.sha256)
     for path in the_plan.deletes:
         old = previous.get(path)
         entries[path] = change(path, "delete", old.owner if old else None, old.owner if old else None,

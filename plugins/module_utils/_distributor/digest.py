@@ -8,7 +8,8 @@ the clock: check mode and the real run that follows see the same destination and
 build the same facts. It holds only this owner's side of a shared root, so another owner
 publishing unrelated paths in between changes nothing; every path the run writes, deletes or takes
 over carries who managed it before and its recorded digest, so another owner claiming one does.
-Every write carries its kind of change too (`create`, `update`, `take_over`, `force_overwrite`):
+Every write carries its kind of change too (`create`, `update`, `take_over`, `force_overwrite`,
+`repair`):
 with `force`, an unmanaged file put at a planned path after the review turns a `create` into a
 `force_overwrite`, which overwrites content the reviewer never saw.
 """
@@ -69,7 +70,7 @@ def publish_facts(the_plan: Plan, manifest, recovered, changes: list) -> dict:
     previous = base.by_path() if base else {}
     outputs = the_plan.outputs()
     after_owner = the_plan.after.owner(key) if the_plan.after else None
-    touched = {w.path for w in the_plan.writes} | set(the_plan.deletes)
+    touched = {w.path for w in the_plan.writes + the_plan.repairs} | set(the_plan.deletes)
     touched.update(o.path for o in outputs if o.path in previous and previous[o.path].owner != key)
     return {
         "plan_format": PLAN_FORMAT,
@@ -84,7 +85,7 @@ def publish_facts(the_plan: Plan, manifest, recovered, changes: list) -> dict:
         "primary_url": after_owner.primary_url if after_owner else None,
         "writes": [{"path": w.path, "change": kinds[w.path], "sha256": w.content.sha256, "size": w.content.size,
                     "owner": str(key), "attributes": [list(pair) for pair in w.content.attributes]}
-                   for w in the_plan.writes],
+                   for w in the_plan.writes + the_plan.repairs],
         "deletes": sorted(the_plan.deletes),
         "managed_before": [dict(_manager(previous.get(p)), path=p) for p in sorted(touched)],
         "outputs": [_record(o) for o in sorted(outputs, key=lambda o: o.path)],

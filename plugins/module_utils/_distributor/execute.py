@@ -76,16 +76,17 @@ def execute(plan: Plan, storage: Storage, bundle) -> None:
     Only a delete that clears the way for a write (a file where a directory now goes, or a file
     inside a directory where a file now goes) runs first.
     """
-    if not (plan.writes or plan.deletes):
+    writes = plan.writes + plan.repairs
+    if not (writes or plan.deletes):
         storage.write_bytes(STATE_NAME, serialize_state(plan.after))
         return
-    journal = Journal(storage.token, tuple(w.path for w in plan.writes))
+    journal = Journal(storage.token, tuple(w.path for w in writes))
     storage.write_bytes(JOURNAL_NAME, json.dumps({"token": journal.token, "writes": journal.writes}).encode("utf-8"))
     try:
-        first = in_the_way((w.path for w in plan.writes), plan.deletes)
+        first = in_the_way((w.path for w in writes), plan.deletes)
         storage.delete_many(sorted(first))
         for pages in (False, True):
-            storage.write_many((w.path, partial(output_chunks, w, bundle)) for w in plan.writes if is_page(w.path) == pages)
+            storage.write_many((w.path, partial(output_chunks, w, bundle)) for w in writes if is_page(w.path) == pages)
         storage.delete_many([d for d in plan.deletes if d not in first])
         storage.write_bytes(STATE_NAME, serialize_state(plan.after))
     except BaseException:

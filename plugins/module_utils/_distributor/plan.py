@@ -63,11 +63,12 @@ class Plan:
     before: State | None
     after: State | None
     retained: tuple[str, ...]
+    repairs: tuple[Write, ...] = ()  # drifted outputs rewritten as they are recorded (drift.py)
 
     @property
     def changed(self) -> bool:
         """True exactly when executing the plan writes or deletes something (state included)."""
-        return bool(self.writes or self.deletes) or self.after != self.before
+        return bool(self.writes or self.deletes or self.repairs) or self.after != self.before
 
     def outputs(self) -> tuple[Output, ...]:
         """The records this owner manages once the plan is executed."""

@@ -10,6 +10,7 @@ planning, so what check mode reports is, by construction, what a real run does.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 from datetime import datetime
 
 from . import report
@@ -19,13 +20,14 @@ from .changes import publish_changes
 from .config import Pipeline, parse_destination, parse_pipeline, render_bundle_path, render_url
 from .contentdiff import content_diffs
 from .decide import decide, decide_from_state
+from .drift import repairs
 from .digest import check_expected, plan_digest, publish_facts
 from .execute import execute, output_chunks, recover, recovery_deletes
 from .guards import check_delete_limit, first_paths
 from .invalidation import changed_urls, invalidation_paths
 from .journal import Journal
 from .paths import STATE_NAME
-from .plan import Content, plan, plan_outputs
+from .plan import Content, Plan, plan, plan_outputs
 from .root import opened, present_in, read_records
 from .state import OwnerKey, output_to_dict, state_to_dict
 from .storage.select import open_storage
@@ -60,7 +62,8 @@ def render_contents(bundle: Bundle, planned, page: Page, storage: dict) -> dict:
 
 def publish(source: str, pipeline: dict, destination: dict, *, force: bool = False, lock_timeout: float = 60.0,
             check_mode: bool = False, now: datetime | None = None, opener=open_storage, full_result: bool = True,
-            manifest_option: dict | None = None, diff_contents: bool = False, expect_plan_digest: str | None = None) -> dict:
+            manifest_option: dict | None = None, diff_contents: bool = False, expect_plan_digest: str | None = None,
+            verify: str = "none") -> dict:
     """Publish one bundle to one destination; `opener` lets tests hand in a fault-injecting backend.
     With `expect_plan_digest` a run whose plan digest differs fails (plan_changed) before it
     touches storage, recovery of an interrupted attempt included: recovery runs after the check.
@@ -69,7 +72,9 @@ def publish(source: str, pipeline: dict, destination: dict, *, force: bool = Fal
     output record (the state the whole manifest too): Ansible copies and scans a result several
     times, so for 10,000 files they cost more than the publish. The module asks for them only
     with --diff or return_records. `manifest_option` is used in place of the bundle's manifest.json;
-    `diff_contents` (--diff) adds content diffs of the outputs written to the `diff`."""
+    `diff_contents` (--diff) adds content diffs of the outputs written to the `diff`. `verify`
+    (size, sha256) also rewrites this owner's kept outputs that drifted at the destination, even
+    when the decision is `skip` (drift.py); the result lists them in `repaired`."""
     now = now or utc_now()
     pipeline_cfg = parse_pipeline(pipeline)
     destination_cfg = parse_destination(destination)
@@ -87,17 +92,20 @@ def publish(source: str, pipeline: dict, destination: dict, *, force: bool = Fal
                      planned=frozenset(p.path for p in planned), force=force, where=storage.describe())
         decision = decide_from_state(**facts) if journal is None else None
         present, listing, leftovers = None, None, []
-        if decision is None:
+        if decision is None or verify != "none":
             listing = frozenset(storage.list_files())
             present = present_in(listing)
+        if decision is None:
             if journal is not None and state_error is None:
                 leftovers = _leftovers(journal, state, listing, check_mode, warnings)
                 present -= set(leftovers)
             decision = decide(present=present, **facts)
-        contents = render_contents(bundle, planned, page, destination_cfg.storage) if decision.rewrites_outputs else {}
+        rendered = decision.rewrites_outputs or verify != "none"
+        contents = render_contents(bundle, planned, page, destination_cfg.storage) if rendered else {}
         the_plan = plan(decision=decision, key=key, destination=destination_cfg, manifest=manifest, planned=planned,
                         contents=contents, before=state, present=present, bundle_path=bundle_path, base_url=base_url, now=now)
         check_delete_limit(the_plan, destination_cfg, manifest)
+        the_plan = with_repairs(the_plan, planned, contents, listing, storage.measure, verify)
         review = plan_review(the_plan, manifest, present, leftovers)
         check_expected(expect_plan_digest, *review)
         shown = _content_diffs(the_plan, present, storage, bundle) if diff_contents else []
@@ -110,12 +118,26 @@ def publish(source: str, pipeline: dict, destination: dict, *, force: bool = Fal
     return result(the_plan, storage.warnings + warnings, storage.describe(STATE_NAME), review, full_result, shown, stale)
 
 
+def with_repairs(the_plan: Plan, planned, contents: dict, listing, measure, verify: str) -> Plan:
+    """The plan with `verify`'s repairs: this owner's outputs that the plan keeps as they are
+    (managed by it before, neither written nor deleted) and that are missing or drifted at the
+    destination. Only those are measured; other owners' outputs and unmanaged files are not."""
+    if verify == "none":
+        return the_plan
+    key = the_plan.owner
+    kept = {o.path for o in the_plan.before.outputs_of(key)} if the_plan.before else set()
+    kept -= {w.path for w in the_plan.writes} | set(the_plan.deletes)
+    mine = {o.path: o for o in the_plan.outputs()}
+    return replace(the_plan, repairs=repairs(planned, contents, mine, kept, listing, measure, verify))
+
+
 def _content_diffs(the_plan, present, storage, bundle) -> list:
     """Read before anything is written: the old content is gone once the plan runs."""
-    if not the_plan.writes:
+    writes = the_plan.writes + the_plan.repairs
+    if not writes:
         return []
     managed = the_plan.before.by_path() if the_plan.before else {}
-    return content_diffs(the_plan.writes, managed, present, storage.read_bytes,
+    return content_diffs(writes, managed, present, storage.read_bytes,
                          lambda write: b"".join(output_chunks(write, bundle)), storage.describe)
 
 
@@ -151,6 +173,7 @@ def result(the_plan, warnings: list, where: str, review: tuple, full: bool = Tru
         "bundle_path": the_plan.bundle_path,
         "primary_url": owner.primary_url if owner else None,
         "written": [w.path for w in the_plan.writes],
+        "repaired": [w.path for w in the_plan.repairs],
         "deleted": list(the_plan.deletes),
         "retained": list(the_plan.retained),
         "taken_over": sorted(decision.taken_over),

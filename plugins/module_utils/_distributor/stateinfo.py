@@ -17,6 +17,7 @@ from collections import Counter
 from datetime import datetime, timezone
 
 from .config import parse_destination, render_bundle_path
+from .drift import find_drift
 from .errors import DistributorError
 from .journal import Journal
 from .limits import LOCK_LIMIT, SHOWN_LIMIT
@@ -30,9 +31,11 @@ from .timestamps import format_rfc3339
 
 
 def state_info(destination: dict, *, pipeline_id: str | None = None, selector: Selector = Selector(),
-               opener=open_storage, now: float | None = None) -> dict:
+               opener=open_storage, now: float | None = None, verify: str = "none") -> dict:
     """Read one bundle path's state record, journal and lock record, and describe them.
-    `selector` fills the bundle path's placeholders."""
+    `selector` fills the bundle path's placeholders. `verify` (size, sha256) also measures the
+    selected owner's (or every owner's) outputs and reports those that are `missing` or `drifted`,
+    for a nightly check; none of them is repaired (that is publish's `verify`)."""
     destination_cfg = parse_destination(destination)
     bundle_path = render_bundle_path(destination_cfg, pipeline_id, selector.source_id, parse_created(selector.created))
     with opened(destination_cfg, bundle_path, 0, True, opener) as storage:
@@ -46,10 +49,16 @@ def state_info(destination: dict, *, pipeline_id: str | None = None, selector: S
                 raise
             journal_error = error
         lock = storage.read_bytes(LOCK_NAME, LOCK_LIMIT)
-    key = OwnerKey(pipeline_id, destination_cfg.id) if pipeline_id is not None else None
+        key = OwnerKey(pipeline_id, destination_cfg.id) if pipeline_id is not None else None
+        missing, drifted = None, None
+        if verify != "none":
+            records = [o for o in state.outputs if key is None or o.owner == key] if state else []
+            listed = frozenset(storage.list_files()) if records else frozenset()
+            missing, drifted = find_drift(records, listed, storage.measure, verify)
     errors = [shown(e.message) for e in (state_error, journal_error) if e is not None]
     return dict(describe(state, key, journal, lock, time.time() if now is None else now),
-                changed=False, exists=exists, valid=not errors, error="; ".join(errors) or None, bundle_path=bundle_path)
+                changed=False, exists=exists, valid=not errors, error="; ".join(errors) or None, bundle_path=bundle_path,
+                missing=missing, drifted=drifted)
 
 
 def describe(state: State | None, key: OwnerKey | None, journal: Journal | None, lock: bytes | None, now: float) -> dict:

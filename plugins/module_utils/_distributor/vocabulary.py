@@ -17,6 +17,8 @@ RECONCILIATION_MODES = ("replace", "merge")
 ON_DESTINATION_NEWER = ("skip", "replace")
 ON_CONFLICT = ("fail", "replace")
 TAKEOVER_MODES = ("none", "managed")
+# How publish and state_info look at managed outputs at the destination (see drift.py).
+VERIFY_MODES = ("none", "size", "sha256")
 HOST_KEY_POLICIES = ("reject", "accept_new")
 TRANSFORMS = ("copy", "markdown_to_html")
 OUTPUT_KINDS = ("source", "generated")

@@ -9,6 +9,7 @@ with reason `storage_error` (or `locked`) and a message naming the location.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Callable, ContextManager, Iterable, TypeVar
@@ -40,6 +41,17 @@ def temp_name(path: str, token: str) -> str:
     """Where a write of `path` is staged before its rename: reserved, so never an output, and
     derived from the attempt token so recovery can find leftovers without listing."""
     return "%s/%s" % (staging_dir(path, token), path.rpartition("/")[2])
+
+
+MEASURE_CHUNK = 1024 * 1024
+
+
+def hash_stream(read: Callable[[int], bytes]) -> str:
+    """`sha256:<hex>` of what `read(n)` yields until it returns nothing, MEASURE_CHUNK at a time."""
+    digest = hashlib.sha256()
+    for chunk in iter(lambda: read(MEASURE_CHUNK), b""):
+        digest.update(chunk)
+    return "sha256:" + digest.hexdigest()
 
 
 def in_parallel(workers: int, task: Callable[[Item], None], items: Iterable[Item]) -> None:
@@ -87,6 +99,13 @@ class Storage:
         journal, lock, the old content a diff shows). Whatever is at a destination may be of any
         size: never more than that is read from storage or held in memory, and the extra byte
         tells the caller that the file is over its bound (see limits.py)."""
+        raise NotImplementedError
+
+    def measure(self, path: str, digest: bool) -> tuple[int, str | None] | None:
+        """(size, `sha256:<hex>` when `digest`, else None) of a managed output, or None when it is
+        not there: publish's and state_info's `verify` compare it with the output's record. The
+        content is streamed through a bounded buffer, never held whole; S3 answers from the
+        full-object checksum it keeps when there is one."""
         raise NotImplementedError
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:

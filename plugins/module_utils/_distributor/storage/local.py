@@ -15,7 +15,7 @@ from ..attributes import ownership, parse_mode
 from ..errors import DistributorError
 from ..limits import LOCK_EXPIRY_SECONDS, LOCK_LIMIT
 from ..paths import LOCK_NAME, is_reserved, join, path_problem
-from .base import Storage, not_a_record, staging_dir
+from .base import Storage, hash_stream, not_a_record, staging_dir
 from .descriptors import (
     CREATE_FLAGS, NotRegular, entry_mode, identity_at, list_tree, make_directory, open_directory, open_regular_at,
     read_at_most)
@@ -139,23 +139,39 @@ class LocalStorage(Storage):
 
     # -- reading --------------------------------------------------------------------------
 
-    def read_bytes(self, path: str, limit: int) -> bytes | None:
-        """A record or an old output, read through the walked descriptors, never through a link."""
+    @contextmanager
+    def _reading(self, path: str) -> Iterator[int | None]:
+        """The regular file at `path` opened through the walked descriptors (None when absent);
+        anything else there (a link, a FIFO) is refused unread, never followed."""
         head, name = self._split(path)
         try:
             parent = self._directory(head, False, self.describe(path))
             fd = None if parent is None else open_regular_at(parent, name, self.describe(path))
-            if fd is None:
-                return None
             try:
-                with os_errors("read", self.describe(path)):
-                    return read_at_most(fd, limit)
+                yield fd
             finally:
-                os.close(fd)
+                if fd is not None:
+                    os.close(fd)
         except NotRegular as exc:
             raise not_a_record(exc.where, exc.kind) from None
         finally:
             self._release()
+
+    def read_bytes(self, path: str, limit: int) -> bytes | None:
+        """A record or an old output, read through the walked descriptors, never through a link."""
+        with self._reading(path) as fd:
+            if fd is None:
+                return None
+            with os_errors("read", self.describe(path)):
+                return read_at_most(fd, limit)
+
+    def measure(self, path: str, digest: bool) -> tuple[int, str | None] | None:
+        """Opened like read_bytes: a link put in an output's place is refused as a read is."""
+        with self._reading(path) as fd:
+            if fd is None:
+                return None
+            with os_errors("read", self.describe(path)):
+                return os.fstat(fd).st_size, hash_stream(lambda count: os.read(fd, count)) if digest else None
 
     def exists(self, path: str) -> bool:
         """Walked from the root descriptor like every other look: a link on the way is refused, not followed.

@@ -2,12 +2,15 @@
 """A prefix in an S3 bucket (AWS or any S3-compatible endpoint), through boto3.
 
 An object appears only when its PUT (or its multipart upload) completes, so there is no staged
-name: a failed upload leaves nothing behind. Publishes are dominated by many small files whose
+name: a failed upload leaves nothing behind. Every PUT and every part carries its SHA-256
+(ChecksumSHA256), so S3 itself refuses bytes that changed on the way instead of storing them. Publishes are dominated by many small files whose
 requests are latency bound, so write_many and delete_many work concurrently and in batches.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import itertools
 import os
 import threading
@@ -23,7 +26,7 @@ from ..attributes import s3_object_args, s3_record_args
 from ..errors import DistributorError, MissingLibrary
 from ..limits import LOCK_EXPIRY_SECONDS, LOCK_LIMIT
 from ..paths import LOCK_NAME, is_reserved, join
-from .base import Storage, in_parallel, mentions_secret, redact
+from .base import Storage, hash_stream, in_parallel, mentions_secret, redact
 from .lease import Lease, LockFile, Seen, held
 
 PART_SIZE = 8 * 1024 * 1024
@@ -33,6 +36,7 @@ PARTS_IN_FLIGHT = 3  # per storage, across all files: bounds memory to a few par
 NOT_FOUND = ("404", "NoSuchKey", "NotFound")
 CONDITION_FAILED = ("412", "PreconditionFailed", "ConditionalRequestConflict")
 EMPTY_RANGE = ("416", "InvalidRange")
+CHECKSUM_REFUSED = ("BadDigest", "InvalidDigest", "XAmzContentSHA256Mismatch")
 
 
 class S3Storage(Storage):
@@ -86,8 +90,14 @@ class S3Storage(Storage):
         try:
             yield
         except self._sdk_errors as exc:
-            message = "cannot %s s3://%s/%s: %s" % (action, self.bucket, key, exc)
-            error = DistributorError("storage_error", self._redact(message))
+            if _refused_checksum(getattr(exc, "response", None) or {}):
+                reason = "verification_failed"
+                message = ("s3://%s/%s: S3 refused the upload because the bytes it received do not match the "
+                           "SHA-256 distributor sent with them (%s); nothing was stored under that key"
+                           % (self.bucket, key, exc))
+            else:
+                reason, message = "storage_error", "cannot %s s3://%s/%s: %s" % (action, self.bucket, key, exc)
+            error = DistributorError(reason, self._redact(message))
             # A cause quoting a secret would print it in a traceback: the message says enough.
             raise error from (None if mentions_secret(exc, self._secrets) else exc)
 
@@ -127,6 +137,28 @@ class S3Storage(Storage):
         """One ranged GET of at most limit+1 bytes, so a planted huge object is never read whole."""
         return self._read(self._key(path), limit)
 
+    def measure(self, path: str, digest: bool) -> tuple[int, str | None] | None:
+        """One HEAD; the stored ChecksumSHA256 is the digest when it is of the full object (a
+        multipart upload's composite "<digest>-<parts>" is not), else the object is read."""
+        key = self._key(path)
+        head = self._call("inspect", key, "head_object", NOT_FOUND, Key=key, ChecksumMode="ENABLED")
+        if head is None:
+            return None
+        size = head["ContentLength"]
+        if not digest:
+            return size, None
+        stored = head.get("ChecksumSHA256") or ""
+        if stored and "-" not in stored and head.get("ChecksumType", "FULL_OBJECT") == "FULL_OBJECT":
+            return size, "sha256:" + base64.b64decode(stored).hex()
+        reply = self._call("read", key, "get_object", NOT_FOUND, Key=key)
+        if reply is None:
+            return None
+        with self._errors("read", key):
+            try:
+                return size, hash_stream(reply["Body"].read)
+            finally:
+                reply["Body"].close()
+
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
         """A file of one part is one PUT; larger files go multipart, PARTS_IN_FLIGHT at a time.
         The state and the journal are written with s3_record_args: never served by the outputs' ACL."""
@@ -140,7 +172,9 @@ class S3Storage(Storage):
                 break
         settings = s3_record_args(self._settings) if is_reserved(path) else s3_object_args(self._settings, path)
         if size <= PART_SIZE:
-            self._call("write", key, "put_object", Key=key, Body=b"".join(first), **settings)
+            body = b"".join(first)
+            self._call("write", key, "put_object", Key=key, Body=body, ChecksumAlgorithm="SHA256",
+                       ChecksumSHA256=checksum(body), **settings)
         else:
             self._multipart(key, settings, _PartReader(itertools.chain(first, stream)))
 
@@ -153,14 +187,18 @@ class S3Storage(Storage):
         the file size or the number of files, and reusing them keeps the allocator from holding
         on to a freed 8 MiB block per thread (a fresh `bytes` per part grew the peak by about
         20 MiB a part in flight)."""
-        upload = self._call("start upload of", key, "create_multipart_upload", Key=key, **settings)["UploadId"]
+        upload = self._call(
+            "start upload of", key, "create_multipart_upload", Key=key, ChecksumAlgorithm="SHA256", **settings
+        )["UploadId"]
         in_flight: deque = deque()
 
         def send(number: int, buffer: bytearray, size: int) -> dict:
             try:
                 body = buffer if size == len(buffer) else bytes(memoryview(buffer)[:size])
-                reply = self._call("write", key, "upload_part", Key=key, UploadId=upload, PartNumber=number, Body=body)
-                return {"ETag": reply["ETag"], "PartNumber": number}
+                digest = checksum(body)
+                reply = self._call("write", key, "upload_part", Key=key, UploadId=upload, PartNumber=number, Body=body,
+                                   ChecksumAlgorithm="SHA256", ChecksumSHA256=digest)
+                return {"ETag": reply["ETag"], "PartNumber": number, "ChecksumSHA256": digest}
             finally:
                 self._give_back(buffer)
 
@@ -321,6 +359,21 @@ class S3Lock(LockFile):
     def now(self) -> float | None:
         """The Date of the storage's reply to the read the protocol made just before."""
         return self._date
+
+
+def checksum(data) -> str:
+    """The ChecksumSHA256 value S3 checks a body against: the base64 of its raw SHA-256. A
+    single-part body was read whole through the bundle's verifying reader, so this is the digest
+    the manifest (and the state record) carries; S3 refusing it means the bytes changed on the way."""
+    return base64.b64encode(hashlib.sha256(data).digest()).decode("ascii")
+
+
+def _refused_checksum(response: dict) -> bool:
+    """Whether S3 refused a request because a body did not match its checksum (AWS answers
+    BadDigest; S3-compatible servers vary, some with an InvalidRequest about the checksum)."""
+    error = response.get("Error", {})
+    code = error.get("Code")
+    return code in CHECKSUM_REFUSED or (code == "InvalidRequest" and "checksum" in str(error.get("Message", "")).lower())
 
 
 def _epoch(date: str | None) -> float | None:

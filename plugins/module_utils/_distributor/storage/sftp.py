@@ -24,7 +24,7 @@ from ..errors import DistributorError, MissingLibrary
 from ..limits import DEPTH_LIMIT, LOCK_EXPIRY_SECONDS
 from ..paths import is_reserved
 from ..regular import kind_of
-from .base import Storage, in_parallel, not_a_record
+from .base import Storage, hash_stream, in_parallel, not_a_record
 from .lease import Lease, held
 from .sftp_connect import SftpConnection, check_config
 from .sftp_lock import SftpLock
@@ -123,6 +123,32 @@ class SftpStorage(SftpConnection, SftpPaths, Storage):
             except _NotAsSeen:
                 continue
         return self._read(remote, limit)
+
+    def measure(self, path: str, digest: bool) -> tuple[int, str | None] | None:
+        """The lstat gives the size, once the way to it is checked as _read checks it (a directory
+        swapped for a link must not report a file outside the root); the digest streams the file."""
+        remote = self._remote(path)
+        attrs = self._lstat(remote)
+        if attrs is None:
+            return None
+        kind = kind_of(attrs.st_mode or 0)
+        if kind:
+            raise not_a_record(self._url(remote), kind)
+        if not self._check_directories(posixpath.dirname(remote)):
+            return None
+        if not digest:
+            return attrs.st_size or 0, None
+        with self._errors("read", remote):
+            try:
+                with self._open().open(_wire(remote), "rb") as handle:
+                    if _identity(handle.stat()) != _identity(attrs):
+                        raise DistributorError("storage_error", "cannot read %s: another file was there when it was "
+                                               "opened; something else changed the destination during this run"
+                                               % self._url(remote))
+                    handle.prefetch(attrs.st_size or 0)
+                    return attrs.st_size or 0, hash_stream(handle.read)
+            except FileNotFoundError:
+                return None
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
         """One file through the same staged, checked path as write_many."""
