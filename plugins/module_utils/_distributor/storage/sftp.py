@@ -93,13 +93,8 @@ class SftpStorage(SftpConnection, SftpPaths, Storage):
         left.) The way is looked at again right before the open, and the opened file must be the
         one looked at (see _identity): a directory swapped for a link in between would otherwise
         show another file's content, a diff of a file outside the root (_NotAsSeen)."""
-        attrs = self._lstat(remote)
+        attrs = self._looked_at(remote)
         if attrs is None:
-            return None
-        kind = kind_of(attrs.st_mode or 0)
-        if kind:
-            raise not_a_record(self._url(remote), kind)
-        if not self._check_directories(posixpath.dirname(remote)):
             return None
         with self._errors("read", remote):
             try:
@@ -112,6 +107,19 @@ class SftpStorage(SftpConnection, SftpPaths, Storage):
                     return _read_up_to(handle, limit + 1)
             except FileNotFoundError:
                 return None
+
+    def _looked_at(self, remote: str):
+        """The attributes of a regular file at `remote` whose way there is still the checked one;
+        None when absent. Anything else at the name is refused rather than opened."""
+        attrs = self._lstat(remote)
+        if attrs is None:
+            return None
+        kind = kind_of(attrs.st_mode or 0)
+        if kind:
+            raise not_a_record(self._url(remote), kind)
+        if not self._check_directories(posixpath.dirname(remote)):
+            return None
+        return attrs
 
     def read_bytes(self, path: str, limit: int) -> bytes | None:
         """A file rewritten in place between the look and the open (the lock, which its holder
@@ -128,13 +136,8 @@ class SftpStorage(SftpConnection, SftpPaths, Storage):
         """The lstat gives the size, once the way to it is checked as _read checks it (a directory
         swapped for a link must not report a file outside the root); the digest streams the file."""
         remote = self._remote(path)
-        attrs = self._lstat(remote)
+        attrs = self._looked_at(remote)
         if attrs is None:
-            return None
-        kind = kind_of(attrs.st_mode or 0)
-        if kind:
-            raise not_a_record(self._url(remote), kind)
-        if not self._check_directories(posixpath.dirname(remote)):
             return None
         if not digest:
             return attrs.st_size or 0, None
