@@ -224,7 +224,7 @@ options:
             elements: str
           invalidation_limit:
             description:
-              - The most paths RV(invalidation_paths) holds; above it paths collapse to C(<prefix>/*) wildcards,
+              - The most paths the C(invalidation_paths) of a publish or prune result holds; above it paths collapse to C(<prefix>/*) wildcards,
                 each counting as one path. C(1000) when unset, at least C(1).
             type: int
       retention:

@@ -65,7 +65,7 @@ def test_a_single_part_upload_sends_the_sha256_and_s3_keeps_it(storage, s3_serve
     body = b"<p>report</p>"
     sent = sent_checksums(storage)
     storage.write("report.html", [body[:4], body[4:]])
-    assert [value for value, _ in sent] == [b64sha(body)]
+    assert [value for value, _algorithm in sent] == [b64sha(body)]
     head = s3_server.client().head_object(Bucket=storage.bucket_name, Key="site/report.html", ChecksumMode="ENABLED")
     assert head["ChecksumSHA256"] == b64sha(body)
 
@@ -75,8 +75,8 @@ def test_a_multipart_upload_sends_each_parts_sha256(storage, s3_server):
     sent = sent_checksums(storage)
     storage.write("big.bin", [body[i:i + (1 << 20)] for i in range(0, len(body), 1 << 20)])
     parts = [body[:s3.PART_SIZE], body[s3.PART_SIZE:]]
-    assert sorted(value for value, _ in sent if value) == sorted(b64sha(part) for part in parts)
-    assert any(algorithm == "SHA256" for _, algorithm in sent), "the upload was not created for SHA-256"
+    assert sorted(value for value, _algorithm in sent if value) == sorted(b64sha(part) for part in parts)
+    assert any(algorithm == "SHA256" for _value, algorithm in sent), "the upload was not created for SHA-256"
     client = s3_server.client()
     assert client.get_object(Bucket=storage.bucket_name, Key="site/big.bin")["Body"].read() == body
 

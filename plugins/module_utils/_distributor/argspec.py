@@ -66,8 +66,8 @@ DESTINATION = dict(
             ),
         ),
         takeover=_mode(vocabulary.TAKEOVER_MODES),
-        links=dict(type="dict", options=dict(base_url=dict(type="str"), primary=dict(type="list", elements="str"),
-                                               invalidation_limit=dict(type="int"))),
+        links=dict(type="dict", options=dict(
+            base_url=dict(type="str"), primary=dict(type="list", elements="str"), invalidation_limit=dict(type="int"))),
         retention=dict(type="dict", options=dict(max_age=dict(type="str"), max_outputs=dict(type="int"))),
         lock=dict(type="dict", options=dict(expiry=dict(type="float"))),
     ),

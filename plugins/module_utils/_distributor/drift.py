@@ -16,6 +16,7 @@ from typing import Callable, Iterable
 from .plan import PlannedOutput, Write
 from .state import Output
 
+
 def find_drift(records: Iterable[Output], listed: frozenset, measure: Callable, verify: str) -> tuple[list, list]:
     """(missing, drifted) paths among `records`: missing when not listed (or gone when measured),
     drifted when the size (or, for sha256, the digest) differs from the record. `measure` is
@@ -54,4 +55,3 @@ def repairs(planned, contents: dict, mine: dict, untouched: set, listed: frozens
     missing, drifted = find_drift([record for _item, record in candidates], listed, measure, verify)
     bad = set(missing) | set(drifted)
     return tuple(Write(item.path, item.source_path, contents[item.path]) for item, _record in candidates if item.path in bad)
-

@@ -28,7 +28,7 @@ def invalidation_paths(urls, limit: int) -> list[str]:
             continue
         path = urlsplit(url).path or "/"
         paths.add(path)
-        directory, _, name = path.rpartition("/")
+        directory, _slash, name = path.rpartition("/")
         if name in INDEX_PAGES:
             paths.add(directory + "/")
     return sorted(_collapse(paths, limit))
@@ -68,7 +68,7 @@ def _ancestor(path: str, depth: int) -> str | None:
     """The directory `depth` levels below the root that holds `path` (`/` is depth 0), ending in
     `/`; None for a path not that deep."""
     end = -1
-    for _ in range(depth + 1):
+    for _level in range(depth + 1):
         end = path.find("/", end + 1)
         if end < 0:
             return None
