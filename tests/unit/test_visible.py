@@ -5,8 +5,10 @@ shown escaped, by one function, at every place text is shown (listings, results,
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor.adapter import shown
+from ansible_collections.distributor.core.plugins.module_utils._distributor.adapter import plain, shown
 from ansible_collections.distributor.core.plugins.module_utils._distributor.report import listing
 from ansible_collections.distributor.core.plugins.module_utils._distributor.visible import visible
 
@@ -58,3 +60,23 @@ def test_listing_fields_from_a_record_can_neither_start_a_line_nor_move_the_curs
 def test_results_and_messages_leave_the_module_escaped():
     result = shown({"msg": "owner ev" + HIDE_A_LINE, "changes": [{"path": "a\x9b.html"}], "count": 3})
     assert result == {"msg": "owner ev\\x1b[1A\\x1b[2K", "changes": [{"path": "a\\x9b.html"}], "count": 3}
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4), max_leaves=12)
+
+
+@given(JSON_VALUES)
+def test_a_result_taken_as_plain_is_one_shown_would_not_change(value):
+    # run_module skips the walk over a result `plain` accepts: it must never skip one that holds
+    # a character `shown` escapes.
+    if plain(value):
+        assert shown(value) == value
+
+
+def test_a_result_with_anything_to_escape_is_not_plain():
+    assert plain({"written": ["a.html", "b.html"], "changes": [{"path": "a.html", "before": None}]})
+    for hidden in ("\x1b[2K", "\x7f", "\x9b", "\u202e", "caf\udce9", "\n"):
+        assert not plain({"written": ["a" + hidden]})
+        assert not plain({"id" + hidden: 1})

@@ -16,7 +16,7 @@ from typing import Iterator
 
 from .errors import DistributorError
 from .manifest import MANIFEST_NAME, Manifest, parse_manifest, short_digest
-from .regular import NotRegularFile, kind_of, open_regular
+from .regular import NotRegularFile, kind_of, open_regular, open_regular_fd
 from .schemas import show
 
 READ_CHUNK_SIZE = 1024 * 1024  # a chunk or two in memory at a time (see readahead), whatever the file size
@@ -29,6 +29,7 @@ class Bundle:
         self.root = root
         self.manifest = manifest
         self._inside = InsideBundle(root)
+        self._real: dict[str, str] = {}  # where load found each listed file, so a read does not resolve it again
 
     @classmethod
     def load(cls, source_dir: str, manifest: dict | None = None) -> Bundle:
@@ -46,7 +47,8 @@ class Bundle:
             where = "%s (manifest option)" % root
         bundle = cls(root, parse_manifest(manifest, where))
         for entry in bundle.manifest.files:
-            size = listed_file(bundle._inside, entry.path, where)[1]
+            real, size = listed_file(bundle._inside, entry.path, where)
+            bundle._real[entry.path] = real
             if size != entry.size:
                 raise _size_mismatch(entry.path, entry.size, "%d bytes" % size)
         return bundle
@@ -59,7 +61,8 @@ class Bundle:
         entry = self.manifest.file(path)
         hasher = hashlib.sha256()
         size = 0
-        for chunk in read_chunks(self._inside.resolve(path, self.root)[0], "verification_failed"):
+        real = self._real.get(path) or self._inside.resolve(path, self.root)[0]
+        for chunk in read_chunks(real, "verification_failed", entry.size):
             size += len(chunk)
             if size > entry.size:
                 raise _size_mismatch(path, entry.size, "more than %d bytes" % entry.size)
@@ -185,18 +188,27 @@ def listed_file(inside: InsideBundle, path: str, where: str) -> tuple[str, int]:
     return real, info.st_size
 
 
-def read_chunks(real: str, reason: str) -> Iterator[bytes]:
+def read_chunks(real: str, reason: str, size: int | None = None) -> Iterator[bytes]:
     """A bundle file in READ_CHUNK_SIZE pieces, for verifying (Bundle.chunks) and for hashing
     (build_manifest) alike; `reason` is what a failed read is. A file that stopped being a
     regular file since the manifest was checked (a FIFO swapped in, say) is refused unread, as
-    at load: it is the bundle that is wrong, not its bytes."""
+    at load: it is the bundle that is wrong, not its bytes.
+
+    With the manifest's `size`, a small file is read with one system call: it asks for one byte
+    more than listed, so a file that grew is still seen, and a shorter answer is the end of it."""
+    want = READ_CHUNK_SIZE if size is None or size >= READ_CHUNK_SIZE else size + 1
     try:
-        with open_regular(real) as handle:
+        fd = open_regular_fd(real)
+        try:
             while True:
-                chunk = handle.read(READ_CHUNK_SIZE)
+                chunk = os.read(fd, want)
                 if not chunk:
                     return
                 yield chunk
+                if len(chunk) == size and want == size + 1:
+                    return
+        finally:
+            os.close(fd)
     except NotRegularFile as exc:
         raise _not_regular(exc) from None
     except OSError as exc:

@@ -86,7 +86,9 @@ def execute(plan: Plan, storage: Storage, bundle) -> None:
         first = in_the_way((w.path for w in writes), plan.deletes)
         storage.delete_many(sorted(first))
         for pages in (False, True):
-            storage.write_many((w.path, partial(output_chunks, w, bundle)) for w in writes if is_page(w.path) == pages)
+            group = [w for w in writes if is_page(w.path) == pages]
+            if group:
+                storage.write_many((w.path, partial(output_chunks, w, bundle)) for w in group)
         storage.delete_many([d for d in plan.deletes if d not in first])
         storage.write_bytes(STATE_NAME, serialize_state(plan.after))
     except BaseException:

@@ -36,6 +36,8 @@ _NOT_UTF8 = range(0xDC80, 0xDD00)
 def visible(text: str, keep: str = "") -> str:
     """`text` with control and format characters escaped, except those in `keep` (a content
     diff keeps "\\n\\t": Ansible's diff shows its lines)."""
+    if text.isascii() and text.isprintable():
+        return text
     return _CANDIDATE.sub(lambda match: _escape(match.group(), keep), text)
 
 

@@ -27,7 +27,7 @@ from ..errors import DistributorError
 from ..paths import JOURNAL_NAME, LOCK_NAME, STATE_NAME, path_problem
 from ..limits import LOCK_EXPIRY_SECONDS
 from .base import Lease, Storage
-from .refusals import os_errors
+from .refusals import failure, os_errors
 
 RECORDS = (STATE_NAME, JOURNAL_NAME)
 
@@ -57,8 +57,10 @@ class ConfinedStorage(Storage):
         """Under a lock a change goes ahead only while the lease holds, and a record (state,
         journal) only after a look at the lock on storage just now."""
         if self._lease is not None:
-            with self._reported("check the lock", LOCK_NAME):
+            try:
                 (self._lease.confirm if record else self._lease.check)(what)
+            except OSError as exc:
+                raise failure("check the lock", self.inner.describe(LOCK_NAME), exc) from exc
 
     def _writing(self, path: str) -> str:
         path = self._inside(path)

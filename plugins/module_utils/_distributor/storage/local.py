@@ -48,11 +48,14 @@ class LocalStorage(Storage):
         self.base = base
         self._root_fd: int | None = None
         self._dirs: dict[str, int] = {}
-        self._staging: dict[str, tuple[int, int]] = {}  # target directory -> (staging fd, target directory fd)
+        self._staging: dict[str, tuple[int, int, str]] = {}  # target directory -> (staging fd, its parent's, its location + "/")
+        self._under = join(base, "x")[:-1]  # "<base>/" (or ""): a file's path under the root is this and its path
+        self._shown = os.path.join(root, self._under + "x")[:-1]  # "<root>/<base>/": a file's location is this and its path
 
     def describe(self, path: str = "") -> str:
         """The location under the root as the operator knows it: messages name it."""
-        return os.path.join(self.root, join(self.base, path))
+        path = path.strip("/")
+        return self._shown + path if path else os.path.join(self.root, join(self.base))
 
     def _where(self, rel: str) -> str:
         return os.path.join(self.root, rel) if rel else self.root
@@ -134,7 +137,7 @@ class LocalStorage(Storage):
         problem = path_problem(path) if path else None
         if problem:
             raise DistributorError("storage_error", "refused to touch %r under %s: it %s" % (path, self.describe(), problem))
-        head, _slash, name = join(self.base, path).rpartition("/")
+        head, _slash, name = (self._under + path.strip("/") if path.strip("/") else join(self.base)).rpartition("/")
         return head, name
 
     # -- reading --------------------------------------------------------------------------
@@ -253,37 +256,44 @@ class LocalStorage(Storage):
     def _stage(self, path: str, chunks: Iterable[bytes]) -> Staged:
         """`chunks` written to a new file in the attempt's staging directory, not yet durable.
         Created exclusively and never through a link; mode and ownership are set through the
-        open file."""
+        open file. One handler for the file's few system calls, which names the step that
+        failed: this runs once per output, and messages are worded only when one is needed."""
         head, name = self._split(path)
-        staging = self._staging_directory(head, self.describe(path))
-        with os_errors("inspect", self.describe(path)):
+        staging, shown = self._staging_directory(head, path)
+        step = "inspect"
+        fd = None
+        try:
             if stat.S_ISLNK(entry_mode(self._held(head), name) or 0):
                 raise link_refused(self.describe(path))
-        where = self.describe(staging_dir(path, self.token) + "/" + name)
-        with os_errors("stage %s at" % self.describe(path), where):
+            step = "stage"
             fd = os.open(name, CREATE_FLAGS, 0o600, dir_fd=staging)
-        item = Staged(path, name, head, staging, where, (0, 0), 0)
-        try:
-            with os_errors("write", self.describe(path)):
-                try:
-                    size = 0
-                    for chunk in chunks:
-                        _write_fully(fd, chunk)
-                        size += len(chunk)
-                    self._settle(fd, 0o644 if self.file_mode is None else self.file_mode)
-                    info = os.fstat(fd)
-                finally:
-                    os.close(fd)
-        except BaseException:
-            _unlink_quietly(item)
-            raise
-        return item._replace(ident=(info.st_dev, info.st_ino), size=size)
+            step = "write"
+            size = 0
+            for chunk in chunks:
+                _write_fully(fd, chunk)
+                size += len(chunk)
+            self._settle(fd, 0o644 if self.file_mode is None else self.file_mode)
+            info = os.fstat(fd)
+        except BaseException as exc:
+            if fd is not None:
+                os.close(fd)
+                with suppress(OSError):
+                    os.unlink(name, dir_fd=staging)
+            if not isinstance(exc, OSError):
+                raise
+            if step == "stage":
+                raise failure("stage %s at" % self.describe(path), shown + name, exc) from exc
+            raise failure(step, self.describe(path), exc) from exc
+        os.close(fd)
+        return Staged(path, name, head, staging, shown + name, (info.st_dev, info.st_ino), size)
 
-    def _staging_directory(self, head: str, needed_by: str) -> int:
+    def _staging_directory(self, head: str, path: str) -> tuple[int, str]:
         """This attempt's staging directory beside the target directory `head` (see
-        base.staging_dir), made on first use: mkdir neither follows nor reuses what is already
-        at the name, and what it made must be this account's own, private directory."""
+        base.staging_dir), made on first use, and its location for messages: mkdir neither
+        follows nor reuses what is already at the name, and what it made must be this
+        account's own, private directory."""
         if head not in self._staging:
+            needed_by = self.describe(path)
             parent = self._directory(head, True, needed_by)
             name = staging_dir("x", self.token)
             where = self._where(join(head, name))
@@ -298,13 +308,13 @@ class LocalStorage(Storage):
                 if fd is not None:
                     os.close(fd)
                 raise not_private(where)
-            self._staging[head] = (fd, parent)
-        return self._staging[head][0]
+            self._staging[head] = (fd, parent, where + "/")
+        return self._staging[head][0], self._staging[head][2]
 
     def _drop_staging(self) -> None:
         """Remove the staging directories, empty once their files are renamed or removed."""
         name = staging_dir("x", self.token)
-        for fd, parent in self._staging.values():
+        for fd, parent, _shown in self._staging.values():
             os.close(fd)
             with suppress(OSError):
                 os.rmdir(name, dir_fd=parent)
@@ -319,15 +329,16 @@ class LocalStorage(Storage):
             if failed:
                 raise failure("write", *failed) from failed[1]
             for item in batch:
-                with os_errors("write", self.describe(item.path)):
-                    info = os.stat(item.name, dir_fd=item.staging, follow_symlinks=False)
-                    if (info.st_dev, info.st_ino) != item.ident:
-                        raise staged_replaced(self.describe(item.path), item.where)
-                    os.replace(item.name, item.name, src_dir_fd=item.staging, dst_dir_fd=self._held(item.directory))
+                info = os.stat(item.name, dir_fd=item.staging, follow_symlinks=False)
+                if (info.st_dev, info.st_ino) != item.ident:
+                    raise staged_replaced(self.describe(item.path), item.where)
+                os.replace(item.name, item.name, src_dir_fd=item.staging, dst_dir_fd=self._held(item.directory))
                 done += 1
-        except DistributorError:
+        except (OSError, DistributorError) as exc:
             for item in batch[done:]:
                 _unlink_quietly(item)
+            if isinstance(exc, OSError):
+                raise failure("write", self.describe(batch[done].path), exc) from exc
             raise
         return {item.directory for item in batch}
 
@@ -443,7 +454,10 @@ class LocalStorage(Storage):
 def _write_fully(fd: int, data: bytes) -> None:
     """os.write may write less than asked; a file object would cost a buffer and three system
     calls more per file."""
-    view = memoryview(data)
+    written = os.write(fd, data)
+    if written == len(data):
+        return
+    view = memoryview(data)[written:]
     while view:
         view = view[os.write(fd, view):]
 
