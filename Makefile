@@ -256,12 +256,14 @@ $(BENCH_TOOLS)/.installed: benchmarks/requirements.txt
 	@touch $@
 
 bench: collection $(BENCH_TOOLS)/.installed
+	@date -u +%Y%m%dT%H%M%S > $(BUILD)/bench-started
 	$(VENV_BIN)/python benchmarks/run.py --aws $(BENCH_TOOLS)/bin/aws $(BENCH_ARGS)
 	$(VENV_BIN)/python benchmarks/first_publish.py $(filter --quick,$(BENCH_ARGS))
 	$(VENV_BIN)/python benchmarks/scale.py $(filter --quick,$(BENCH_ARGS))
 	$(VENV_BIN)/python benchmarks/shared_root.py $(filter --quick,$(BENCH_ARGS))
 	$(VENV_BIN)/python benchmarks/s3_large.py --aws $(BENCH_TOOLS)/bin/aws $(if $(filter --quick,$(BENCH_ARGS)),--size 256 --repeat 1)
 	$(BENCH_TOOLS)/bin/python benchmarks/plot.py
+	$(VENV_BIN)/python benchmarks/targets.py --since $$(cat $(BUILD)/bench-started)
 bench: export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 
 clean:

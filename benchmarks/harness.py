@@ -171,6 +171,19 @@ class Backends:
         return {"storage": storage, "target": os.path.join(root, BUNDLE_PATH), "cleanup": root}
 
 
+MODULE = "ansible_collections.distributor.core.plugins.modules.distributor_publish"
+
+
+def module_process(source: str, markdown: bool, destination_: dict, workdir: str) -> Timing:
+    """distributor_publish as Ansible runs it on the target: a Python process that imports the
+    module and reads its arguments from a file. Its CPU is what the per-file targets compare."""
+    args = os.path.join(workdir, "args.json")
+    with open(args, "w") as handle:
+        json.dump({"ANSIBLE_MODULE_ARGS": {"source": source, "pipeline": pipeline(markdown),
+                                           "destination": destination_}}, handle)
+    return time_command([sys.executable, "-m", MODULE, args], env=dict(os.environ, PYTHONPATH=COLLECTIONS))
+
+
 def destination(backend: str, storage: dict) -> dict:
     return {"id": "bench-%s" % backend, "storage": storage, "path": BUNDLE_PATH}
 

@@ -1,0 +1,131 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Issue #22's targets, each next to its peer from the same `make bench` run.
+
+    python benchmarks/targets.py [--since STAMP]
+
+Reads the newest result of each script in benchmarks/results (run.py, first_publish.py,
+scale.py, shared_root.py, s3_latency.py; with --since, only those written at or after the
+`YYYYmmddTHHMMSS` stamp `make bench` passes) and prints one row per target: what was measured,
+the peer's figure, the ratio, the goal and whether it is met. A target whose case a run did not
+measure (a `--quick` run stops at 10,000 files) says so instead of a figure. Writes
+benchmarks/results/<time>-targets.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import sys
+import time
+
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+
+
+def newest(kinds: tuple[str, ...], since: str) -> dict | None:
+    """The newest results/<stamp>-<kind>.json for any of `kinds` written at or after `since`."""
+    found = sorted(path for kind in kinds for path in glob.glob(os.path.join(RESULTS, "*-%s.json" % kind))
+                   if os.path.basename(path)[:15] >= since)
+    if not found:
+        return None
+    with open(found[-1]) as handle:
+        return json.load(handle)
+
+
+class Figures:
+    """One run's results, looked up by what each target names."""
+
+    def __init__(self, since: str):
+        self.run = newest(("full", "quick"), since)
+        self.first = newest(("first",), since)
+        self.scale = newest(("scale",), since)
+        self.shared = newest(("shared",), since)
+        self.latency = newest(("s3-latency",), since)
+
+    def run_row(self, backend: str, bundle: str, phase: str, tool: str) -> dict | None:
+        rows = (self.run or {}).get("measurements", [])
+        return next((r for r in rows if (r["backend"], r["bundle"], r["phase"], r["tool"]) == (backend, bundle, phase, tool)), None)
+
+    def scale_row(self, files: int, phase: str, tool: str) -> dict | None:
+        rows = (self.scale or {}).get("rows", [])
+        return next((r for r in rows if (r["files"], r["phase"], r["tool"]) == (files, phase, tool)), None)
+
+    def first_line(self, case: str) -> dict | None:
+        return next((line for line in (self.first or {}).get("summary", []) if line["case"] == case), None)
+
+
+def pair(mine: dict | None, theirs: dict | None, key: str) -> tuple[str, str, float | None]:
+    """(mine, theirs, ratio) of one measure (`seconds`, `cpu_seconds`, `wall` or `cpu`)."""
+    if not mine or not theirs:
+        return "not measured", "-", None
+    return "%.2f s" % mine[key], "%.2f s" % theirs[key], mine[key] / max(theirs[key], 1e-3)
+
+
+def targets(f: Figures) -> list[tuple[str, tuple, float]]:
+    """(target, (measured, peer, ratio), goal) in the issue's order."""
+    rows = []
+    for line in (f.first or {}).get("summary", []) or [{"case": "10000 x 4 KiB"}]:
+        case = line["case"]
+        if "distributor cpu" not in line:
+            rows.append(("local first publish, %s: CPU, module process / `rsync -a`" % case, ("not measured", "-", None), 1.5))
+            continue
+        rows.append(("local first publish, %s: CPU, module process / `rsync -a`" % case, (
+            "%.2f s" % line["distributor cpu"], "%.2f s" % line["rsync -a cpu"], line["rsync -a cpu ratio"]), 1.5))
+        if "rsync -a --fsync wall" in line:
+            rows.append(("local first publish, %s: wall / `rsync -a --fsync`" % case, (
+                "%.2f s" % line["distributor wall"], "%.2f s" % line["rsync -a --fsync wall"],
+                line["rsync -a --fsync wall ratio"]), 1.0))
+    rows.append(("local skip, 100,000 files, module process / no-op `rsync -a` (wall)",
+                 pair(f.scale_row(100000, "skip", "distributor module"), f.scale_row(100000, "skip", "rsync -a"), "wall"), 3.0))
+    rows.append(("local skip / its first publish, 100,000 files, module process (CPU)",
+                 pair(f.scale_row(100000, "skip", "distributor module"), f.scale_row(100000, "first", "distributor module"), "cpu"), 0.1))
+    rows.append(("local replace 10% of 10,000: CPU, module process / `rsync -a`",
+                 pair(f.scale_row(10000, "replace", "distributor module"), f.scale_row(10000, "replace", "rsync -a"), "cpu"), 1.0))
+    rows.append(("Markdown, replace with 10% changed / first publish (CPU)",
+                 pair(f.run_row("local", "markdown", "replace", "distributor"), f.run_row("local", "markdown", "first", "distributor"),
+                      "cpu_seconds"), 0.2))
+    rows.append(("SFTP first publish, small bundle / `sftp -b` `put -r` (wall)",
+                 pair(f.run_row("sftp", "small", "first", "distributor"), f.run_row("sftp", "small", "first", "sftp -b put -r"), "seconds"), 1.2))
+    rows.append(("SFTP replace 10% / `rsync -a -e ssh` (wall)",
+                 pair(f.run_row("sftp", "small", "replace", "distributor"), f.run_row("sftp", "small", "replace", "rsync -e ssh"), "seconds"), 1.0))
+    shared = (f.shared or {}).get("rows", [])
+    largest = max(shared, key=lambda r: r["outputs"], default=None)
+    for what in ("plan", "skip"):
+        rows.append(("shared root, %s outputs / 50 owners: one owner's %s (goal in seconds)" % (
+            "{:,}".format(largest["outputs"]) if largest else "100,000", what),
+            ("%.2f s" % largest[what], "-", largest[what]) if largest else ("not measured", "-", None), 1.0))
+    rows.append(("S3 first publish, small bundle / `aws s3 sync` (moto on loopback, wall)",
+                 pair(f.run_row("s3", "small", "first", "distributor"), f.run_row("s3", "small", "first", "aws s3 sync"), "seconds"), 0.7))
+    latency = {(r["phase"], r["tool"]): r for r in (f.latency or {}).get("rows", [])}
+    for phase, goal in (("first", 0.8), ("replace", 1.0), ("republish", 0.7)):
+        rows.append(("S3 behind a 20 ms proxy, %s / `aws s3 sync` (wall)" % phase,
+                     pair(latency.get((phase, "distributor")), latency.get((phase, "aws s3 sync")), "wall"), goal))
+    return rows
+
+
+def markdown(rows) -> str:
+    """A ratio's goal reads `≤ 1.5x`; a target in seconds (no peer) reads `< 1 s`."""
+    lines = ["| target | measured | peer | ratio | goal | met |", "| --- | ---: | ---: | ---: | ---: | --- |"]
+    for name, (mine, theirs, value), goal in rows:
+        seconds = theirs == "-" and value is not None
+        shown = "-" if value is None else "%.2f s" % value if seconds else "%.2fx" % value
+        met = "-" if value is None else "yes" if value <= goal else "no"
+        lines.append("| %s | %s | %s | %s | %s | %s |" % (
+            name, mine, theirs, shown, "< %g s" % goal if seconds or "(goal in seconds)" in name else "≤ %.1fx" % goal, met))
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
+    parser.add_argument("--since", default="", help="only results written at or after this YYYYmmddTHHMMSS stamp")
+    args = parser.parse_args(argv)
+    table = markdown(targets(Figures(args.since)))
+    print(table)
+    with open(os.path.join(RESULTS, time.strftime("%Y%m%dT%H%M%S") + "-targets.md"), "w") as handle:
+        handle.write(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
