@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from functools import partial
 
+from .bundle import READ_CHUNK_SIZE
 from .errors import DistributorError
 from .journal import Journal
 from .paths import JOURNAL_NAME, STATE_NAME, directories, in_the_way
@@ -52,10 +53,12 @@ def recover(storage: Storage, journal: Journal, managed: set, listed: frozenset)
 
 
 def output_chunks(write, bundle):
-    """The bytes a write puts in place: rendered ones as they are, copies streamed (and verified)
-    from the bundle."""
+    """The bytes a write puts in place: rendered ones as they are, small copies read (and
+    verified) at once, larger ones streamed (and verified) from the bundle."""
     if write.content.data is not None:
         return [write.content.data]
+    if write.content.size < READ_CHUNK_SIZE:
+        return [bundle.read(write.source_path)]
     return read_ahead(bundle.chunks(write.source_path))
 
 
