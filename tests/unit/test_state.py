@@ -108,6 +108,14 @@ def test_shared_root_output_of_an_unknown_owner_is_invalid_state():
     invalid(json.dumps(state).encode(), "ghost/archive", "owners[]")
 
 
+@pytest.mark.parametrize("attributes", [5, ["mode"], {"mode": 416}, {"mode": None}])
+def test_output_storage_settings_that_are_not_strings_are_invalid_state(attributes):
+    """Not a traceback when the record is modelled: the schema refuses them first."""
+    record = json.loads(v1())
+    record["outputs"][0]["attributes"] = attributes
+    invalid(json.dumps(record).encode(), "outputs[0].attributes")
+
+
 def test_generated_output_without_transform_is_invalid_state():
     record = json.loads(v1())
     record["outputs"][0]["kind"] = "generated"
