@@ -97,19 +97,22 @@ def parse_state(raw: bytes, where: str) -> State:
         found = data.get("schema_version") if isinstance(data, dict) else type(data).__name__
         raise DistributorError("invalid_state", "%s: schema_version %r is not 1, 2 or 3" % (where, found))
     version = data["schema_version"]
-    validate("state-v%d" % version, data, where, "invalid_state")
+    validate("state-v%d" % version, data, where, "invalid_state", nesting_checked=True)
     state = _parse_shared(data, where) if version == 3 else _parse_single(data, where)
     _check_outputs(state, where)
     return state
 
 
-def _timestamp(value: str, where: str, field: str) -> str:
+def _timestamp(value: str, where: str, field: str, index: int | None = None) -> str:
+    """`value` when it is an RFC3339 timestamp, else invalid_state naming `field` (of
+    outputs[`index`], when given: the name is made only for a timestamp that fails)."""
     if value in _VALID_TIMES:
         return value
     try:
         parse_rfc3339(value)
     except ValueError as exc:
-        raise DistributorError("invalid_state", "%s: %s: %s" % (where, field, exc)) from exc
+        name = field if index is None else "outputs[%d].%s" % (index, field)
+        raise DistributorError("invalid_state", "%s: %s: %s" % (where, name, exc)) from exc
     if len(_VALID_TIMES) >= 4096:
         _VALID_TIMES.clear()
     _VALID_TIMES.add(value)
@@ -122,9 +125,15 @@ _VALID_TIMES: set = set()
 
 
 def _output(record: dict, owner: OwnerKey, manifest: Manifest | None, fallback_time: str | None, where: str, index: int) -> Output:
-    field = "outputs[%d]" % index
     created = record.get("created_at", fallback_time)
     updated = record.get("updated_at", fallback_time)
+    attributes = record.get("attributes")
+    if manifest is None:
+        source_id, source_digest, source_created = record["source_id"], record["source_digest"], record["source_created"]
+        if source_created not in _VALID_TIMES:
+            _timestamp(source_created, where, "source_created", index)
+    else:
+        source_id, source_digest, source_created = manifest.id, manifest.digest, manifest.created
     return Output(
         path=record["path"],
         kind=record["kind"],
@@ -133,13 +142,13 @@ def _output(record: dict, owner: OwnerKey, manifest: Manifest | None, fallback_t
         url=record.get("url"),
         sha256=record["sha256"],
         size=record["size"],
-        created_at=_timestamp(created, where, field + ".created_at"),
-        updated_at=_timestamp(updated, where, field + ".updated_at"),
+        created_at=created if created in _VALID_TIMES else _timestamp(created, where, "created_at", index),
+        updated_at=updated if updated in _VALID_TIMES else _timestamp(updated, where, "updated_at", index),
         owner=owner,
-        source_id=record["source_id"] if manifest is None else manifest.id,
-        source_digest=record["source_digest"] if manifest is None else manifest.digest,
-        source_created=_timestamp(record["source_created"], where, field + ".source_created") if manifest is None else manifest.created,
-        attributes=tuple(sorted(record.get("attributes", {}).items())),
+        source_id=source_id,
+        source_digest=source_digest,
+        source_created=source_created,
+        attributes=tuple(sorted(attributes.items())) if attributes else (),
     )
 
 
@@ -148,7 +157,7 @@ def _parse_single(data: dict, where: str) -> State:
     but `published_at`, from which every missing timestamp is inferred."""
     published = _timestamp(data["published_at"], where, "published_at")
     key = OwnerKey(data["pipeline_id"], data["destination_id"])
-    manifest = parse_manifest(data["source"]["manifest"], "%s: source.manifest" % where, "invalid_state")
+    manifest = parse_manifest(data["source"]["manifest"], "%s: source.manifest" % where, "invalid_state", nesting_checked=True)
     owner = Owner(
         key=key,
         reconciliation=data.get("reconciliation", {}).get("mode", "replace"),
@@ -173,7 +182,8 @@ def _parse_shared(data: dict, where: str) -> State:
         key = OwnerKey(record["pipeline_id"], record["destination_id"])
         if any(o.key == key for o in owners):
             raise DistributorError("invalid_state", "%s: owners[%d]: owner %s is recorded twice" % (where, i, key))
-        manifest = parse_manifest(record["source"]["manifest"], "%s: owners[%d].source.manifest" % (where, i), "invalid_state")
+        manifest = parse_manifest(record["source"]["manifest"], "%s: owners[%d].source.manifest" % (where, i), "invalid_state",
+                                  nesting_checked=True)
         owners.append(Owner(key, record["reconciliation"]["mode"], manifest, record.get("links", {}).get("primary_url")))
     known = {o.key for o in owners}
     outputs = []
