@@ -56,13 +56,20 @@ _OUTPUT_V3 = dict(_OUTPUT_V2, pipeline_id=_id, destination_id=_id, source_id=_id
 
 
 def _output_check(checks: dict, required: tuple):
+    required = frozenset(required)
+    known = checks.get
+
     def check(item) -> bool:
-        if not isinstance(item, dict) or any(key not in item for key in required):
+        if not isinstance(item, dict) or not item.keys() >= required:
             return False
         kind = item["kind"]
         if not isinstance(kind, str) or not (kind == "source" or (kind == "generated" and "transform" in item)):
             return False
-        return all(valid(item[key]) for key, valid in checks.items() if key in item)
+        for key, value in item.items():
+            valid = known(key)
+            if valid is not None and not valid(value):
+                return False
+        return True
     return check
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
-from typing import NamedTuple
+from types import MappingProxyType
+from typing import Mapping, NamedTuple
 
 from .errors import DistributorError
 from .manifest import Manifest, parse_manifest, publishable_path_problem
@@ -82,12 +83,29 @@ class State:
 
     def outputs_of(self, key: OwnerKey) -> tuple[Output, ...]:
         """The outputs owner `key` manages: its scope in a shared root."""
-        return tuple(o for o in self.outputs if o.owner == key)
+        return self._indexed("_outputs_of", _by_owner).get(key, ())
 
-    def by_path(self) -> dict[str, Output]:
+    def by_path(self) -> Mapping[str, Output]:
         """Every managed output by path: one path has one record, so this is how managed and
         unmanaged files are told apart."""
-        return {o.path: o for o in self.outputs}
+        return self._indexed("_by_path", lambda outputs: MappingProxyType({o.path: o for o in outputs}))
+
+    def _indexed(self, name: str, build):
+        """An index of the outputs, built on first use: a publish asks for the same index of a
+        100,000-output state several times (deciding, planning, reviewing). The state is
+        frozen, so the index stays true; it is no field, so equality ignores it."""
+        index = self.__dict__.get(name)
+        if index is None:
+            index = build(self.outputs)
+            object.__setattr__(self, name, index)
+        return index
+
+
+def _by_owner(outputs) -> dict:
+    owned: dict = {}
+    for output in outputs:
+        owned.setdefault(output.owner, []).append(output)
+    return {key: tuple(records) for key, records in owned.items()}
 
 
 def parse_state(raw: bytes, where: str) -> State:
