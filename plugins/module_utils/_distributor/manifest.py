@@ -63,6 +63,11 @@ class Manifest:
     def _by_path(self) -> dict[str, ManifestFile]:
         return {f.path: f for f in self.files}
 
+    @property
+    def paths(self):
+        """The listed paths, for membership tests: each has passed the path rules."""
+        return self._by_path.keys()
+
     def file(self, path: str) -> ManifestFile:
         """The entry for `path`; KeyError when the manifest does not list it (a caller bug:
         every path the core handles comes from this manifest)."""
