@@ -333,12 +333,24 @@ def readable_json(value, indent: str = "") -> str:
         members = ["%s%s: %s" % (inner, _LINE.encode(k), readable_json(v, inner)) for k, v in value.items()]
         return "{\n" + ",\n".join(members) + "\n" + indent + "}"
     if isinstance(value, list) and _has_records(value):
+        if all(type(item) is dict and _SCALARS.issuperset(map(type, item.values())) for item in value):
+            return "[\n" + inner + _flat_records(value, inner) + "\n" + indent + "]"
         lines = [readable_json(item, inner) if _has_records(item) else _LINE.encode(item) for item in value]
         return "[\n" + inner + (",\n" + inner).join(lines) + "\n" + indent + "]"
     return _LINE.encode(value)
 
 
 _LINE = json.JSONEncoder(separators=(", ", ": "))
+_NEWLINES = json.JSONEncoder(separators=("\n", ": "))
+
+
+def _flat_records(records: list, inner: str) -> str:
+    """Objects of scalars (every manifest file entry, most output records), one a line, from
+    one call of the C encoder instead of one per record: with a newline as its separator, and
+    JSON text holding no raw newline or NUL (strings escape them), a newline after `}` and
+    before `{` separates two records (no scalar ends with `}`) and every other one two members."""
+    text = _NEWLINES.encode(records)[1:-1]
+    return text.replace("}\n{", "}\0{").replace("\n", ", ").replace("\0", ",\n" + inner)
 
 
 def _has_records(value) -> bool:
