@@ -9,7 +9,6 @@ bundle.py; building and writing one is manifest_build.py.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
@@ -93,19 +92,15 @@ def parse_manifest(data: object, where: str, reason: str = "invalid_manifest", *
     `nesting_checked` since it bounded the nesting of the whole record already.
     A publish meets the same manifest twice (the bundle's, and the one its state embeds) and
     validating a large one costs far more than recognising it, so valid ones are remembered by
-    digest. Only a manifest claiming a remembered digest is written out, sorted, to be compared
-    with the remembered one's text (which tells 1 from 1.0 and true): the other owners'
-    manifests in a shared root never are.
+    digest. Only a manifest claiming a remembered digest is compared with the remembered one
+    (_same, which tells 1 from 1.0 and true): the other owners' manifests in a shared root
+    never are.
     """
     if not nesting_checked:
         check_nesting(data, where, reason)
     claimed = data.get("digest") if isinstance(data, dict) else None
-    if isinstance(claimed, str) and claimed in _VALID:
-        remembered = _VALID[claimed]
-        if remembered[1] is None:
-            remembered[1] = _canonical(remembered[0].to_dict())
-        if _canonical(data) == remembered[1]:
-            return remembered[0]
+    if isinstance(claimed, str) and claimed in _VALID and _same(data, _VALID[claimed]):
+        return _VALID[claimed][0]
     validate("manifest", data, where, reason, nesting_checked=True)
     manifest = Manifest(
         schema_version=data["schema_version"],
@@ -123,10 +118,15 @@ def parse_manifest(data: object, where: str, reason: str = "invalid_manifest", *
     return manifest
 
 
-def _canonical(data: object) -> str:
-    """A valid manifest's JSON as one text: the schema admits exactly the keys and types
-    Manifest.to_dict writes, so a valid manifest's text equals that of its model."""
-    return json.dumps(data, sort_keys=True, default=repr)
+def _same(data: dict, remembered: list) -> bool:
+    """Whether `data` is exactly the remembered valid manifest: equal as Python values, and
+    with integers where Python would also find true or 1.0 equal to 1. The schema admits no
+    other types Python equality confuses, so this is equality of the JSON texts, without
+    writing 100,000 entries out twice."""
+    if remembered[1] is None:
+        remembered[1] = remembered[0].to_dict()
+    return (data == remembered[1] and type(data["schema_version"]) is int
+            and all(type(entry["size"]) is int for entry in data["files"]))
 
 
 def short_digest(digest: str) -> str:
