@@ -149,3 +149,13 @@ def test_records_are_one_a_line_whatever_their_strings_hold():
     lines = text.splitlines()
     assert [json.loads(line.strip().rstrip(",")) for line in lines[2:2 + len(records)]] == records
     assert lines[2 + len(records)] == "  ],"
+
+
+def test_the_first_bad_timestamp_of_an_output_is_the_one_named():
+    state = state_to_dict(shared_state(("reports", "archive", M, ["a.md"])))
+    state["outputs"][0].update(created_at="soon", updated_at="later", source_created="once")
+    invalid(json.dumps(state).encode(), "outputs[0].created_at")
+    state["outputs"][0]["created_at"] = "2026-06-04T12:00:00Z"
+    invalid(json.dumps(state).encode(), "outputs[0].updated_at")
+    state["outputs"][0]["updated_at"] = "2026-06-04T12:00:00Z"
+    invalid(json.dumps(state).encode(), "outputs[0].source_created")

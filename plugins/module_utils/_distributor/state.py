@@ -145,13 +145,15 @@ _VALID_TIMES: set = set()
 def _output(record: dict, owner: OwnerKey, manifest: Manifest | None, fallback_time: str | None, where: str, index: int) -> Output:
     created = record.get("created_at", fallback_time)
     updated = record.get("updated_at", fallback_time)
-    attributes = record.get("attributes")
+    created = created if created in _VALID_TIMES else _timestamp(created, where, "created_at", index)
+    updated = updated if updated in _VALID_TIMES else _timestamp(updated, where, "updated_at", index)
     if manifest is None:
         source_id, source_digest, source_created = record["source_id"], record["source_digest"], record["source_created"]
         if source_created not in _VALID_TIMES:
             _timestamp(source_created, where, "source_created", index)
     else:
         source_id, source_digest, source_created = manifest.id, manifest.digest, manifest.created
+    attributes = record.get("attributes")
     return Output(
         path=record["path"],
         kind=record["kind"],
@@ -160,8 +162,8 @@ def _output(record: dict, owner: OwnerKey, manifest: Manifest | None, fallback_t
         url=record.get("url"),
         sha256=record["sha256"],
         size=record["size"],
-        created_at=created if created in _VALID_TIMES else _timestamp(created, where, "created_at", index),
-        updated_at=updated if updated in _VALID_TIMES else _timestamp(updated, where, "updated_at", index),
+        created_at=created,
+        updated_at=updated,
         owner=owner,
         source_id=source_id,
         source_digest=source_digest,
