@@ -125,8 +125,11 @@ def _same(data: dict, remembered: list) -> bool:
     writing 100,000 entries out twice."""
     if remembered[1] is None:
         remembered[1] = remembered[0].to_dict()
-    return (data == remembered[1] and type(data["schema_version"]) is int
-            and all(type(entry["size"]) is int for entry in data["files"]))
+    return data == remembered[1] and _integer(data["schema_version"]) and all(_integer(entry["size"]) for entry in data["files"])
+
+
+def _integer(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def short_digest(digest: str) -> str:

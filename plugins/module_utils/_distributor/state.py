@@ -335,7 +335,7 @@ def readable_json(value, indent: str = "") -> str:
         members = ["%s%s: %s" % (inner, _LINE.encode(k), readable_json(v, inner)) for k, v in value.items()]
         return "{\n" + ",\n".join(members) + "\n" + indent + "}"
     if isinstance(value, list) and _has_records(value):
-        if all(type(item) is dict and _SCALARS.issuperset(map(type, item.values())) for item in value):
+        if all(isinstance(item, dict) and _SCALARS.issuperset(map(type, item.values())) for item in value):
             return "[\n" + inner + _flat_records(value, inner) + "\n" + indent + "]"
         lines = [readable_json(item, inner) if _has_records(item) else _LINE.encode(item) for item in value]
         return "[\n" + inner + (",\n" + inner).join(lines) + "\n" + indent + "]"
