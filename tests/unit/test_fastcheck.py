@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from ansible_collections.distributor.core.plugins.module_utils._distributor import schemas
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.fastcheck import ITEM_CHECKS
+from ansible_collections.distributor.core.plugins.module_utils._distributor.schema_documents import SCHEMAS
 from ansible_collections.distributor.core.plugins.module_utils._distributor.state import state_to_dict
 
 from builders import manifest, shared_state, single_state
@@ -20,9 +21,9 @@ JSON_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats
                          st.sampled_from(["", "x", "a.md", SHA, SHA + "\n", "SHA256:" + "A" * 64, "sha256:" + "a" * 63,
                                           "source", "generated", "markdown_to_html", "https://e.org/a", "http://x\n",
                                           "ftp://e.org", "2026-06-04T12:00:00Z"]))
-JSON_VALUES = st.one_of(JSON_SCALARS, st.lists(JSON_SCALARS, max_size=2), st.dictionaries(st.sampled_from(["a", "path"]), JSON_SCALARS, max_size=2))
+JSON_VALUES = st.one_of(JSON_SCALARS, st.lists(JSON_SCALARS, max_size=2), st.dictionaries(st.sampled_from(["a", "path", "mode"]), JSON_SCALARS, max_size=2))
 FIELDS = ["path", "sha256", "size", "kind", "source_path", "transform", "url", "created_at", "updated_at",
-          "pipeline_id", "destination_id", "source_id", "source_digest", "source_created", "extra"]
+          "pipeline_id", "destination_id", "source_id", "source_digest", "source_created", "attributes", "extra"]
 
 
 def _documents():
@@ -104,7 +105,8 @@ def test_a_broken_entry_among_many_is_named_as_jsonschema_names_it():
 
 
 TRICKY = [None, True, 0, 1.0, -1, "", "x", SHA, SHA + "\n", "sha256:" + "a" * 63, "SHA256:" + "A" * 64, "source",
-          "generated", "https://e.org/a", "http://x\n", "http:// x", "ftp://e.org", [], {}]
+          "generated", "https://e.org/a", "http://x\n", "http:// x", "ftp://e.org", [], {}, {"mode": "0640"}, {"mode": 416},
+          {"mode": None}, {"a": "x", "b": ["x"]}]
 
 
 @pytest.mark.parametrize("name", sorted(ITEM_CHECKS))
@@ -113,3 +115,15 @@ def test_every_field_set_to_every_tricky_value_gets_the_same_verdict(name):
         for value in TRICKY:
             data = _mutated(name, [(0, ("set", field, value))], None)
             assert _outcome(schemas.validate, name, data) == _outcome(_full, name, data), (field, value)
+
+
+@pytest.mark.parametrize("name", ["state-v1", "state-v2", "state-v3"])
+def test_every_property_of_an_output_record_has_a_fast_check(name):
+    """A property the schema constrains but the fast check does not look at would be accepted
+    unchecked (jsonschema never sees the items that pass): each one, set to a value no JSON
+    Schema type matches, must send the document to jsonschema."""
+    check = ITEM_CHECKS[name][1]
+    valid = DOCUMENTS[name]["outputs"][0]
+    assert check(valid)
+    for key in SCHEMAS[name]["properties"]["outputs"]["items"]["properties"]:
+        assert not check(dict(valid, **{key: object()})), "%s: outputs[].%s is not checked" % (name, key)

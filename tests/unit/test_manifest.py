@@ -99,6 +99,23 @@ def test_digest_of_no_files_is_sha256_of_nothing():
 # parse_manifest: a valid manifest
 
 
+@pytest.mark.parametrize("field, value", [("size", True), ("size", 1.0), ("schema_version", 1.0), ("schema_version", True)])
+def test_a_remembered_manifest_is_not_confused_with_one_equal_only_in_python(field, value):
+    """Valid manifests are remembered by digest; the same manifest with 1.0 or true for an
+    integer (equal to 1 in Python) is still refused, in the reason its reader gives."""
+    valid = manifest_dict({"a.txt": b"x"})
+    assert parse_manifest(valid, "manifest.json") == parse_manifest(copy.deepcopy(valid), "state", "invalid_state")
+    broken = copy.deepcopy(valid)
+    if field == "size":
+        broken["files"][0]["size"] = value
+    else:
+        broken["schema_version"] = value
+    assert broken == valid
+    with pytest.raises(DistributorError) as caught:
+        parse_manifest(broken, "state", "invalid_state")
+    assert caught.value.reason == "invalid_state" and caught.value.message.startswith("state: ")
+
+
 def test_valid_manifest_parses_into_its_fields():
     data = manifest_dict()
     parsed = parse_manifest(data, "manifest.json")

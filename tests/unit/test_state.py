@@ -9,7 +9,7 @@ import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.state import (
-    OwnerKey, parse_state, serialize_state, state_to_dict, to_shared)
+    OwnerKey, parse_state, readable_json, serialize_state, state_to_dict, to_shared)
 
 from builders import manifest, shared_state, single_state
 
@@ -108,6 +108,14 @@ def test_shared_root_output_of_an_unknown_owner_is_invalid_state():
     invalid(json.dumps(state).encode(), "ghost/archive", "owners[]")
 
 
+@pytest.mark.parametrize("attributes", [5, ["mode"], {"mode": 416}, {"mode": None}])
+def test_output_storage_settings_that_are_not_strings_are_invalid_state(attributes):
+    """Not a traceback when the record is modelled: the schema refuses them first."""
+    record = json.loads(v1())
+    record["outputs"][0]["attributes"] = attributes
+    invalid(json.dumps(record).encode(), "outputs[0].attributes")
+
+
 def test_generated_output_without_transform_is_invalid_state():
     record = json.loads(v1())
     record["outputs"][0]["kind"] = "generated"
@@ -129,3 +137,25 @@ def test_state_is_written_one_record_a_line_and_reads_back_the_same(state):
         assert sum('"path": "%s"' % output["path"] in line and '"sha256"' in line for line in lines) == 2, \
             "the output record and its manifest file entry are not one line each"
     assert lines[0] == "{" and lines[1].startswith('  "schema_version": ')
+
+
+def test_records_are_one_a_line_whatever_their_strings_hold():
+    """Objects of scalars are written by one encoder call and split at record boundaries:
+    strings holding braces, commas, newlines or NULs must not be taken for one."""
+    tricky = ["}, {", "}\n{", "a}\n", "\n{b", "}\x00{", "\\", '"}', "{}"]
+    records = [{"path": text, "n": i, "empty": None, "yes": True} for i, text in enumerate(tricky)] + [{}, {"x": 1.5}]
+    text = readable_json({"outputs": records, "nested": [{"a": {"b": 1}}, {"c": 2}]})
+    assert json.loads(text) == {"outputs": records, "nested": [{"a": {"b": 1}}, {"c": 2}]}
+    lines = text.splitlines()
+    assert [json.loads(line.strip().rstrip(",")) for line in lines[2:2 + len(records)]] == records
+    assert lines[2 + len(records)] == "  ],"
+
+
+def test_the_first_bad_timestamp_of_an_output_is_the_one_named():
+    state = state_to_dict(shared_state(("reports", "archive", M, ["a.md"])))
+    state["outputs"][0].update(created_at="soon", updated_at="later", source_created="once")
+    invalid(json.dumps(state).encode(), "outputs[0].created_at")
+    state["outputs"][0]["created_at"] = "2026-06-04T12:00:00Z"
+    invalid(json.dumps(state).encode(), "outputs[0].updated_at")
+    state["outputs"][0]["updated_at"] = "2026-06-04T12:00:00Z"
+    invalid(json.dumps(state).encode(), "outputs[0].source_created")

@@ -51,7 +51,7 @@ def _record(output: Output) -> dict:
         "url": output.url,
         "sha256": output.sha256,
         "size": output.size,
-        "attributes": [list(pair) for pair in output.attributes],
+        "attributes": list(map(list, output.attributes)),
     }
 
 
@@ -84,7 +84,7 @@ def publish_facts(the_plan: Plan, manifest, recovered, changes: list) -> dict:
         "reconciliation": after_owner.reconciliation if after_owner else None,
         "primary_url": after_owner.primary_url if after_owner else None,
         "writes": [{"path": w.path, "change": kinds[w.path], "sha256": w.content.sha256, "size": w.content.size,
-                    "owner": str(key), "attributes": [list(pair) for pair in w.content.attributes]}
+                    "owner": str(key), "attributes": list(map(list, w.content.attributes))}
                    for w in the_plan.writes + the_plan.repairs],
         "deletes": sorted(the_plan.deletes),
         "managed_before": [dict(_manager(previous.get(p)), path=p) for p in sorted(touched)],

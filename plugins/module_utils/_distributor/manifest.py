@@ -9,7 +9,6 @@ bundle.py; building and writing one is manifest_build.py.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
@@ -63,6 +62,11 @@ class Manifest:
     def _by_path(self) -> dict[str, ManifestFile]:
         return {f.path: f for f in self.files}
 
+    @property
+    def paths(self):
+        """The listed paths, for membership tests: each has passed the path rules."""
+        return self._by_path.keys()
+
     def file(self, path: str) -> ManifestFile:
         """The entry for `path`; KeyError when the manifest does not list it (a caller bug:
         every path the core handles comes from this manifest)."""
@@ -77,22 +81,27 @@ def compute_digest(files: Iterable[ManifestFile]) -> str:
     return "sha256:" + hasher.hexdigest()
 
 
-_VALID: dict[str, Manifest] = {}
+_VALID: dict[str, list] = {}
 _VALID_KEPT = 8
 
 
-def parse_manifest(data: object, where: str, reason: str = "invalid_manifest") -> Manifest:
+def parse_manifest(data: object, where: str, reason: str = "invalid_manifest", *, nesting_checked: bool = False) -> Manifest:
     """A Manifest from decoded JSON, or DistributorError(reason) naming `where` and the field.
 
-    The state parser passes reason="invalid_state" for the manifest embedded in a record.
+    The state parser passes reason="invalid_state" for the manifest embedded in a record, and
+    `nesting_checked` since it bounded the nesting of the whole record already.
     A publish meets the same manifest twice (the bundle's, and the one its state embeds) and
-    validating a large one costs far more than recognising it, so valid ones are remembered.
+    validating a large one costs far more than recognising it, so valid ones are remembered by
+    digest. Only a manifest claiming a remembered digest is compared with the remembered one
+    (_same, which tells 1 from 1.0 and true): the other owners' manifests in a shared root
+    never are.
     """
-    check_nesting(data, where, reason)
-    canonical = json.dumps(data, sort_keys=True, default=repr)
-    if canonical in _VALID:
-        return _VALID[canonical]
-    validate("manifest", data, where, reason)
+    if not nesting_checked:
+        check_nesting(data, where, reason)
+    claimed = data.get("digest") if isinstance(data, dict) else None
+    if isinstance(claimed, str) and claimed in _VALID and _same(data, _VALID[claimed]):
+        return _VALID[claimed][0]
+    validate("manifest", data, where, reason, nesting_checked=True)
     manifest = Manifest(
         schema_version=data["schema_version"],
         id=data["id"],
@@ -105,8 +114,22 @@ def parse_manifest(data: object, where: str, reason: str = "invalid_manifest") -
     _check_digest(manifest, where, reason)
     if len(_VALID) >= _VALID_KEPT:
         _VALID.clear()
-    _VALID[canonical] = manifest
+    _VALID[manifest.digest] = [manifest, None]
     return manifest
+
+
+def _same(data: dict, remembered: list) -> bool:
+    """Whether `data` is exactly the remembered valid manifest: equal as Python values, and
+    with integers where Python would also find true or 1.0 equal to 1. The schema admits no
+    other types Python equality confuses, so this is equality of the JSON texts, without
+    writing 100,000 entries out twice."""
+    if remembered[1] is None:
+        remembered[1] = remembered[0].to_dict()
+    return data == remembered[1] and _integer(data["schema_version"]) and all(_integer(entry["size"]) for entry in data["files"])
+
+
+def _integer(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def short_digest(digest: str) -> str:
@@ -144,11 +167,11 @@ def _check_paths(files: tuple[ManifestFile, ...], where: str, reason: str) -> No
     only one thing under each name."""
     seen: dict[str, int] = {}
     for index, entry in enumerate(files):
-        field = "%s: files[%d].path %s" % (where, index, show(entry.path))
         problem = publishable_path_problem(entry.path)
-        if problem:
-            raise DistributorError(reason, "%s %s" % (field, problem))
-        if entry.path in seen:
+        if problem or entry.path in seen:
+            field = "%s: files[%d].path %s" % (where, index, show(entry.path))
+            if problem:
+                raise DistributorError(reason, "%s %s" % (field, problem))
             raise DistributorError(reason, "%s is listed twice (also files[%d])" % (field, seen[entry.path]))
         seen[entry.path] = index
     for path, index in seen.items():

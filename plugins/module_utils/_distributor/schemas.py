@@ -103,13 +103,15 @@ def _validator(name: str):
 
 
 MAX_NESTING = 32
+_SCALARS = frozenset((str, int, float, bool, type(None)))
 
 
 def check_nesting(data: object, where: str, reason: str) -> None:
     """Refuse data nested deeper than any record or setting distributor reads (the deepest, a
     manifest inside a state record, is 7 levels), before a recursive reader sees it: json.dumps
     and jsonschema recurse and would fail with RecursionError. Iterative, so it cannot, and level
-    by level over containers only: a 100,000-output state holds millions of scalars."""
+    by level over containers only: a 100,000-output state holds millions of scalars, and a
+    container of plain scalars (most records) is passed over by the set of its value types."""
     level = [data] if isinstance(data, (dict, list, tuple)) else []
     depth = 1
     while level:
@@ -118,7 +120,9 @@ def check_nesting(data: object, where: str, reason: str) -> None:
                                            "record or setting does" % (where, MAX_NESTING))
         below = []
         for value in level:
-            below += [v for v in (value.values() if isinstance(value, dict) else value) if isinstance(v, (dict, list, tuple))]
+            members = value.values() if isinstance(value, dict) else value
+            if not _SCALARS.issuperset(map(type, members)):
+                below += [v for v in members if isinstance(v, (dict, list, tuple))]
         level = below
         depth += 1
 
@@ -137,9 +141,12 @@ def load_json(raw: bytes, where: str, reason: str) -> object:
     return data
 
 
-def validate(name: str, data: object, where: str, reason: str) -> None:
-    """Raise DistributorError(reason) naming `where` and the field when `data` breaks schema `name`."""
-    check_nesting(data, where, reason)
+def validate(name: str, data: object, where: str, reason: str, *, nesting_checked: bool = False) -> None:
+    """Raise DistributorError(reason) naming `where` and the field when `data` breaks schema `name`.
+    `nesting_checked`: the caller already bounded the nesting of `data` (load_json did), which
+    for a 100,000-output state is a walk of every record not worth making twice."""
+    if not nesting_checked:
+        check_nesting(data, where, reason)
     validator = _validator(name)
     error = jsonschema.exceptions.best_match(validator.iter_errors(without_checked_items(name, data)))
     if error is not None:
