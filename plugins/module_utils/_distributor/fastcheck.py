@@ -38,13 +38,18 @@ def _url(value) -> bool:
     return isinstance(value, str) and _HTTP_URL.fullmatch(value) is not None
 
 
+def _attributes(value) -> bool:
+    return isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
+
+
 def _manifest_file(item) -> bool:
     return (isinstance(item, dict) and len(item) == 3 and _id(item.get("path"))
             and _sha256(item.get("sha256")) and _size(item.get("size")))
 
 
-_OUTPUT = {"path": _text, "source_path": _text, "transform": _id, "url": _url, "sha256": _sha256, "size": _size}
-_OUTPUT_V2 = dict(_OUTPUT, created_at=_id, updated_at=_id)
+_OUTPUT = {"path": _text, "source_path": _text, "transform": _id, "url": _url, "sha256": _sha256, "size": _size,
+           "attributes": _attributes}
+_OUTPUT_V2 = dict(_OUTPUT, created_at=_id, updated_at=_id, render_key=_sha256)
 _OUTPUT_V3 = dict(_OUTPUT_V2, pipeline_id=_id, destination_id=_id, source_id=_id, source_digest=_sha256, source_created=_id)
 
 
