@@ -278,7 +278,8 @@ outputs:
   elements: dict
   sample: [{path: report.html, kind: generated, source_path: report.md, transform: markdown_to_html,
             sha256: "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", size: 2345,
-            created_at: "2026-06-04T12:00:00Z", updated_at: "2026-06-04T12:00:00Z"}]
+            created_at: "2026-06-04T12:00:00Z", updated_at: "2026-06-04T12:00:00Z",
+            render_key: "sha256:2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae"}]
 state:
   description: The C(.distributor.json) record written, or that would be written in check mode.
   returned: with C(--diff) or I(return_records=true)

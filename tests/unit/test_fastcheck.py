@@ -23,16 +23,19 @@ JSON_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats
                                           "ftp://e.org", "2026-06-04T12:00:00Z"]))
 JSON_VALUES = st.one_of(JSON_SCALARS, st.lists(JSON_SCALARS, max_size=2), st.dictionaries(st.sampled_from(["a", "path", "mode"]), JSON_SCALARS, max_size=2))
 FIELDS = ["path", "sha256", "size", "kind", "source_path", "transform", "url", "created_at", "updated_at",
-          "pipeline_id", "destination_id", "source_id", "source_digest", "source_created", "attributes", "extra"]
+          "pipeline_id", "destination_id", "source_id", "source_digest", "source_created", "attributes", "render_key", "extra"]
 
 
 def _documents():
     m = manifest(files={"a.md": b"a", "b/c.png": b"c"})
     single = state_to_dict(single_state(m, paths=("a.md", "b/c.png")))
-    single["outputs"][0].update(kind="generated", transform="markdown_to_html", url="https://e.org/a.html")
+    single["outputs"][0].update(kind="generated", transform="markdown_to_html", url="https://e.org/a.html", render_key=SHA,
+                                attributes={"file_mode": "0640"})
     v1 = {k: v for k, v in single.items() if k in ("pipeline_id", "destination_id", "published_at", "source", "links")}
-    v1.update(schema_version=1, outputs=[{k: v for k, v in o.items() if k not in ("created_at", "updated_at")} for o in single["outputs"]])
+    v1.update(schema_version=1, outputs=[{k: v for k, v in o.items() if k not in ("created_at", "updated_at", "render_key")}
+                                         for o in single["outputs"]])
     shared = state_to_dict(shared_state(("reports", "archive", m, ["a.md"]), ("events", "archive", m, ["e.md"])))
+    shared["outputs"][0].update(kind="generated", transform="markdown_to_html", render_key=SHA)
     return {"manifest": m.to_dict(), "state-v1": v1, "state-v2": single, "state-v3": shared}
 
 

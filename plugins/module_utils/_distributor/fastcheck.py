@@ -51,7 +51,7 @@ def _manifest_file(item) -> bool:
 # property left out here would pass unchecked, since jsonschema does not see the items that pass.
 _OUTPUT = {"path": _text, "source_path": _text, "transform": _id, "url": _url, "sha256": _sha256, "size": _size,
            "attributes": _attributes}
-_OUTPUT_V2 = dict(_OUTPUT, created_at=_id, updated_at=_id)
+_OUTPUT_V2 = dict(_OUTPUT, created_at=_id, updated_at=_id, render_key=_sha256)
 _OUTPUT_V3 = dict(_OUTPUT_V2, pipeline_id=_id, destination_id=_id, source_id=_id, source_digest=_sha256, source_created=_id)
 
 

@@ -32,12 +32,15 @@ class PlannedOutput:
 
 @dataclass(frozen=True)
 class Content:
-    """The bytes of an output: generated outputs carry `data`; copies stream from the bundle."""
+    """The bytes of an output: copies stream from the bundle; generated outputs carry `data` and
+    their `render_key`. One whose key equals its record's carries the record's digest and size
+    and no `data` until the shell renders it for a write (publish.pages_rendered)."""
 
     sha256: str
     size: int
     data: bytes | None = None
     attributes: tuple = ()
+    render_key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,14 @@ def plan_outputs(manifest: Manifest, pipeline: Pipeline) -> tuple[PlannedOutput,
     return tuple(sorted(produced.values(), key=lambda o: o.path))
 
 
+def with_data(the_plan: Plan, contents: dict) -> Plan:
+    """The plan with the bytes of pages rendered after it was made, for writes whose render was
+    reused: the same writes, digests and records, now carrying what the executor puts in place."""
+    def filled(writes: tuple) -> tuple:
+        return tuple(replace(w, content=contents[w.path]) if w.path in contents else w for w in writes)
+    return replace(the_plan, writes=filled(the_plan.writes), repairs=filled(the_plan.repairs))
+
+
 def primary_url(paths, patterns, base_url: str | None) -> str | None:
     """The first output (by path) matching a `links.primary` pattern, patterns tried in order."""
     ordered = sorted(paths)
@@ -124,6 +135,7 @@ def _record(planned: PlannedOutput, content: Content, key: OwnerKey, manifest: M
         source_digest=manifest.digest,
         source_created=manifest.created,
         attributes=content.attributes,
+        render_key=content.render_key,
     )
 
 

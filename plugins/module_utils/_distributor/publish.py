@@ -27,12 +27,12 @@ from .guards import check_delete_limit, first_paths
 from .invalidation import changed_urls, invalidation_paths
 from .journal import Journal
 from .paths import STATE_NAME
-from .plan import Content, Plan, plan, plan_outputs
+from .plan import Content, Plan, plan, plan_outputs, with_data
 from .root import opened, present_in, read_records
 from .state import OwnerKey, output_to_dict, state_to_dict
 from .storage.select import open_storage
 from .timestamps import utc_now
-from .transforms import Page, read_template, render_markdown
+from .transforms import Page, read_template, render_key, render_markdown
 from .vocabulary import SHARED_ROOT
 
 
@@ -44,20 +44,53 @@ def page_of(pipeline: Pipeline) -> Page:
     return Page(pipeline.allow_raw_html, pipeline.stylesheet, read_template(pipeline.template, "pipeline %s" % pipeline.id))
 
 
-def render_contents(bundle: Bundle, planned, page: Page, storage: dict) -> dict:
+def reusable(state, key: OwnerKey) -> dict:
+    """This owner's generated records that carry a render key, by path: the renders a publish
+    may reuse. Other owners' records are not: their pages are theirs to vouch for."""
+    return {o.path: o for o in state.outputs_of(key) if o.kind == "generated" and o.render_key} if state else {}
+
+
+def render_contents(bundle: Bundle, planned, page: Page, storage: dict, recorded: dict) -> dict:
     """Content for each planned output: copies are described by the manifest and streamed later;
-    generated outputs are rendered now (reading verifies their source) so the plan knows them.
+    generated outputs are rendered now (reading verifies their source) so the plan knows them,
+    unless their render key equals the one `recorded` for their path (reusable): then the
+    record's digest and size stand for the page, which is rendered only if it is written.
     Each carries the storage settings it is written with (`storage`: the destination's)."""
     contents = {}
     for item in planned:
         attributes = output_attributes(storage, item.path)
+        entry = bundle.manifest.file(item.source_path)
         if item.kind == "source":
-            entry = bundle.manifest.file(item.source_path)
             contents[item.path] = Content(entry.sha256, entry.size, attributes=attributes)
+            continue
+        key = render_key(item.transform, entry.sha256, item.source_path, page)
+        record = recorded.get(item.path)
+        if record is not None and record.render_key == key:
+            contents[item.path] = Content(record.sha256, record.size, None, attributes, key)
         else:
-            data = render_markdown(bundle.read(item.source_path), item.source_path, page)
-            contents[item.path] = Content("sha256:" + hashlib.sha256(data).hexdigest(), len(data), data, attributes)
+            contents[item.path] = _rendered(bundle, item.source_path, page, attributes, key)
     return contents
+
+
+def _rendered(bundle: Bundle, source_path: str, page: Page, attributes: tuple, key: str) -> Content:
+    data = render_markdown(bundle.read(source_path), source_path, page)
+    return Content("sha256:" + hashlib.sha256(data).hexdigest(), len(data), data, attributes, key)
+
+
+def pages_rendered(make_plan, contents: dict, bundle: Bundle, page: Page) -> Plan:
+    """`make_plan(contents)` with every page it writes or repairs rendered: a page whose render
+    was reused is rendered only now that the plan writes it (absent at the destination, drifted,
+    its settings changed), in check mode too, so both make the same plan. Should a page's bytes
+    differ from the record it was reused from, the plan is made again from the rendered content:
+    what is written and what is recorded are the same bytes."""
+    the_plan = make_plan(contents)
+    while True:
+        late = {w.path: _rendered(bundle, w.source_path, page, w.content.attributes, w.content.render_key)
+                for w in the_plan.writes + the_plan.repairs if w.content.render_key is not None and w.content.data is None}
+        if all((c.sha256, c.size) == (contents[p].sha256, contents[p].size) for p, c in late.items()):
+            return with_data(the_plan, late)
+        contents = dict(contents, **late)
+        the_plan = make_plan(contents)
 
 
 def publish(source: str, pipeline: dict, destination: dict, *, force: bool = False, lock_timeout: float = 60.0,
@@ -101,11 +134,14 @@ def publish(source: str, pipeline: dict, destination: dict, *, force: bool = Fal
                 present -= set(leftovers)
             decision = decide(present=present, **facts)
         rendered = decision.rewrites_outputs or verify != "none"
-        contents = render_contents(bundle, planned, page, destination_cfg.storage) if rendered else {}
-        the_plan = plan(decision=decision, key=key, destination=destination_cfg, manifest=manifest, planned=planned,
-                        contents=contents, before=state, present=present, bundle_path=bundle_path, base_url=base_url, now=now)
-        check_delete_limit(the_plan, destination_cfg, manifest)
-        the_plan = with_repairs(the_plan, planned, contents, listing, storage.measure, verify)
+        contents = render_contents(bundle, planned, page, destination_cfg.storage, reusable(state, key)) if rendered else {}
+
+        def make_plan(chosen: dict) -> Plan:
+            made = plan(decision=decision, key=key, destination=destination_cfg, manifest=manifest, planned=planned,
+                        contents=chosen, before=state, present=present, bundle_path=bundle_path, base_url=base_url, now=now)
+            check_delete_limit(made, destination_cfg, manifest)
+            return with_repairs(made, planned, chosen, listing, storage.measure, verify)
+        the_plan = pages_rendered(make_plan, contents, bundle, page)
         review = plan_review(the_plan, manifest, present, leftovers)
         check_expected(expect_plan_digest, *review)
         shown = _content_diffs(the_plan, present, storage, bundle) if diff_contents else []

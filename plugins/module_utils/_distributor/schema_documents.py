@@ -83,6 +83,8 @@ _RECONCILIATION = {
 }
 _SOURCE = {"type": "object", "required": ["manifest"], "properties": {"manifest": {"type": "object"}}}
 _TIMESTAMPS = {"created_at": TIMESTAMP, "updated_at": TIMESTAMP}
+# Optional on generated outputs of schemas 2 and 3 (destination-state.md, decision 43).
+_RENDER_KEY = {"render_key": SHA256}
 
 
 def _state(version: int, title: str, required: list, properties: dict) -> dict:
@@ -117,7 +119,7 @@ STATE_V2 = _state(2, "single owner", [
     "reconciliation": _RECONCILIATION,
     "source": _SOURCE,
     "links": _LINKS,
-    "outputs": {"type": "array", "items": _output(_TIMESTAMPS, ["created_at", "updated_at"])},
+    "outputs": {"type": "array", "items": _output(dict(_TIMESTAMPS, **_RENDER_KEY), ["created_at", "updated_at"])},
 })
 
 _OWNER_FIELDS = {
@@ -147,7 +149,7 @@ STATE_V3 = _state(3, "shared root", ["created_at", "updated_at", "state", "owner
     },
     "outputs": {
         "type": "array",
-        "items": _output(dict(_TIMESTAMPS, **_OWNER_FIELDS), ["created_at", "updated_at"] + sorted(_OWNER_FIELDS)),
+        "items": _output(dict(_TIMESTAMPS, **_OWNER_FIELDS, **_RENDER_KEY), ["created_at", "updated_at"] + sorted(_OWNER_FIELDS)),
     },
 })
 

@@ -50,6 +50,8 @@ class Output:
     source_created: str
     # The storage settings the operator configured for it (attributes.output_attributes).
     attributes: tuple = ()
+    # Generated outputs, schemas 2 and 3: what their bytes were rendered from (transforms.render_key).
+    render_key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -142,7 +144,8 @@ def _timestamp(value: str, where: str, field: str, index: int | None = None) -> 
 _VALID_TIMES: set = set()
 
 
-def _output(record: dict, owner: OwnerKey, manifest: Manifest | None, fallback_time: str | None, where: str, index: int) -> Output:
+def _output(record: dict, owner: OwnerKey, manifest: Manifest | None, fallback_time: str | None, where: str, index: int,
+            keyed: bool = True) -> Output:
     created = record.get("created_at", fallback_time)
     updated = record.get("updated_at", fallback_time)
     created = created if created in _VALID_TIMES else _timestamp(created, where, "created_at", index)
@@ -169,6 +172,7 @@ def _output(record: dict, owner: OwnerKey, manifest: Manifest | None, fallback_t
         source_digest=source_digest,
         source_created=source_created,
         attributes=tuple(sorted(attributes.items())) if attributes else (),
+        render_key=record.get("render_key") if keyed else None,
     )
 
 
@@ -192,7 +196,7 @@ def _parse_single(data: dict, where: str) -> State:
         published_at=published,
         distributor_version=data.get("distributor_version"),
         owners=(owner,),
-        outputs=tuple(_output(r, key, manifest, published, where, i) for i, r in enumerate(data["outputs"])),
+        outputs=tuple(_output(r, key, manifest, published, where, i, data["schema_version"] > 1) for i, r in enumerate(data["outputs"])),
     )
 
 
@@ -272,6 +276,8 @@ def output_to_dict(output: Output, shared: bool) -> dict:
     record.update(created_at=output.created_at, updated_at=output.updated_at)
     if output.attributes:
         record["attributes"] = dict(output.attributes)
+    if output.render_key:
+        record["render_key"] = output.render_key
     return record
 
 

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import html
+import json
 import os
 import posixpath
 import re
@@ -27,6 +29,13 @@ except ImportError:
 else:
     HAS_MARKDOWN = True
     MARKDOWN_IMPORT_ERROR = None
+
+try:
+    import pygments
+except ImportError:
+    PYGMENTS_VERSION = None  # codehilite then writes plain code blocks: other bytes, so another key
+else:
+    PYGMENTS_VERSION = pygments.__version__
 
 _KINDS = {"copy": "source", "markdown_to_html": "generated"}
 
@@ -107,6 +116,13 @@ BUILTIN_STYLESHEET = (
     ".codehilite .gd{color:#ffdcd7;background:#67060c}.codehilite .gi{color:#aff5b4;background:#033a16}.codehilite .err{color:#ff7b72}"
     "}"
     "</style>")
+
+
+# distributor's own part of a page's bytes: the built-in template and stylesheet, the extensions
+# and options of the renderer, the link rewriting, the title rule. Bump it with every change that
+# changes what render_markdown returns for the same input, or outputs recorded with an older key
+# keep the old bytes (render_key reuses a record's digest without rendering).
+RENDERER_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -207,6 +223,31 @@ def render_markdown(source: bytes, source_path: str, page: Page = Page()) -> byt
                                "publish it with the copy transform" % source_path) from None
     title = _first_heading(renderer) or posixpath.basename(source_path)
     return fill_template(page.template, title, body, stylesheet_element(page.stylesheet)).encode("utf-8")
+
+
+def render_key(transform: str, source_sha256: str, source_path: str, page: Page) -> str:
+    """`sha256:<hex>` over everything a generated output's bytes depend on: the transform, the
+    source's digest and path (the title falls back to its name), the page options (the template
+    by digest), the Markdown and Pygments versions and RENDERER_VERSION. Equal keys mean equal
+    bytes, so a publish whose key equals an output's recorded one reuses the record instead of
+    rendering the page again (state decision 43)."""
+    facts = dict(_page_facts(page), transform=transform, source_sha256=source_sha256, source_path=source_path)
+    text = json.dumps(facts, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return "sha256:" + hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+@lru_cache(maxsize=4)
+def _page_facts(page: Page) -> dict:
+    """The part of a render key every page of a publish shares, the template hashed once."""
+    return {
+        "key_format": 1,
+        "renderer": RENDERER_VERSION,
+        "markdown": markdown.__version__ if HAS_MARKDOWN else None,
+        "pygments": PYGMENTS_VERSION,
+        "allow_raw_html": page.allow_raw_html,
+        "stylesheet": page.stylesheet,
+        "template_sha256": "sha256:" + hashlib.sha256(page.template.encode("utf-8")).hexdigest(),
+    }
 
 
 @lru_cache(maxsize=2)

@@ -1,0 +1,226 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The render key (state decision 43): a page whose key equals its record's is not rendered again,
+in check mode or in a run; every input of the rendering changes the key; a page the plan must
+write is rendered then, and what is recorded is what was written."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+
+from ansible_collections.distributor.core.plugins.module_utils._distributor import publish as publish_module
+from ansible_collections.distributor.core.plugins.module_utils._distributor import transforms
+from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
+from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.state import output_to_dict, parse_state, state_to_dict
+from ansible_collections.distributor.core.plugins.module_utils._distributor.transforms import Page, render_key
+
+from builders import LATER, NOW, manifest, single_state, write_bundle
+
+SHA = "sha256:" + "a" * 64
+PAGES = {"p%d.md" % i: b"# Page %d\n\nText.\n" % i for i in range(10)}
+PIPELINE = {"id": "site", "outputs": [{"match": "*.md", "transform": "markdown_to_html"}]}
+
+
+def local(root):
+    return {"id": "web", "storage": {"type": "local", "root": str(root)}}
+
+
+@pytest.fixture
+def renders(monkeypatch):
+    """The source paths publish renders, in order."""
+    seen = []
+
+    def counting(source, source_path, page=Page()):
+        seen.append(source_path)
+        return transforms.render_markdown(source, source_path, page)
+    monkeypatch.setattr(publish_module, "render_markdown", counting)
+    return seen
+
+
+def state_of(root) -> dict:
+    return json.loads((root / ".distributor.json").read_bytes())
+
+
+def keys_of(root) -> dict:
+    return {o["path"]: o.get("render_key") for o in state_of(root)["outputs"]}
+
+
+def published(tmp_path):
+    bundle = write_bundle(tmp_path / "b1", PAGES, created="2026-06-04T11:55:00Z")
+    result = publish(bundle, PIPELINE, local(tmp_path / "www"), now=NOW)
+    assert result["changed"] and len(result["written"]) == len(PAGES)
+    return tmp_path / "www"
+
+
+def changed_bundle(tmp_path, changes: dict, name="b2"):
+    return write_bundle(tmp_path / name, dict(PAGES, **changes), created="2026-06-05T11:55:00Z")
+
+
+# the key
+
+
+def test_the_same_inputs_give_the_same_key_in_the_documented_form():
+    key = render_key("markdown_to_html", SHA, "docs/a.md", Page())
+    assert key == render_key("markdown_to_html", SHA, "docs/a.md", Page(False, None, transforms.DEFAULT_TEMPLATE))
+    assert key.startswith("sha256:") and len(key) == 71 and int(key[7:], 16) >= 0
+
+
+@pytest.mark.parametrize("other", [
+    ("copy", SHA, "docs/a.md", Page()),
+    ("markdown_to_html", "sha256:" + "b" * 64, "docs/a.md", Page()),
+    ("markdown_to_html", SHA, "docs/b.md", Page()),
+    ("markdown_to_html", SHA, "docs/a.md", Page(allow_raw_html=True)),
+    ("markdown_to_html", SHA, "docs/a.md", Page(stylesheet="/site.css")),
+    ("markdown_to_html", SHA, "docs/a.md", Page(template=transforms.DEFAULT_TEMPLATE + " ")),
+])
+def test_each_input_of_the_rendering_changes_the_key(other):
+    assert render_key(*other) != render_key("markdown_to_html", SHA, "docs/a.md", Page())
+
+
+@pytest.mark.parametrize("name, value", [("RENDERER_VERSION", 999), ("PYGMENTS_VERSION", None), ("PYGMENTS_VERSION", "0.1")])
+def test_the_renderer_and_library_versions_change_the_key(monkeypatch, name, value):
+    before = render_key("markdown_to_html", SHA, "a.md", Page())
+    monkeypatch.setattr(transforms, name, value)
+    transforms._page_facts.cache_clear()
+    try:
+        assert render_key("markdown_to_html", SHA, "a.md", Page()) != before
+    finally:
+        monkeypatch.undo()
+        transforms._page_facts.cache_clear()
+    assert render_key("markdown_to_html", SHA, "a.md", Page()) == before
+
+
+def test_the_markdown_version_changes_the_key(monkeypatch):
+    before = render_key("markdown_to_html", SHA, "a.md", Page())
+    monkeypatch.setattr(transforms.markdown, "__version__", "0.0.1")
+    transforms._page_facts.cache_clear()
+    try:
+        assert render_key("markdown_to_html", SHA, "a.md", Page()) != before
+    finally:
+        monkeypatch.undo()
+        transforms._page_facts.cache_clear()
+
+
+# planning reuses records whose key is equal
+
+
+def test_a_replace_renders_only_the_changed_pages_in_check_mode_and_in_the_run(tmp_path, renders):
+    www = published(tmp_path)
+    keys = keys_of(www)
+    assert all(k and k.startswith("sha256:") for k in keys.values())
+    renders.clear()
+    bundle = changed_bundle(tmp_path, {"p3.md": b"# Changed\n"})
+    checked = publish(bundle, PIPELINE, local(www), now=LATER, check_mode=True)
+    assert renders == ["p3.md"] and checked["written"] == ["p3.html"]
+    renders.clear()
+    result = publish(bundle, PIPELINE, local(www), now=LATER, expect_plan_digest=checked["plan_digest"])
+    assert renders == ["p3.md"] and result["written"] == ["p3.html"] and result["action"] == "replace"
+    after = keys_of(www)
+    assert [p for p in after if after[p] != keys[p]] == ["p3.html"]
+    assert (www / "p3.html").read_bytes() == transforms.render_markdown(b"# Changed\n", "p3.md")
+
+
+def test_a_changed_page_option_renders_every_page(tmp_path, renders):
+    www = published(tmp_path)
+    renders.clear()
+    bundle = changed_bundle(tmp_path, {})
+    publish(bundle, dict(PIPELINE, markdown={"allow_raw_html": True}), local(www), now=LATER)
+    assert sorted(renders) == sorted(PAGES)
+
+
+def test_records_without_a_key_are_rendered_and_get_one(tmp_path, renders):
+    www = published(tmp_path)
+    state = state_of(www)
+    for record in state["outputs"]:
+        del record["render_key"]
+    (www / ".distributor.json").write_text(json.dumps(state))
+    renders.clear()
+    result = publish(changed_bundle(tmp_path, {}), PIPELINE, local(www), now=LATER)
+    assert sorted(renders) == sorted(PAGES) and result["written"] == []
+    assert all(keys_of(www).values())
+
+
+def test_a_page_missing_at_the_destination_is_rendered_and_written(tmp_path, renders):
+    www = published(tmp_path)
+    expected = (www / "p5.html").read_bytes()
+    (www / "p5.html").unlink()
+    renders.clear()
+    result = publish(changed_bundle(tmp_path, {"p3.md": b"# Changed\n"}), PIPELINE, local(www), now=LATER)
+    assert sorted(renders) == ["p3.md", "p5.md"] and result["written"] == ["p3.html", "p5.html"]
+    assert (www / "p5.html").read_bytes() == expected
+
+
+def test_a_page_whose_bytes_differ_from_its_reused_record_is_recorded_as_written(tmp_path, renders):
+    www = published(tmp_path)
+    state = state_of(www)
+    record = next(o for o in state["outputs"] if o["path"] == "p5.html")
+    record.update(sha256="sha256:" + "0" * 64, size=1)  # a record that lies, keeping its key
+    (www / ".distributor.json").write_text(json.dumps(state))
+    (www / "p5.html").unlink()
+    renders.clear()
+    result = publish(changed_bundle(tmp_path, {}), PIPELINE, local(www), now=LATER)
+    data = (www / "p5.html").read_bytes()
+    recorded = next(o for o in state_of(www)["outputs"] if o["path"] == "p5.html")
+    assert renders == ["p5.md"] and result["written"] == ["p5.html"]
+    assert (recorded["sha256"], recorded["size"]) == ("sha256:" + hashlib.sha256(data).hexdigest(), len(data))
+    assert data == transforms.render_markdown(PAGES["p5.md"], "p5.md")
+
+
+def test_verify_repairs_a_drifted_page_rendering_only_that_one(tmp_path, renders):
+    www = published(tmp_path)
+    expected = (www / "p2.html").read_bytes()
+    (www / "p2.html").write_bytes(b"x")
+    renders.clear()
+    result = publish(tmp_path / "b1", PIPELINE, local(www), now=LATER, verify="size")
+    assert renders == ["p2.md"] and result["repaired"] == ["p2.html"]
+    assert (www / "p2.html").read_bytes() == expected
+
+
+def test_another_owners_keys_are_not_reused(tmp_path, renders):
+    www = published(tmp_path)
+    renders.clear()
+    result = publish(changed_bundle(tmp_path, {}), dict(PIPELINE, id="other"), dict(local(www), id="web"),
+                     now=LATER, force=True)
+    assert sorted(renders) == sorted(PAGES) and result["action"] in ("takeover", "force_replace")
+
+
+# the record
+
+
+def _v2(**changes) -> dict:
+    m = manifest(files={"a.md": b"a"})
+    data = state_to_dict(single_state(m, paths=("a.md",)))
+    data["outputs"][0].update(kind="generated", transform="markdown_to_html", path="a.html", **changes)
+    return data
+
+
+def test_a_valid_key_is_read_and_written_back():
+    state = parse_state(json.dumps(_v2(render_key=SHA)).encode(), "here")
+    assert state.outputs[0].render_key == SHA
+    assert output_to_dict(state.outputs[0], False)["render_key"] == SHA
+    assert "render_key" not in output_to_dict(parse_state(json.dumps(_v2()).encode(), "here").outputs[0], True)
+
+
+@pytest.mark.parametrize("value, message", [
+    (5, "here: outputs[0].render_key must be a string, not an integer"),
+    ("sha256:" + "A" * 64, 'here: outputs[0].render_key "sha256:%s" is not sha256: followed by 64 lowercase hex digits' % ("A" * 64)),
+    (SHA + "\n", "here: outputs[0].render_key must not be longer than 71 characters"),
+    (None, "here: outputs[0].render_key must be a string, not null"),
+])
+def test_a_malformed_key_makes_the_state_invalid_naming_the_field(value, message):
+    with pytest.raises(DistributorError) as raised:
+        parse_state(json.dumps(_v2(render_key=value)).encode(), "here")
+    assert raised.value.reason == "invalid_state"
+    assert "outputs[0].render_key" in raised.value.message
+    if "longer" not in message:
+        assert raised.value.message == message
+
+
+def test_schema_1_has_no_render_key_and_an_extra_one_is_ignored():
+    data = _v2(render_key=SHA)
+    v1 = {k: v for k, v in data.items() if k in ("pipeline_id", "destination_id", "published_at", "source", "links")}
+    v1.update(schema_version=1, outputs=[{k: v for k, v in o.items() if k not in ("created_at", "updated_at")} for o in data["outputs"]])
+    assert parse_state(json.dumps(v1).encode(), "here").outputs[0].render_key is None
