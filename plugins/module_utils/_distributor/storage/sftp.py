@@ -87,30 +87,21 @@ class SftpStorage(SftpConnection, SftpPaths, Storage):
     def _read(self, remote: str, limit: int) -> bytes | None:
         """Prefetching requests every block at once; read block by block, a large file would
         take one round trip per 32 KiB. Both stop at `limit + 1` bytes: the server sends no more,
-        whatever the file's size. Only the reserved names and managed outputs are read, and what
-        is there is looked at first: the server would block opening a FIFO, and the whole
-        session with it. (SFTP has no non-blocking open: docs/operations.md states the window
-        left.) The way is looked at again right before the open, and the opened file must be the
-        one looked at (see _identity): a directory swapped for a link in between would otherwise
-        show another file's content, a diff of a file outside the root (_NotAsSeen)."""
+        whatever the file's size."""
         attrs = self._looked_at(remote)
-        if attrs is None:
+        handle = None if attrs is None else self._open_as_seen(remote, attrs)
+        if handle is None:
             return None
-        with self._errors("read", remote):
-            try:
-                with self._open().open(_wire(remote), "rb") as handle:
-                    if _identity(handle.stat()) != _identity(attrs):
-                        raise _NotAsSeen("storage_error", "cannot read %s: another file was there when it was "
-                                         "opened; something else changed the destination during this run"
-                                         % self._url(remote))
-                    handle.prefetch(min(attrs.st_size or 0, limit + 1))
-                    return _read_up_to(handle, limit + 1)
-            except FileNotFoundError:
-                return None
+        with self._errors("read", remote), handle:
+            handle.prefetch(min(attrs.st_size or 0, limit + 1))
+            return _read_up_to(handle, limit + 1)
 
     def _looked_at(self, remote: str):
         """The attributes of a regular file at `remote` whose way there is still the checked one;
-        None when absent. Anything else at the name is refused rather than opened."""
+        None when absent. Only the reserved names and managed outputs are read, and what is there
+        is looked at first: anything else at the name is refused rather than opened (the server
+        would block opening a FIFO, and the whole session with it; SFTP has no non-blocking open:
+        docs/operations.md states the window left)."""
         attrs = self._lstat(remote)
         if attrs is None:
             return None
@@ -120,6 +111,27 @@ class SftpStorage(SftpConnection, SftpPaths, Storage):
         if not self._check_directories(posixpath.dirname(remote)):
             return None
         return attrs
+
+    def _open_as_seen(self, remote: str, attrs):
+        """The file at `remote` opened for reading, when it is the one `attrs` were looked at
+        (see _identity); None when it is gone. The way is looked at again right before the open
+        (_looked_at), and a directory swapped for a link in between would otherwise show another
+        file's content: a diff or a digest of a file outside the root (_NotAsSeen)."""
+        with self._errors("read", remote):
+            try:
+                handle = self._open().open(_wire(remote), "rb")
+            except FileNotFoundError:
+                return None
+            try:
+                seen = handle.stat()
+            except BaseException:
+                handle.close()
+                raise
+        if _identity(seen) != _identity(attrs):
+            handle.close()
+            raise _NotAsSeen("storage_error", "cannot read %s: another file was there when it was opened; something "
+                             "else changed the destination during this run" % self._url(remote))
+        return handle
 
     def read_bytes(self, path: str, limit: int) -> bytes | None:
         """A file rewritten in place between the look and the open (the lock, which its holder
@@ -132,26 +144,24 @@ class SftpStorage(SftpConnection, SftpPaths, Storage):
                 continue
         return self._read(remote, limit)
 
-    def measure(self, path: str, digest: bool) -> tuple[int, str | None] | None:
+    def measure(self, path: str, size: int, digest: bool) -> tuple[int, str | None] | None:
         """The lstat gives the size, once the way to it is checked as _read checks it (a directory
-        swapped for a link must not report a file outside the root); the digest streams the file."""
+        swapped for a link must not report a file outside the root). Only a file of the recorded
+        `size` is opened, and no more than it is prefetched: a planted file of any size is never
+        buffered."""
         remote = self._remote(path)
         attrs = self._looked_at(remote)
         if attrs is None:
             return None
-        if not digest:
-            return attrs.st_size or 0, None
-        with self._errors("read", remote):
-            try:
-                with self._open().open(_wire(remote), "rb") as handle:
-                    if _identity(handle.stat()) != _identity(attrs):
-                        raise DistributorError("storage_error", "cannot read %s: another file was there when it was "
-                                               "opened; something else changed the destination during this run"
-                                               % self._url(remote))
-                    handle.prefetch(attrs.st_size or 0)
-                    return attrs.st_size or 0, hash_stream(handle.read)
-            except FileNotFoundError:
-                return None
+        found = attrs.st_size or 0
+        if not digest or found != size:
+            return found, None
+        handle = self._open_as_seen(remote, attrs)
+        if handle is None:
+            return None
+        with self._errors("read", remote), handle:
+            handle.prefetch(size)
+            return found, hash_stream(lambda count: handle.read(min(count, handle.MAX_REQUEST_SIZE)), size + 1)
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
         """One file through the same staged, checked path as write_many."""
