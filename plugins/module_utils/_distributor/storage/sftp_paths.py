@@ -33,8 +33,9 @@ class SftpPaths:
 
     # -- paths ----------------------------------------------------------------------------
 
-    def _remote(self, path: str, create_parents: bool = False) -> str:
-        """The remote path of `path`, refusing any symlink between the root and it.
+    def _remote(self, path: str, create_parents: bool = False, look_at_name: bool = True) -> str:
+        """The remote path of `path`, refusing any symlink between the root and it (the last
+        name not looked at unless `look_at_name`: write_many asks with its open, see Pipe).
 
         Directories already checked on this connection are remembered: a publish touches the
         same few directories for every file, and each check is a round trip. Where a path is
@@ -53,7 +54,7 @@ class SftpPaths:
         above_base = len([part for part in self.base.split("/") if part])
         for index, part in enumerate(parts):
             current = posixpath.join(current, part)
-            if current in self._dirs:
+            if current in self._dirs or (not look_at_name and index == len(parts) - 1):
                 continue
             attrs = self._lstat(current)
             if attrs is None:
@@ -74,13 +75,22 @@ class SftpPaths:
         """Whether every directory from below the root down to `remote_dir` exists, looked at
         right now (nothing remembered; all of them in one round trip, see lstat_many);
         storage_error when one is a symbolic link or not a directory."""
-        way = []
-        for part in [p for p in remote_dir[len(self.root):].split("/") if p]:
-            way.append(posixpath.join(way[-1] if way else self.root, part))
+        way = self._way(remote_dir)
         if not way:
             return True
         with self._errors("inspect", remote_dir):
             seen = lstat_many(self._open(), way)
+        return self._judge_way(way, seen)
+
+    def _way(self, remote_dir: str) -> list[str]:
+        """The directories from below the root down to `remote_dir`, each to be looked at."""
+        way: list[str] = []
+        for part in [p for p in remote_dir[len(self.root):].split("/") if p]:
+            way.append(posixpath.join(way[-1] if way else self.root, part))
+        return way
+
+    def _judge_way(self, way: list[str], seen: list) -> bool:
+        """_check_directories' verdict on the attributes `seen` of the directories of `way`."""
         for current, attrs in zip(way, seen):
             if attrs is None:
                 return False
@@ -253,21 +263,6 @@ class SftpPaths:
             raise disappeared(self._url(remote))
         with self._errors("set permissions of", remote):
             lsetstat(self._open(), remote, mode, ids)
-
-    def _settle(self, remote: str, mode: int | None, handle) -> None:
-        """Apply the configured mode and numeric ownership to a staged file before its rename,
-        through its open `handle` (FSETSTAT: no name is resolved), so an output never appears
-        with other permissions. An unset owner or group keeps the server's (-1 is not sent:
-        SFTP sets both ids at once)."""
-        with self._errors("set permissions of", remote):
-            if mode is not None:
-                handle.chmod(mode)
-            if self.ids != (-1, -1):
-                uid, gid = self.ids
-                if -1 in self.ids:
-                    attrs = handle.stat()
-                    uid, gid = (attrs.st_uid if uid == -1 else uid), (attrs.st_gid if gid == -1 else gid)
-                handle.chown(uid, gid)
 
     def _staging(self, path: str) -> str:
         """This attempt's staging directory beside `path` (see base.staging_dir), made on first

@@ -16,6 +16,7 @@ import struct
 from functools import lru_cache
 
 LSETSTAT = "lsetstat@openssh.com"
+POSIX_RENAME = "posix-rename@openssh.com"  # rename(2): replaces the target, which SSH_FXP_RENAME refuses
 USERS_GROUPS_BY_ID = "users-groups-by-id@openssh.com"
 
 
@@ -24,6 +25,11 @@ def wire(remote: str) -> bytes:
     read from a listing may not be UTF-8: it is carried as surrogate escapes (like the local
     backend, see listdir_attr) and goes back out as the same bytes."""
     return remote.encode("utf-8", "surrogateescape")
+
+
+def identity(attrs) -> tuple:
+    """What SFTP version 3 tells of a file that can single it out: it has no inode number."""
+    return attrs.st_mode, attrs.st_uid, attrs.st_gid, attrs.st_size, attrs.st_mtime
 
 
 @lru_cache(maxsize=None)
@@ -111,39 +117,83 @@ def listdir_attr(sftp, remote: str) -> list:
         sftp._request(CMD_CLOSE, handle)
 
 
-class _Replies:
-    """Collects the replies paramiko hands to a "file" object that made asynchronous requests."""
+class Pipe:
+    """Requests on one SFTP session sent without waiting for their replies, which are collected
+    when asked for (paramiko hands them to the "file" object that made the request). The server
+    answers a session's requests in order, so many small requests cost one round trip and far
+    less of paramiko's CPU than as many waits, each a hand-off between threads."""
 
-    def __init__(self):
+    def __init__(self, sftp):
+        self.sftp = sftp
         self.replies: dict = {}
+        self.in_flight = 0
 
     def _async_response(self, kind, message, number) -> None:
         self.replies[number] = (kind, message)
+        self.in_flight -= 1
+
+    def send(self, command: int, *args) -> int:
+        """The request's number, to ask for its reply with `reply`."""
+        number = self.sftp._async_request(self, command, *args)
+        self.in_flight += 1
+        return number
+
+    def settle(self, limit: int) -> None:
+        """Replies read until no more than `limit` requests wait for theirs: a large file's
+        writes are not all held in memory at once."""
+        while self.in_flight > limit:
+            self.sftp._read_response()
+
+    def reply(self, number: int) -> tuple:
+        """(kind, message) of request `number`, read from the session when not yet there."""
+        while number not in self.replies:
+            self.sftp._read_response()
+        return self.replies.pop(number)
+
+    def status(self, number: int) -> None:
+        """Request `number` succeeded, or its error as paramiko raises it (FileNotFoundError, OSError)."""
+        from paramiko.sftp import CMD_STATUS, SFTPError
+
+        kind, message = self.reply(number)
+        if kind != CMD_STATUS:
+            raise SFTPError("Expected status")
+        self.sftp._convert_status(message)
+
+    def attributes(self, number: int, missing_ok: bool = False):
+        """The attributes request `number` (an lstat or fstat) got; None when nothing is there and `missing_ok`."""
+        from paramiko.sftp import CMD_ATTRS, CMD_STATUS, SFTPError
+        from paramiko.sftp_attr import SFTPAttributes
+
+        kind, message = self.reply(number)
+        if kind == CMD_ATTRS:
+            return SFTPAttributes._from_msg(message)
+        if kind == CMD_STATUS:
+            try:
+                self.sftp._convert_status(message)
+            except FileNotFoundError:
+                if missing_ok:
+                    return None
+                raise
+        raise SFTPError("Expected attributes")
+
+    def handle(self, number: int) -> bytes:
+        """The handle an open request got, or its error."""
+        from paramiko.sftp import CMD_HANDLE, CMD_STATUS, SFTPError
+
+        kind, message = self.reply(number)
+        if kind == CMD_STATUS:
+            self.sftp._convert_status(message)
+        if kind != CMD_HANDLE:
+            raise SFTPError("Expected handle")
+        return message.get_binary()
 
 
 def lstat_many(sftp, remotes: list[str]) -> list:
     """lstat of every path of `remotes`, None where there is nothing: all requests are sent
     before the first reply is awaited, so looking at a whole way costs one round trip, not one a
     directory (the server still answers them in order)."""
-    from paramiko.sftp import CMD_ATTRS, CMD_LSTAT, CMD_STATUS, SFTPError
-    from paramiko.sftp_attr import SFTPAttributes
+    from paramiko.sftp import CMD_LSTAT
 
-    collector = _Replies()
-    numbers = [sftp._async_request(collector, CMD_LSTAT, wire(remote)) for remote in remotes]
-    while len(collector.replies) < len(numbers):
-        sftp._read_response()
-    found = []
-    for number in numbers:
-        kind, message = collector.replies[number]
-        if kind == CMD_ATTRS:
-            found.append(SFTPAttributes._from_msg(message))
-        elif kind == CMD_STATUS:
-            try:
-                sftp._convert_status(message)
-            except FileNotFoundError:
-                found.append(None)
-                continue
-            raise SFTPError("Expected attributes")
-        else:
-            raise SFTPError("Expected attributes")
-    return found
+    pipe = Pipe(sftp)
+    numbers = [pipe.send(CMD_LSTAT, wire(remote)) for remote in remotes]
+    return [pipe.attributes(number, missing_ok=True) for number in numbers]
