@@ -9,6 +9,7 @@ ten a file took when each was waited for."""
 from __future__ import annotations
 
 import os
+import struct
 
 import paramiko
 import pytest
@@ -72,17 +73,22 @@ def test_a_large_file_arrives_whole_with_more_writes_than_a_channel_keeps_in_fli
     assert storage.read_bytes("small.txt", LIMIT) == b"s"
 
 
-def test_a_file_costs_seven_requests_sent_ahead_of_their_replies(place, monkeypatch):
+def test_a_file_costs_seven_requests_sent_ahead_of_their_replies_and_written_together(place, monkeypatch):
     """lstat of the target, open, write, fstat, close, lstat of the staged name, rename; the
-    directories on the way are looked at once a window."""
+    directories on the way are looked at once a window. The requests go out many to a write."""
     storage, _site, _outside = place
     storage.write_bytes("first.txt", b"connects, makes the root")
-    sent = []
-    real = paramiko.SFTPClient._async_request
+    requests, writes = [], []
+    real = paramiko.SFTPClient._write_all
 
-    def counting(session, fileobj, kind, *args):
-        sent.append(kind)
-        return real(session, fileobj, kind, *args)
-    monkeypatch.setattr(paramiko.SFTPClient, "_async_request", counting)
+    def counting(session, out):
+        writes.append(len(out))
+        offset = 0
+        while offset < len(out):
+            requests.append(out[offset + 4])
+            offset += 4 + struct.unpack(">I", out[offset:offset + 4])[0]
+        return real(session, out)
+    monkeypatch.setattr(paramiko.SFTPClient, "_write_all", counting)
     storage.write_many(("f%03d.txt" % index, lambda: [b"x"]) for index in range(sftp_batch.WINDOW))
-    assert 7 * sftp_batch.WINDOW <= len(sent) < 7.2 * sftp_batch.WINDOW
+    assert 7 * sftp_batch.WINDOW <= len(requests) < 7.2 * sftp_batch.WINDOW
+    assert len(writes) < len(requests) / 20

@@ -27,7 +27,7 @@ from .sftp_wire import wire as _wire
 CHANNELS = 3  # SFTP channels writing at once; OpenSSH allows 10 sessions a connection by default
 BATCH_FILES = 1024  # files staged before the first of them is renamed
 WINDOW = 64  # files whose requests are in flight together
-IN_FLIGHT = 64  # requests a channel may have unanswered while a large file's writes are sent
+IN_FLIGHT = 256  # requests a channel may have unanswered (8 MiB of a large file's writes)
 OPEN_NEW = 0x02 | 0x08 | 0x20  # SSH_FXF_WRITE | SSH_FXF_CREAT | SSH_FXF_EXCL: never through a name that exists
 
 
@@ -71,6 +71,9 @@ class SftpBatch:
                     for start in range(0, len(staged), WINDOW):
                         self._commit_window(staged[start:start + WINDOW])
                 except BaseException:
+                    for pipe in pipes:
+                        with suppress(Exception):
+                            pipe.flush()  # the closes queued, before the names are removed
                     for item in staged:
                         self._discard(item)
                     raise

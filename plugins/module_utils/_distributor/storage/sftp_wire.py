@@ -121,31 +121,68 @@ class Pipe:
     """Requests on one SFTP session sent without waiting for their replies, which are collected
     when asked for (paramiko hands them to the "file" object that made the request). The server
     answers a session's requests in order, so many small requests cost one round trip and far
-    less of paramiko's CPU than as many waits, each a hand-off between threads."""
+    less of paramiko's CPU than as many waits, each a hand-off between threads. The requests are
+    queued and go out together when the reply of one of them is first asked for: paramiko would
+    make each one an SSH packet of its own, and a system call."""
 
     def __init__(self, sftp):
         self.sftp = sftp
         self.replies: dict = {}
         self.in_flight = 0
+        self.queued: list[bytes] = []
+        self.first_queued: int | None = None  # the number of the first request not yet written
 
     def _async_response(self, kind, message, number) -> None:
         self.replies[number] = (kind, message)
         self.in_flight -= 1
 
     def send(self, command: int, *args) -> int:
-        """The request's number, to ask for its reply with `reply`."""
-        number = self.sftp._async_request(self, command, *args)
+        """The request's number, to ask for its reply with `reply`: paramiko's _async_request,
+        but queued, not written."""
+        from paramiko.message import Message
+        from paramiko.sftp_attr import SFTPAttributes
+        from paramiko.sftp_client import int64
+
+        with self.sftp._lock:
+            number = self.sftp.request_number
+            self.sftp._expecting[number] = self
+            self.sftp.request_number += 1
+        message = Message()
+        message.add_int(number)
+        for item in args:
+            if isinstance(item, int64):
+                message.add_int64(item)
+            elif isinstance(item, int):
+                message.add_int(item)
+            elif isinstance(item, SFTPAttributes):
+                item._pack(message)
+            else:
+                message.add_string(item)
+        payload = message.asbytes()
+        self.queued.append(struct.pack(">IB", len(payload) + 1, command) + payload)
+        if self.first_queued is None:
+            self.first_queued = number
         self.in_flight += 1
         return number
+
+    def flush(self) -> None:
+        """The queued requests written, as few SSH packets as the channel allows."""
+        if self.queued:
+            data, self.queued, self.first_queued = b"".join(self.queued), [], None
+            self.sftp._write_all(data)
 
     def settle(self, limit: int) -> None:
         """Replies read until no more than `limit` requests wait for theirs: a large file's
         writes are not all held in memory at once."""
+        if self.in_flight > limit:
+            self.flush()
         while self.in_flight > limit:
             self.sftp._read_response()
 
     def reply(self, number: int) -> tuple:
         """(kind, message) of request `number`, read from the session when not yet there."""
+        if self.first_queued is not None and number >= self.first_queued:
+            self.flush()
         while number not in self.replies:
             self.sftp._read_response()
         return self.replies.pop(number)
