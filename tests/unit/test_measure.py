@@ -5,7 +5,7 @@ backend. Before, SFTP prefetched the planted file whole (paramiko buffers it fas
 digest consumes it), S3 fetched the whole object and local storage hashed it to its end.
 
 Reads are counted where each backend makes them: os.read for local storage, the files paramiko
-opens and the sizes it prefetches for SFTP, the GetObject requests botocore sends for S3.
+opens and the bytes read replies bring for SFTP, the GetObject requests botocore sends for S3.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
 from ansible_collections.distributor.core.plugins.module_utils._distributor.stateinfo import state_info
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage import sftp_wire
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.base import hash_stream
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
 
@@ -69,17 +70,18 @@ class Place:
                 read.append((params["Key"].rpartition("/")[2], None))
             opened.client.meta.events.register("before-parameter-build.s3.GetObject", get)
         elif self.kind == "sftp":
-            opens, prefetch = paramiko.SFTPClient.open, paramiko.SFTPFile.prefetch
+            opens, data = paramiko.SFTPClient.open, sftp_wire.Pipe.data
 
             def counted_open(client, name, *args, **kwargs):
                 read.append((os.path.basename(name.decode() if isinstance(name, bytes) else name), None))
                 return opens(client, name, *args, **kwargs)
 
-            def counted_prefetch(handle, file_size=None, *args, **kwargs):
-                read.append((None, file_size))
-                return prefetch(handle, file_size, *args, **kwargs)
+            def counted_data(pipe, number):
+                got = data(pipe, number)
+                read.append((None, len(got)))
+                return got
             self.monkeypatch.setattr(paramiko.SFTPClient, "open", counted_open)
-            self.monkeypatch.setattr(paramiko.SFTPFile, "prefetch", counted_prefetch)
+            self.monkeypatch.setattr(sftp_wire.Pipe, "data", counted_data)
         else:
             plain = os.read
 

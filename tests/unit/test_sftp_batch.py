@@ -15,7 +15,7 @@ import paramiko
 import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils._distributor.storage import sftp_batch
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage import sftp_batch, sftp_wire
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
 
 LIMIT = 1 << 24
@@ -92,3 +92,19 @@ def test_a_file_costs_seven_requests_sent_ahead_of_their_replies_and_written_tog
     storage.write_many(("f%03d.txt" % index, lambda: [b"x"]) for index in range(sftp_batch.WINDOW))
     assert 7 * sftp_batch.WINDOW <= len(requests) < 7.2 * sftp_batch.WINDOW
     assert len(writes) < len(requests) / 20
+
+
+@pytest.mark.parametrize("expected, limit, wanted", [
+    (100_000, 1 << 20, 100_000),  # as large as seen: one round trip
+    (10, 1 << 20, 100_000),       # grown since it was seen: read on to its end
+    (500_000, 1 << 20, 100_000),  # shrunk since: its end ends the read
+    (100_000, 50_001, 50_001),    # over the bound: never more than the bound asked for
+    (0, 1, 1),
+])
+def test_reads_sent_ahead_return_the_file_in_order_up_to_the_bound(place, expected, limit, wanted):
+    storage, site, _outside = place
+    storage.write_bytes("f.bin", b"")
+    content = os.urandom(100_000)
+    (site / "f.bin").write_bytes(content)
+    with storage._open().open(str(site / "f.bin"), "rb") as handle:
+        assert b"".join(sftp_wire.read_ahead(handle.sftp, handle.handle, expected, limit)) == content[:wanted]

@@ -28,7 +28,7 @@ from .sftp_lock import SftpLock
 from .refusals import too_deep
 from .sftp_batch import SftpBatch
 from .sftp_paths import SftpPaths
-from .sftp_wire import identity, listdir_attr
+from .sftp_wire import identity, listdir_attr, read_ahead
 from .sftp_wire import wire as _wire
 
 READ_ATTEMPTS = 3  # looks at a file that changed between the look and the open (see read_bytes)
@@ -80,16 +80,15 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
     # -- files ----------------------------------------------------------------------------
 
     def _read(self, remote: str, limit: int) -> bytes | None:
-        """Prefetching requests every block at once; read block by block, a large file would
-        take one round trip per 32 KiB. Both stop at `limit + 1` bytes: the server sends no more,
+        """Every block is asked for at once (read_ahead); read block by block, a large file would
+        take one round trip per 32 KiB. It stops at `limit + 1` bytes: the server sends no more,
         whatever the file's size."""
         attrs = self._looked_at(remote)
         handle = None if attrs is None else self._open_as_seen(remote, attrs)
         if handle is None:
             return None
         with self._errors("read", remote), handle:
-            handle.prefetch(min(attrs.st_size or 0, limit + 1))
-            return _read_up_to(handle, limit + 1)
+            return b"".join(read_ahead(handle.sftp, handle.handle, attrs.st_size or 0, limit + 1))
 
     def _looked_at(self, remote: str):
         """The attributes of a regular file at `remote` whose way there is still the checked one;
@@ -142,8 +141,8 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
     def measure(self, path: str, size: int, digest: bool) -> tuple[int, str | None] | None:
         """The lstat gives the size, once the way to it is checked as _read checks it (a directory
         swapped for a link must not report a file outside the root). Only a file of the recorded
-        `size` is opened, and no more than it is prefetched: a planted file of any size is never
-        buffered."""
+        `size` is opened, and no more than it and one byte is asked for: a planted file of any
+        size is never buffered."""
         remote = self._remote(path)
         attrs = self._looked_at(remote)
         if attrs is None:
@@ -155,8 +154,8 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
         if handle is None:
             return None
         with self._errors("read", remote), handle:
-            handle.prefetch(size)
-            return found, hash_stream(lambda count: handle.read(min(count, handle.MAX_REQUEST_SIZE)), size + 1)
+            chunks = read_ahead(handle.sftp, handle.handle, size, size + 1)
+            return found, hash_stream(lambda _count: next(chunks, b""), size + 1)
 
     def _remove(self, remote: str, action: str) -> bool:
         """Remove a file by name, the way to it looked at again right before: True when it was there."""
@@ -278,16 +277,3 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
 
 class _NotAsSeen(DistributorError):
     """The file opened is not the one looked at (see _read)."""
-
-
-def _read_up_to(handle, size: int) -> bytes:
-    """At most `size` bytes of an open file, a request's worth at a time: paramiko's own
-    read(size) grows one bytes object by each reply it gets, copying it again every time."""
-    chunks, left = [], size
-    while left:
-        chunk = handle.read(min(left, handle.MAX_REQUEST_SIZE))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)

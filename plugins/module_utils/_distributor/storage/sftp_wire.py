@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import struct
 from functools import lru_cache
+from typing import Iterator
 
 LSETSTAT = "lsetstat@openssh.com"
+READ_SIZE = 32768  # the largest read OpenSSH's server answers whole (and paramiko asks)
 POSIX_RENAME = "posix-rename@openssh.com"  # rename(2): replaces the target, which SSH_FXP_RENAME refuses
 USERS_GROUPS_BY_ID = "users-groups-by-id@openssh.com"
 
@@ -213,6 +215,20 @@ class Pipe:
                 raise
         raise SFTPError("Expected attributes")
 
+    def data(self, number: int) -> bytes:
+        """The bytes a read request got, b"" at the end of the file, or its error."""
+        from paramiko.sftp import CMD_DATA, CMD_STATUS, SFTPError
+
+        kind, message = self.reply(number)
+        if kind == CMD_DATA:
+            return message.get_string()
+        if kind == CMD_STATUS:
+            try:
+                self.sftp._convert_status(message)
+            except EOFError:
+                return b""
+        raise SFTPError("Expected data")
+
     def handle(self, number: int) -> bytes:
         """The handle an open request got, or its error."""
         from paramiko.sftp import CMD_HANDLE, CMD_STATUS, SFTPError
@@ -223,6 +239,34 @@ class Pipe:
         if kind != CMD_HANDLE:
             raise SFTPError("Expected handle")
         return message.get_binary()
+
+
+def read_ahead(sftp, handle: bytes, expected: int, limit: int) -> Iterator[bytes]:
+    """The bytes of the open file `handle` in order, at most `limit` of them. Reads for the
+    `expected` bytes (its size when looked at) and one more past them are sent at once, so a file
+    of the size seen costs one round trip; past it (a file grown since) a read at a time. Never
+    more than `limit` is asked for, whatever the file's size."""
+    from paramiko.sftp_client import int64
+    from paramiko.sftp import CMD_READ
+
+    pipe = Pipe(sftp)
+    offset = 0
+    while offset < limit:
+        starts = [start for start in sorted(set(range(offset, expected, READ_SIZE)) | {max(offset, expected)}) if start < limit]
+        ends = starts[1:] + [min(starts[-1] + READ_SIZE, limit)]
+        numbers = [(start, pipe.send(CMD_READ, handle, int64(start), end - start)) for start, end in zip(starts, ends)]
+        ended = False
+        for start, number in numbers:
+            data = pipe.data(number)
+            if ended or start != offset:
+                continue  # past the end, or after a short read: asked again from `offset`
+            if not data:
+                ended = True
+                continue
+            offset += len(data)
+            yield data
+        if ended:
+            return
 
 
 def lstat_many(sftp, remotes: list[str]) -> list:
