@@ -90,9 +90,10 @@ class SftpBatch:
         from paramiko.sftp import CMD_LSTAT, CMD_OPEN
         from paramiko.sftp_attr import SFTPAttributes
 
+        targets = [self._remote(path, create_parents=True, look_at_name=False) for path, _factory in window]
+        self._make_stagings([self._staging_of(path) for path, _factory in window])
         items = []
-        for index, (path, factory) in enumerate(window):
-            target = self._remote(path, create_parents=True, look_at_name=False)
+        for index, ((path, factory), target) in enumerate(zip(window, targets)):
             item = _Staged(pipes[index % len(pipes)], target, posixpath.join(self._staging(path), posixpath.basename(target)))
             item.look = item.pipe.send(CMD_LSTAT, _wire(target))
             item.opening = item.pipe.send(CMD_OPEN, _wire(item.staged), OPEN_NEW, SFTPAttributes())
