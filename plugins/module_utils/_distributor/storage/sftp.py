@@ -244,28 +244,31 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
 
     def list_files(self) -> list[str]:
         """Directory entries carry lstat attributes, so symlinks are listed, never followed. The
-        walk keeps its own stack, so a planted tree of any depth is refused past DEPTH_LIMIT
+        walk goes a level at a time (each level's directories read together, see
+        sftp_wire.listdir_attr), so a planted tree of any depth is refused past DEPTH_LIMIT
         levels (storage_error) instead of exhausting Python's recursion. A directory that cannot
         be listed fails the listing (storage_error): taken as empty, its files would be
         overwritten unseen. Each directory is judged (see _judge) before it is listed."""
         found: list[str] = []
-        pending = [(self._remote(""), "")]
-        while pending:
-            remote, prefix = pending.pop()
-            with self._errors("list", remote):
-                try:
-                    entries = listdir_attr(self._open(), remote)
-                except FileNotFoundError:
-                    continue
-            for entry in entries:
-                if not stat.S_ISDIR(entry.st_mode or 0):
-                    found.append(prefix + entry.filename)
-                    continue
-                child = posixpath.join(remote, entry.filename)
-                if prefix.count("/") + 1 > DEPTH_LIMIT:
-                    raise too_deep(self._url(child))
-                self._judge(child, entry)
-                pending.append((child, prefix + entry.filename + "/"))
+        prefixes = {self._remote(""): ""}
+        while prefixes:
+            level, prefixes = prefixes, {}
+            with self._errors("list", next(iter(level))):
+                listed = list(listdir_attr(self._open(), list(level)))
+            for remote, entries in listed:
+                if isinstance(entries, Exception):
+                    with self._errors("list", remote):
+                        raise entries
+                prefix = level[remote]
+                for entry in entries or ():
+                    if not stat.S_ISDIR(entry.st_mode or 0):
+                        found.append(prefix + entry.filename)
+                        continue
+                    child = posixpath.join(remote, entry.filename)
+                    if prefix.count("/") + 1 > DEPTH_LIMIT:
+                        raise too_deep(self._url(child))
+                    self._judge(child, entry)
+                    prefixes[child] = prefix + entry.filename + "/"
         return sorted(found)
 
     # -- lock -----------------------------------------------------------------------------

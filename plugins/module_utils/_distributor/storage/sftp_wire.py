@@ -89,34 +89,62 @@ def user_names(sftp, uids: list[int]) -> list[str]:
     return [names.get_string().decode("utf-8", "replace") for _uid in uids]
 
 
-def listdir_attr(sftp, remote: str) -> list:
-    """paramiko's SFTPClient.listdir_attr, but names that are not UTF-8 are kept as surrogate
-    escapes instead of raising UnicodeDecodeError (paramiko decodes them strictly, and has no
-    option): the same requests, through its request helper."""
-    from paramiko.sftp import CMD_CLOSE, CMD_HANDLE, CMD_NAME, CMD_OPENDIR, CMD_READDIR, SFTPError
+LISTED_AT_ONCE = 64  # directories open on the server at once while a listing reads them
+
+
+def listdir_attr(sftp, remotes: list[str]) -> Iterator[tuple[str, object]]:
+    """paramiko's SFTPClient.listdir_attr for several directories at once: (remote, entries),
+    or (remote, None) when it does not exist, or (remote, the exception) when it cannot be
+    listed. Names that are not UTF-8 are kept as surrogate escapes instead of raising
+    UnicodeDecodeError (paramiko decodes them strictly, and has no option). The opens, the reads
+    and the closes of up to LISTED_AT_ONCE directories are each sent together (see Pipe)."""
+    for first in range(0, len(remotes), LISTED_AT_ONCE):
+        yield from _listdirs(Pipe(sftp), remotes[first:first + LISTED_AT_ONCE])
+
+
+def _listdirs(pipe, remotes: list[str]) -> list:
+    from paramiko.sftp import CMD_CLOSE, CMD_NAME, CMD_OPENDIR, CMD_READDIR, CMD_STATUS, SFTPError
     from paramiko.sftp_attr import SFTPAttributes
 
-    kind, message = sftp._request(CMD_OPENDIR, wire(remote))
-    if kind != CMD_HANDLE:
-        raise SFTPError("Expected handle")
-    handle = message.get_binary()
-    entries = []
-    try:
-        while True:
+    found: dict = {}
+    handles: dict = {}
+    for remote, number in [(remote, pipe.send(CMD_OPENDIR, wire(remote))) for remote in remotes]:
+        try:
+            handles[remote] = pipe.handle(number)
+            found[remote] = []
+        except FileNotFoundError:
+            found[remote] = None
+        except (OSError, SFTPError) as exc:
+            found[remote] = exc
+    reading = dict(handles)
+    while reading:
+        for remote, number in [(remote, pipe.send(CMD_READDIR, handle)) for remote, handle in reading.items()]:
+            kind, message = pipe.reply(number)
             try:
-                kind, message = sftp._request(CMD_READDIR, handle)
+                if kind == CMD_STATUS:
+                    pipe.sftp._convert_status(message)
+                if kind != CMD_NAME:
+                    raise SFTPError("Expected name response")
             except EOFError:
-                return entries
-            if kind != CMD_NAME:
-                raise SFTPError("Expected name response")
+                del reading[remote]
+                continue
+            except (OSError, SFTPError) as exc:
+                found[remote] = exc
+                del reading[remote]
+                continue
             for _index in range(message.get_int()):
                 name = message.get_string().decode("utf-8", "surrogateescape")
                 longname = message.get_string().decode("utf-8", "surrogateescape")
                 entry = SFTPAttributes._from_msg(message, name, longname)
                 if name not in (".", ".."):
-                    entries.append(entry)
-    finally:
-        sftp._request(CMD_CLOSE, handle)
+                    found[remote].append(entry)
+    for remote, number in [(remote, pipe.send(CMD_CLOSE, handle)) for remote, handle in handles.items()]:
+        try:
+            pipe.status(number)
+        except (OSError, SFTPError) as exc:
+            if isinstance(found[remote], list):
+                found[remote] = exc
+    return [(remote, found[remote]) for remote in remotes]
 
 
 class Pipe:
