@@ -101,8 +101,10 @@ def test_a_file_costs_seven_requests_sent_ahead_of_their_replies_and_written_tog
     (100_000, 50_001, 50_001),    # over the bound: never more than the bound asked for
     (0, 1, 1),
 ])
-def test_reads_sent_ahead_return_the_file_in_order_up_to_the_bound(place, expected, limit, wanted):
+@pytest.mark.parametrize("at_once", [2, sftp_wire.READS_AT_ONCE])
+def test_reads_sent_ahead_return_the_file_in_order_up_to_the_bound(place, expected, limit, wanted, at_once, monkeypatch):
     storage, site, _outside = place
+    monkeypatch.setattr(sftp_wire, "READS_AT_ONCE", at_once)
     storage.write_bytes("f.bin", b"")
     content = os.urandom(100_000)
     (site / "f.bin").write_bytes(content)

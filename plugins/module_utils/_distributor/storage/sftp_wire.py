@@ -18,6 +18,7 @@ from typing import Iterator
 
 LSETSTAT = "lsetstat@openssh.com"
 READ_SIZE = 32768  # the largest read OpenSSH's server answers whole (and paramiko asks)
+READS_AT_ONCE = 256  # reads unanswered at once (8 MiB): neither side's channel window fills
 POSIX_RENAME = "posix-rename@openssh.com"  # rename(2): replaces the target, which SSH_FXP_RENAME refuses
 USERS_GROUPS_BY_ID = "users-groups-by-id@openssh.com"
 
@@ -271,16 +272,17 @@ class Pipe:
 
 def read_ahead(sftp, handle: bytes, expected: int, limit: int) -> Iterator[bytes]:
     """The bytes of the open file `handle` in order, at most `limit` of them. Reads for the
-    `expected` bytes (its size when looked at) and one more past them are sent at once, so a file
-    of the size seen costs one round trip; past it (a file grown since) a read at a time. Never
-    more than `limit` is asked for, whatever the file's size."""
+    `expected` bytes (its size when looked at) and one more past them are sent at once (up to
+    READS_AT_ONCE), so a file of the size seen costs one round trip; past it (a file grown
+    since) a read at a time. Never more than `limit` is asked for, whatever the file's size."""
     from paramiko.sftp_client import int64
     from paramiko.sftp import CMD_READ
 
     pipe = Pipe(sftp)
     offset = 0
     while offset < limit:
-        starts = [start for start in sorted(set(range(offset, expected, READ_SIZE)) | {max(offset, expected)}) if start < limit]
+        starts = [start for start in sorted(set(range(offset, expected, READ_SIZE)) | {max(offset, expected)})
+                  if start < limit][:READS_AT_ONCE]
         ends = starts[1:] + [min(starts[-1] + READ_SIZE, limit)]
         numbers = [(start, pipe.send(CMD_READ, handle, int64(start), end - start)) for start, end in zip(starts, ends)]
         ended = False
