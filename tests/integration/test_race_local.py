@@ -3,8 +3,11 @@
 nothing else swaps directories of the bundle path with links to a root-only directory outside
 it, in a tight loop, while root publishes, replaces (deletes) and reviews with --check --diff,
 with directory_mode 0777 and owner/group set to that account, and force (so that publishes also
-delete what the swapper leaves in their way). The directory outside must never change (mode,
-owner, entries, content), and nothing read there may reach a diff. The same test against the
+delete what the swapper leaves in their way), and every publish verifies its outputs' digests
+(verify: sha256). The directory outside must never change (mode, owner, entries, content), none
+of its files may be read (their access times stay where the test put them: the outputs are as
+long as the secret there, so a measure that followed a link would hash it), and nothing read
+there may reach a diff. The same test against the
 by-name storage of 0.1.0 fails within seconds (its outside directory is chmodded, chowned,
 written into or emptied)."""
 
@@ -27,14 +30,17 @@ import pytest
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest_build import create_manifest
 from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.stateinfo import state_info
 
 SWAPPER = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "swapper.py")
 RACE_SECONDS = float(os.environ.get("DISTRIBUTOR_RACE_SECONDS", "12"))
 SECRET = b"SECRET outside the root"
 BUNDLES = {
-    "first": {"docs/a.html": b"a1", "docs/sub/b.html": b"b1", "docs/sub/deeper/c.html": b"c1", "top.html": b"t1"},
-    "changed": {"docs/a.html": b"a2", "docs/sub/b.html": b"b2", "docs/sub/deeper/c.html": b"c2", "top.html": b"t2"},
-    "other": {"docs/x.html": b"x1", "docs/sub/y.html": b"y1", "top.html": b"t3"},
+    name: {path: data.ljust(len(SECRET), b".") for path, data in files.items()} for name, files in {
+        "first": {"docs/a.html": b"a1", "docs/sub/b.html": b"b1", "docs/sub/deeper/c.html": b"c1", "top.html": b"t1"},
+        "changed": {"docs/a.html": b"a2", "docs/sub/b.html": b"b2", "docs/sub/deeper/c.html": b"c2", "top.html": b"t2"},
+        "other": {"docs/x.html": b"x1", "docs/sub/y.html": b"y1", "top.html": b"t3"},
+    }.items()
 }
 SWAPPED = ["docs", "docs/sub", "docs/sub/deeper"]
 
@@ -52,6 +58,20 @@ def _snapshot(top: str) -> dict:
                     digest = hashlib.sha256(handle.read()).hexdigest()
             found[os.path.relpath(path, top)] = (info.st_mode, info.st_uid, info.st_gid, digest)
     return found
+
+
+def _unread(top: str) -> None:
+    """Access times of every file under `top` set to the epoch: a read (relatime) moves them."""
+    for directory, _dirs, files in os.walk(top):
+        for name in files:
+            path = os.path.join(directory, name)
+            os.utime(path, (0, os.lstat(path).st_mtime), follow_symlinks=False)
+
+
+def _read_since(top: str) -> list:
+    """The files under `top` read since _unread."""
+    return sorted(os.path.join(directory, name) for directory, _dirs, files in os.walk(top) for name in files
+                  if os.lstat(os.path.join(directory, name)).st_atime != 0)
 
 
 def _attacker() -> tuple[list, int, int]:
@@ -101,8 +121,9 @@ class Race:
 
 
 def race(arena: dict, destination: dict) -> Race:
-    """Publish, check --diff and replace the three bundles in turn for RACE_SECONDS while the
-    swapper races them as the attacker's account."""
+    """Publish, check --diff and replace the three bundles in turn, each publish verifying its
+    outputs and each round ending with a state_info that measures them all, for RACE_SECONDS
+    while the swapper races them as the attacker's account."""
     pause = os.environ.get("DISTRIBUTOR_RACE_PAUSE", "0.0005")
     targets = [os.path.join(arena["site"], d) for d in SWAPPED]
     swapper = subprocess.Popen(arena["command"] + [str(RACE_SECONDS), pause, arena["outside"]] + targets,
@@ -119,12 +140,18 @@ def race(arena: dict, destination: dict) -> Race:
                 kind = "check" if check else "publish"
                 try:
                     result = publish(arena["bundles"][name], {"id": "p"}, destination, check_mode=check, force=True,
-                                     diff_contents=check, lock_timeout=5)
+                                     diff_contents=check, lock_timeout=5, verify="sha256")
                 except DistributorError as error:
                     outcomes["%s %s" % (kind, error.reason)] += 1
                     continue
                 outcomes[kind + " ok"] += 1
                 shown += SECRET.decode() in repr(result.get("diff"))
+            try:
+                state_info(destination, pipeline_id="p", verify="sha256")
+            except DistributorError as error:
+                outcomes["verify " + error.reason] += 1
+            else:
+                outcomes["verify ok"] += 1
     finally:
         swaps = int(swapper.communicate(timeout=RACE_SECONDS + 30)[0] or 0)
     assert swaps > 1000, "the swapper did not race (%d swaps)" % swaps
@@ -139,8 +166,10 @@ def test_a_racing_swapper_never_moves_an_operation_outside_the_bundle_path(arena
         "path": "site",
     }
     before = _snapshot(arena["outside"])
+    _unread(arena["outside"])
     result = race(arena, destination)
     print("race: %d runs, %d swaps, outcomes %s" % (sum(result.outcomes.values()), result.swaps, dict(result.outcomes)))
+    assert _read_since(arena["outside"]) == [], "a file outside the root was read"
     assert _snapshot(arena["outside"]) == before, "the directory outside the root changed"
     assert result.shown == 0, "a diff showed content from outside the root"
     assert sum(result.outcomes.values()) >= 30, result.outcomes

@@ -67,7 +67,8 @@ def test_sftp_publishes_raced_by_a_swapper_never_change_the_outside_directory(ar
     """test_race_local.py's race over SFTP: its arena (a bundle path `site` the attacker's
     account owns, a root-only `outside` holding a secret at each output's name) and its swapper
     (docs, docs/sub and docs/sub/deeper exchanged with links to `outside`, as nobody), with
-    directory_mode 0777 and owner/group set to the attacker's account, and force."""
+    directory_mode 0777 and owner/group set to the attacker's account, and force; publishes
+    verify their outputs' digests and each round ends with state_info's verify, as locally."""
     destination = {"id": "web", "path": "site", "storage": sshd_server.storage(
         os.path.join(arena["top"], "www"), directory_mode="0777", file_mode="0666", owner=arena["uid"], group=arena["gid"])}
     before = _snapshot(arena["outside"])
@@ -83,4 +84,5 @@ def test_sftp_publishes_raced_by_a_swapper_never_change_the_outside_directory(ar
     assert sum(outcomes.values()) >= 10, outcomes  # each SFTP run costs round trips a local one does not
     assert after["."][:3] == before["."][:3], "the mode or owner of the directory outside the root changed"
     assert shown == 0, "a diff showed content from outside the root"
-    assert set(outcomes) <= {"publish ok", "check ok", "publish storage_error", "check storage_error"}, outcomes
+    assert set(outcomes) <= {"publish ok", "check ok", "publish storage_error", "check storage_error",
+                             "verify ok", "verify storage_error"}, outcomes

@@ -41,12 +41,12 @@ class MemoryStorage(Storage):
         data = self.files.get(self._key(path))
         return None if data is None else data[:limit + 1]
 
-    def measure(self, path: str, digest: bool) -> tuple[int, str | None] | None:
+    def measure(self, path: str, size: int, digest: bool) -> tuple[int, str | None] | None:
         self.fault("measure", path)
         data = self.files.get(self._key(path))
         if data is None:
             return None
-        return len(data), "sha256:" + hashlib.sha256(data).hexdigest() if digest else None
+        return len(data), "sha256:" + hashlib.sha256(data[:size + 1]).hexdigest() if digest and len(data) == size else None
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
         staged = self._key(temp_name(path, self.token))

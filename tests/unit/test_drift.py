@@ -72,12 +72,12 @@ def test_find_drift_measures_only_listed_records():
                       size=4, created_at="", updated_at="", owner=key, source_id="", source_digest="", source_created="") for p in ("gone", "short", "same")]
     measured = []
 
-    def measure(path, digest):
-        measured.append((path, digest))
+    def measure(path, size, digest):
+        measured.append((path, size, digest))
         return {"short": (2, None), "same": (4, None)}[path]
 
     assert find_drift(records, frozenset({"short", "same"}), measure, "size") == (["gone"], ["short"])
-    assert measured == [("same", False), ("short", False)]
+    assert measured == [("same", 4, False), ("short", 4, False)]
 
 
 def test_repaired_outputs_are_invalidated_like_any_other_write(tmp_path):

@@ -75,6 +75,18 @@ def after_request(monkeypatch, session, name: str, when, action) -> None:
     monkeypatch.setattr(session, name, wrapped)
 
 
+def before_commit(monkeypatch, storage, action) -> None:
+    """Run `action` on the staged files of a window once they are all staged, right before
+    their way and their names are looked at again and they are renamed."""
+    real = storage._commit_window
+
+    def wrapped(items):
+        action(items)
+        return real(items)
+
+    monkeypatch.setattr(storage, "_commit_window", wrapped)
+
+
 # -- judging directories ------------------------------------------------------------------
 
 
@@ -214,8 +226,7 @@ def test_a_directory_swapped_before_a_rename_leads_nothing_outside(place, monkey
     storage = open_one()
     storage.write_bytes("docs/a.html", b"first")
     before = attributes(outside), (outside / "a.html").read_bytes()
-    after_request(monkeypatch, storage._open(), "open", lambda remote: "/docs/.distributor.tmp." in remote,
-                  lambda: swap_for_link(root / "site" / "docs", outside))
+    before_commit(monkeypatch, storage, lambda _items: swap_for_link(root / "site" / "docs", outside))
     expect_error("storage_error", storage.write_bytes, "docs/a.html", b"second")
     assert (attributes(outside), (outside / "a.html").read_bytes()) == before
 
@@ -284,13 +295,7 @@ def test_a_staged_file_changed_before_its_rename_is_not_published(place, monkeyp
     """The staged file is compared with what its own handle saw (mode, owner, size, time)."""
     open_one, root, _outside = place
     storage = open_one(file_mode="0640")
-    real_commit = storage._commit
-
-    def commit(item):
-        os.chmod(item.staged, 0o666)
-        return real_commit(item)
-
-    monkeypatch.setattr(storage, "_commit", commit)
+    before_commit(monkeypatch, storage, lambda items: os.chmod(items[0].staged, 0o666))
     error = expect_error("storage_error", storage.write_bytes, "a.html", b"a")
     assert "replaced or removed" in error.message
     assert not (root / "site" / "a.html").exists()

@@ -46,11 +46,17 @@ def temp_name(path: str, token: str) -> str:
 MEASURE_CHUNK = 1024 * 1024
 
 
-def hash_stream(read: Callable[[int], bytes]) -> str:
-    """`sha256:<hex>` of what `read(n)` yields until it returns nothing, MEASURE_CHUNK at a time."""
+def hash_stream(read: Callable[[int], bytes], limit: int) -> str:
+    """`sha256:<hex>` of what `read(n)` yields until it returns nothing or `limit` bytes came,
+    MEASURE_CHUNK at a time: a file that grew after it was measured is hashed one byte past its
+    recorded size (so it differs), never read to its end."""
     digest = hashlib.sha256()
-    for chunk in iter(lambda: read(MEASURE_CHUNK), b""):
+    while limit > 0:
+        chunk = read(min(MEASURE_CHUNK, limit))
+        if not chunk:
+            break
         digest.update(chunk)
+        limit -= len(chunk)
     return "sha256:" + digest.hexdigest()
 
 
@@ -101,11 +107,13 @@ class Storage:
         tells the caller that the file is over its bound (see limits.py)."""
         raise NotImplementedError
 
-    def measure(self, path: str, digest: bool) -> tuple[int, str | None] | None:
-        """(size, `sha256:<hex>` when `digest`, else None) of a managed output, or None when it is
-        not there: publish's and state_info's `verify` compare it with the output's record. The
-        content is streamed through a bounded buffer, never held whole; S3 answers from the
-        full-object checksum it keeps when there is one."""
+    def measure(self, path: str, size: int, digest: bool) -> tuple[int, str | None] | None:
+        """(size, `sha256:<hex>` or None) of a managed output, or None when it is not there:
+        publish's and state_info's `verify` compare it with the output's record. The digest is
+        taken only when `digest` is asked and the size found is the recorded `size`: a file of
+        another size has drifted already, so a planted file of any size costs a look, never a
+        read. The content is streamed through a bounded buffer, at most `size + 1` bytes, never
+        held whole; S3 answers from the full-object checksum it keeps when there is one."""
         raise NotImplementedError
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:

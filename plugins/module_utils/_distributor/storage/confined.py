@@ -84,10 +84,10 @@ class ConfinedStorage(Storage):
         with self._reported("read", self._inside(path)):
             return self.inner.read_bytes(path, limit)
 
-    def measure(self, path: str, digest: bool) -> tuple[int, str | None] | None:
+    def measure(self, path: str, size: int, digest: bool) -> tuple[int, str | None] | None:
         """Confined like a read."""
         with self._reported("inspect", self._inside(path)):
-            return self.inner.measure(path, digest)
+            return self.inner.measure(path, size, digest)
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
         """Confined, under the lease, and a record only after a fresh look at the lock."""

@@ -168,13 +168,17 @@ class LocalStorage(Storage):
             with os_errors("read", self.describe(path)):
                 return read_at_most(fd, limit)
 
-    def measure(self, path: str, digest: bool) -> tuple[int, str | None] | None:
-        """Opened like read_bytes: a link put in an output's place is refused as a read is."""
+    def measure(self, path: str, size: int, digest: bool) -> tuple[int, str | None] | None:
+        """Opened like read_bytes: a link put in an output's place is refused as a read is. The
+        size is the open file's own, so the file hashed is the file measured."""
         with self._reading(path) as fd:
             if fd is None:
                 return None
             with os_errors("read", self.describe(path)):
-                return os.fstat(fd).st_size, hash_stream(lambda count: os.read(fd, count)) if digest else None
+                found = os.fstat(fd).st_size
+                if not digest or found != size:
+                    return found, None
+                return found, hash_stream(lambda count: os.read(fd, count), size + 1)
 
     def exists(self, path: str) -> bool:
         """Walked from the root descriptor like every other look: a link on the way is refused, not followed.

@@ -137,25 +137,29 @@ class S3Storage(Storage):
         """One ranged GET of at most limit+1 bytes, so a planted huge object is never read whole."""
         return self._read(self._key(path), limit)
 
-    def measure(self, path: str, digest: bool) -> tuple[int, str | None] | None:
-        """One HEAD; the stored ChecksumSHA256 is the digest when it is of the full object (a
-        multipart upload's composite "<digest>-<parts>" is not), else the object is read."""
+    def measure(self, path: str, size: int, digest: bool) -> tuple[int, str | None] | None:
+        """One HEAD; an object of another size than `size` is not read. The stored ChecksumSHA256
+        is the digest when it is of the full object (a multipart upload's composite
+        "<digest>-<parts>" is not), else a ranged GET reads at most `size + 1` bytes: the object
+        may have been replaced by a larger one since the HEAD."""
         key = self._key(path)
         head = self._call("inspect", key, "head_object", NOT_FOUND, Key=key, ChecksumMode="ENABLED")
         if head is None:
             return None
-        size = head["ContentLength"]
-        if not digest:
-            return size, None
+        found = head["ContentLength"]
+        if not digest or found != size:
+            return found, None
         stored = head.get("ChecksumSHA256") or ""
         if stored and "-" not in stored and head.get("ChecksumType", "FULL_OBJECT") == "FULL_OBJECT":
-            return size, "sha256:" + base64.b64decode(stored).hex()
-        reply = self._call("read", key, "get_object", NOT_FOUND, Key=key)
+            return found, "sha256:" + base64.b64decode(stored).hex()
+        if not found:
+            return found, "sha256:" + hashlib.sha256(b"").hexdigest()
+        reply = self._call("read", key, "get_object", NOT_FOUND, Key=key, Range="bytes=0-%d" % size)
         if reply is None:
             return None
         with self._errors("read", key):
             try:
-                return size, hash_stream(reply["Body"].read)
+                return found, hash_stream(reply["Body"].read, size + 1)
             finally:
                 reply["Body"].close()
 

@@ -1,10 +1,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """A directory on an SSH server, reached over SFTP with paramiko.
 
-One connection serves the whole run (sftp_connect). Within a file, writes are pipelined so
-throughput is not bound by the round-trip time; across files, several SFTP channels of that
-connection work at once, because each small file still waits for five round trips. Every path is
-found and checked by sftp_paths; SFTP acts by path, so what that leaves open is said in
+One connection serves the whole run (sftp_connect). Files are written in batches whose requests
+are sent ahead of their replies, over a few channels of that connection (sftp_batch). Every path
+is found and checked by sftp_paths; SFTP acts by path, so what that leaves open is said in
 sftp_private and docs/operations.md.
 """
 
@@ -12,35 +11,32 @@ from __future__ import annotations
 
 import getpass
 import posixpath
-import queue
 import stat
 import threading
 import traceback
-from contextlib import suppress
-from typing import Callable, ContextManager, Iterable, NamedTuple
+from typing import ContextManager, Iterable
 
 from ..attributes import parse_mode
 from ..errors import DistributorError, MissingLibrary
 from ..limits import DEPTH_LIMIT, LOCK_EXPIRY_SECONDS
 from ..paths import is_reserved
 from ..regular import kind_of
-from .base import Storage, hash_stream, in_parallel, not_a_record
+from .base import Storage, hash_stream, not_a_record
 from .lease import Lease, held
 from .sftp_connect import SftpConnection, check_config
 from .sftp_lock import SftpLock
-from .refusals import disappeared, staged_replaced, too_deep
+from .refusals import too_deep
+from .sftp_batch import SftpBatch
 from .sftp_paths import SftpPaths
-from .sftp_wire import listdir_attr
+from .sftp_wire import identity, listdir_attr, read_ahead
 from .sftp_wire import wire as _wire
 
-CHANNELS = 3  # SFTP channels writing at once; OpenSSH allows 10 sessions a connection by default
-BATCH_FILES = 1024  # files staged before the first of them is renamed
 READ_ATTEMPTS = 3  # looks at a file that changed between the look and the open (see read_bytes)
 
 
-class SftpStorage(SftpConnection, SftpPaths, Storage):
-    """The file operations of SFTP storage; the connection (sftp_connect) and the way to each path
-    (sftp_paths) are its halves, the lock is sftp_lock's."""
+class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
+    """The file operations of SFTP storage; the connection (sftp_connect), the way to each path
+    (sftp_paths) and the batched writes (sftp_batch) are its parts, the lock is sftp_lock's."""
     def __init__(self, storage: dict, base: str, token: str):
         super().__init__(token)
         self.host = storage.get("host") or ""
@@ -72,7 +68,6 @@ class SftpStorage(SftpConnection, SftpPaths, Storage):
         self._extensions: frozenset = frozenset()
         self._staging_dirs: set[str] = set()
         self._staging_lock = threading.RLock()  # also held while a missing directory is made (see _create)
-        self._worker = threading.local()
 
     def close(self) -> None:
         """The run's one connection is closed with the storage, and what it remembered of the tree."""
@@ -85,32 +80,22 @@ class SftpStorage(SftpConnection, SftpPaths, Storage):
     # -- files ----------------------------------------------------------------------------
 
     def _read(self, remote: str, limit: int) -> bytes | None:
-        """Prefetching requests every block at once; read block by block, a large file would
-        take one round trip per 32 KiB. Both stop at `limit + 1` bytes: the server sends no more,
-        whatever the file's size. Only the reserved names and managed outputs are read, and what
-        is there is looked at first: the server would block opening a FIFO, and the whole
-        session with it. (SFTP has no non-blocking open: docs/operations.md states the window
-        left.) The way is looked at again right before the open, and the opened file must be the
-        one looked at (see _identity): a directory swapped for a link in between would otherwise
-        show another file's content, a diff of a file outside the root (_NotAsSeen)."""
+        """Every block is asked for at once (read_ahead); read block by block, a large file would
+        take one round trip per 32 KiB. It stops at `limit + 1` bytes: the server sends no more,
+        whatever the file's size."""
         attrs = self._looked_at(remote)
-        if attrs is None:
+        handle = None if attrs is None else self._open_as_seen(remote, attrs)
+        if handle is None:
             return None
-        with self._errors("read", remote):
-            try:
-                with self._open().open(_wire(remote), "rb") as handle:
-                    if _identity(handle.stat()) != _identity(attrs):
-                        raise _NotAsSeen("storage_error", "cannot read %s: another file was there when it was "
-                                         "opened; something else changed the destination during this run"
-                                         % self._url(remote))
-                    handle.prefetch(min(attrs.st_size or 0, limit + 1))
-                    return _read_up_to(handle, limit + 1)
-            except FileNotFoundError:
-                return None
+        with self._errors("read", remote), handle:
+            return b"".join(read_ahead(handle.sftp, handle.handle, attrs.st_size or 0, limit + 1))
 
     def _looked_at(self, remote: str):
         """The attributes of a regular file at `remote` whose way there is still the checked one;
-        None when absent. Anything else at the name is refused rather than opened."""
+        None when absent. Only the reserved names and managed outputs are read, and what is there
+        is looked at first: anything else at the name is refused rather than opened (the server
+        would block opening a FIFO, and the whole session with it; SFTP has no non-blocking open:
+        docs/operations.md states the window left)."""
         attrs = self._lstat(remote)
         if attrs is None:
             return None
@@ -120,6 +105,27 @@ class SftpStorage(SftpConnection, SftpPaths, Storage):
         if not self._check_directories(posixpath.dirname(remote)):
             return None
         return attrs
+
+    def _open_as_seen(self, remote: str, attrs):
+        """The file at `remote` opened for reading, when it is the one `attrs` were looked at
+        (see _identity); None when it is gone. The way is looked at again right before the open
+        (_looked_at), and a directory swapped for a link in between would otherwise show another
+        file's content: a diff or a digest of a file outside the root (_NotAsSeen)."""
+        with self._errors("read", remote):
+            try:
+                handle = self._open().open(_wire(remote), "rb")
+            except FileNotFoundError:
+                return None
+            try:
+                seen = handle.stat()
+            except BaseException:
+                handle.close()
+                raise
+        if identity(seen) != identity(attrs):
+            handle.close()
+            raise _NotAsSeen("storage_error", "cannot read %s: another file was there when it was opened; something "
+                             "else changed the destination during this run" % self._url(remote))
+        return handle
 
     def read_bytes(self, path: str, limit: int) -> bytes | None:
         """A file rewritten in place between the look and the open (the lock, which its holder
@@ -132,146 +138,24 @@ class SftpStorage(SftpConnection, SftpPaths, Storage):
                 continue
         return self._read(remote, limit)
 
-    def measure(self, path: str, digest: bool) -> tuple[int, str | None] | None:
+    def measure(self, path: str, size: int, digest: bool) -> tuple[int, str | None] | None:
         """The lstat gives the size, once the way to it is checked as _read checks it (a directory
-        swapped for a link must not report a file outside the root); the digest streams the file."""
+        swapped for a link must not report a file outside the root). Only a file of the recorded
+        `size` is opened, and no more than it and one byte is asked for: a planted file of any
+        size is never buffered."""
         remote = self._remote(path)
         attrs = self._looked_at(remote)
         if attrs is None:
             return None
-        if not digest:
-            return attrs.st_size or 0, None
-        with self._errors("read", remote):
-            try:
-                with self._open().open(_wire(remote), "rb") as handle:
-                    if _identity(handle.stat()) != _identity(attrs):
-                        raise DistributorError("storage_error", "cannot read %s: another file was there when it was "
-                                               "opened; something else changed the destination during this run"
-                                               % self._url(remote))
-                    handle.prefetch(attrs.st_size or 0)
-                    return attrs.st_size or 0, hash_stream(handle.read)
-            except FileNotFoundError:
-                return None
-
-    def write(self, path: str, chunks: Iterable[bytes]) -> None:
-        """One file through the same staged, checked path as write_many."""
-        try:
-            self._commit(self._stage(path, chunks))
-        finally:
-            self._drop_staging()
-
-    def write_many(self, items: Iterable[tuple[str, Callable[[], Iterable[bytes]]]]) -> None:
-        """Like local storage, a batch of files is all staged before any of them is renamed, so
-        a failure while staging (a directory that refuses writes, a source that changed) leaves
-        every old output of the batch as it was. Both steps run up to CHANNELS files at once,
-        each worker on an SFTP channel lent to it for that file (one SFTPClient is not safe for
-        concurrent use); every file takes the same checked path as write()."""
-        work = list(items)
-        if not work:
-            return
-        sessions = [self._open()] + self._extra_sessions(min(CHANNELS, len(work)) - 1)
-        idle: queue.SimpleQueue = queue.SimpleQueue()
-        for session in sessions:
-            idle.put(session)
-
-        def on_a_channel(task: Callable) -> Callable:
-            """`task` run on a channel borrowed from `idle` for the duration of one item."""
-            def run(argument) -> None:
-                session = self._worker.session = idle.get()
-                try:
-                    task(argument)
-                finally:
-                    self._worker.session = None
-                    idle.put(session)
-            return run
-
-        try:
-            for first in range(0, len(work), BATCH_FILES):
-                staged: list[_Staged] = []
-                try:
-                    in_parallel(len(sessions), on_a_channel(lambda item: staged.append(self._stage(item[0], item[1]()))),
-                                work[first:first + BATCH_FILES])
-                    in_parallel(len(sessions), on_a_channel(self._commit), staged)
-                except BaseException:
-                    for item in staged:
-                        self._discard(item.staged)
-                    raise
-        finally:
-            for session in sessions[1:]:
-                with suppress(Exception):
-                    session.close()
-            self._drop_staging()
-
-    def _stage(self, path: str, chunks: Iterable[bytes]) -> _Staged:
-        """`chunks` uploaded to a new file in the attempt's staging directory beside `path`."""
-        target = self._remote(path, create_parents=True)
-        staged = posixpath.join(self._staging(path), posixpath.basename(target))
-        try:
-            return _Staged(staged, target, *self._upload(staged, chunks))
-        except BaseException:
-            self._discard(staged)
-            raise
-
-    def _commit(self, item: _Staged) -> None:
-        """The staged file checked to be the one this attempt wrote, the way to it looked at
-        again, then renamed over its target. Source and target share every directory but the
-        staging one, which exists only where this attempt made it: a directory swapped for a
-        link since the check leads the rename's source to a name that does not exist."""
-        try:
-            self._verify(item)
-            if not self._check_directories(posixpath.dirname(item.staged)):
-                raise disappeared(self._url(posixpath.dirname(item.staged)))
-            with self._errors("rename into place", item.target):
-                self._open().posix_rename(_wire(item.staged), _wire(item.target))
-        except BaseException:
-            self._discard(item.staged)
-            raise
-
-    def _upload(self, staged: str, chunks: Iterable[bytes]) -> tuple[int, tuple]:
-        """Stream `chunks` to a new file `staged` (exclusive create: never opened through a name
-        that exists, link or not); the chunk iterator's own exceptions pass unchanged. The
-        number of bytes sent, and the file as its handle sees it once written and settled."""
-        sftp = self._open()
-        with self._errors("write", staged):
-            handle = sftp.open(_wire(staged), "wx")
-            handle.set_pipelined(True)
-        written = 0
-        try:
-            for chunk in chunks:
-                with self._errors("write", staged):
-                    handle.write(chunk)
-                written += len(chunk)
-            self._settle(staged, self.file_mode, handle)
-            with self._errors("write", staged):
-                handle.flush()
-                identity = _identity(handle.stat())
-        except BaseException:
-            with suppress(Exception):
-                handle.close()
-            raise
-        with self._errors("write", staged):
-            handle.close()
-        return written, identity
-
-    def _verify(self, item: _Staged) -> None:
-        """Right before the rename: the staged name still holds the file this attempt wrote,
-        as its handle last saw it (type, mode, owner, size, time), of every byte sent. Pipelined
-        writes are not acknowledged one by one and paramiko drops the errors of unacknowledged
-        writes at close, so a short file (a full disk, say) is caught here, before the rename
-        publishes it."""
-        attrs = self._lstat(item.staged)
-        if attrs is None or not stat.S_ISREG(attrs.st_mode or 0) or _identity(attrs) != item.identity:
-            raise staged_replaced(self._url(item.target), self._url(item.staged))
-        if attrs.st_size != item.written:
-            raise DistributorError(
-                "storage_error", "cannot write %s: only %d of %d bytes arrived (is the disk full?)"
-                % (self._url(item.staged), attrs.st_size, item.written))
-
-    def _discard(self, remote: str) -> None:
-        """Best effort: a staged name is reserved and derived from the token, so recovery finds
-        whatever this leaves behind."""
-        with suppress(Exception):
-            self._open().remove(_wire(remote))
+        found = attrs.st_size or 0
+        if not digest or found != size:
+            return found, None
+        handle = self._open_as_seen(remote, attrs)
+        if handle is None:
+            return None
+        with self._errors("read", remote), handle:
+            chunks = read_ahead(handle.sftp, handle.handle, size, size + 1)
+            return found, hash_stream(lambda _count: next(chunks, b""), size + 1)
 
     def _remove(self, remote: str, action: str) -> bool:
         """Remove a file by name, the way to it looked at again right before: True when it was there."""
@@ -360,28 +244,31 @@ class SftpStorage(SftpConnection, SftpPaths, Storage):
 
     def list_files(self) -> list[str]:
         """Directory entries carry lstat attributes, so symlinks are listed, never followed. The
-        walk keeps its own stack, so a planted tree of any depth is refused past DEPTH_LIMIT
+        walk goes a level at a time (each level's directories read together, see
+        sftp_wire.listdir_attr), so a planted tree of any depth is refused past DEPTH_LIMIT
         levels (storage_error) instead of exhausting Python's recursion. A directory that cannot
         be listed fails the listing (storage_error): taken as empty, its files would be
         overwritten unseen. Each directory is judged (see _judge) before it is listed."""
         found: list[str] = []
-        pending = [(self._remote(""), "")]
-        while pending:
-            remote, prefix = pending.pop()
-            with self._errors("list", remote):
-                try:
-                    entries = listdir_attr(self._open(), remote)
-                except FileNotFoundError:
-                    continue
-            for entry in entries:
-                if not stat.S_ISDIR(entry.st_mode or 0):
-                    found.append(prefix + entry.filename)
-                    continue
-                child = posixpath.join(remote, entry.filename)
-                if prefix.count("/") + 1 > DEPTH_LIMIT:
-                    raise too_deep(self._url(child))
-                self._judge(child, entry)
-                pending.append((child, prefix + entry.filename + "/"))
+        prefixes = {self._remote(""): ""}
+        while prefixes:
+            level, prefixes = prefixes, {}
+            with self._errors("list", next(iter(level))):
+                listed = list(listdir_attr(self._open(), list(level)))
+            for remote, entries in listed:
+                if isinstance(entries, Exception):
+                    with self._errors("list", remote):
+                        raise entries
+                prefix = level[remote]
+                for entry in entries or ():
+                    if not stat.S_ISDIR(entry.st_mode or 0):
+                        found.append(prefix + entry.filename)
+                        continue
+                    child = posixpath.join(remote, entry.filename)
+                    if prefix.count("/") + 1 > DEPTH_LIMIT:
+                        raise too_deep(self._url(child))
+                    self._judge(child, entry)
+                    prefixes[child] = prefix + entry.filename + "/"
         return sorted(found)
 
     # -- lock -----------------------------------------------------------------------------
@@ -393,28 +280,3 @@ class SftpStorage(SftpConnection, SftpPaths, Storage):
 
 class _NotAsSeen(DistributorError):
     """The file opened is not the one looked at (see _read)."""
-
-
-class _Staged(NamedTuple):
-    staged: str
-    target: str
-    written: int
-    identity: tuple  # the staged file as its own handle saw it last (see _identity)
-
-
-def _read_up_to(handle, size: int) -> bytes:
-    """At most `size` bytes of an open file, a request's worth at a time: paramiko's own
-    read(size) grows one bytes object by each reply it gets, copying it again every time."""
-    chunks, left = [], size
-    while left:
-        chunk = handle.read(min(left, handle.MAX_REQUEST_SIZE))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
-
-
-def _identity(attrs) -> tuple:
-    """What SFTP version 3 tells of a file that can single it out: it has no inode number."""
-    return attrs.st_mode, attrs.st_uid, attrs.st_gid, attrs.st_size, attrs.st_mtime

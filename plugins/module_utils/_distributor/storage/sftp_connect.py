@@ -60,10 +60,7 @@ class SftpConnection:
     # -- connection -----------------------------------------------------------------------
 
     def _open(self):
-        """The SFTP session, connecting on first use; in a write_many worker, that worker's."""
-        lent = getattr(self._worker, "session", None)
-        if lent is not None:
-            return lent
+        """The SFTP session, connecting on first use."""
         if self._session is None:
             client = self._paramiko.SSHClient()
             try:

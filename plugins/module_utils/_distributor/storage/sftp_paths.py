@@ -22,7 +22,7 @@ from ..paths import join
 from .base import staging_dir
 from .refusals import disappeared, link_refused, not_a_directory, not_private, staging_taken
 from .sftp_private import foreign_owner, shared_refusal, shared_warning, writable_by_others
-from .sftp_wire import LSETSTAT, USERS_GROUPS_BY_ID, lsetstat, lstat_many, user_names
+from .sftp_wire import LSETSTAT, USERS_GROUPS_BY_ID, Pipe, lsetstat, lstat_many, user_names
 from .sftp_wire import wire as _wire
 
 DEFAULT_DIRECTORY_MODE = 0o777  # asked of mkdir without a directory_mode: the server's umask applies, as for mkdir(1)
@@ -33,8 +33,9 @@ class SftpPaths:
 
     # -- paths ----------------------------------------------------------------------------
 
-    def _remote(self, path: str, create_parents: bool = False) -> str:
-        """The remote path of `path`, refusing any symlink between the root and it.
+    def _remote(self, path: str, create_parents: bool = False, look_at_name: bool = True) -> str:
+        """The remote path of `path`, refusing any symlink between the root and it (the last
+        name not looked at unless `look_at_name`: write_many asks with its open, see Pipe).
 
         Directories already checked on this connection are remembered: a publish touches the
         same few directories for every file, and each check is a round trip. Where a path is
@@ -53,7 +54,7 @@ class SftpPaths:
         above_base = len([part for part in self.base.split("/") if part])
         for index, part in enumerate(parts):
             current = posixpath.join(current, part)
-            if current in self._dirs:
+            if current in self._dirs or (not look_at_name and index == len(parts) - 1):
                 continue
             attrs = self._lstat(current)
             if attrs is None:
@@ -74,13 +75,22 @@ class SftpPaths:
         """Whether every directory from below the root down to `remote_dir` exists, looked at
         right now (nothing remembered; all of them in one round trip, see lstat_many);
         storage_error when one is a symbolic link or not a directory."""
-        way = []
-        for part in [p for p in remote_dir[len(self.root):].split("/") if p]:
-            way.append(posixpath.join(way[-1] if way else self.root, part))
+        way = self._way(remote_dir)
         if not way:
             return True
         with self._errors("inspect", remote_dir):
             seen = lstat_many(self._open(), way)
+        return self._judge_way(way, seen)
+
+    def _way(self, remote_dir: str) -> list[str]:
+        """The directories from below the root down to `remote_dir`, each to be looked at."""
+        way: list[str] = []
+        for part in [p for p in remote_dir[len(self.root):].split("/") if p]:
+            way.append(posixpath.join(way[-1] if way else self.root, part))
+        return way
+
+    def _judge_way(self, way: list[str], seen: list) -> bool:
+        """_check_directories' verdict on the attributes `seen` of the directories of `way`."""
         for current, attrs in zip(way, seen):
             if attrs is None:
                 return False
@@ -254,63 +264,86 @@ class SftpPaths:
         with self._errors("set permissions of", remote):
             lsetstat(self._open(), remote, mode, ids)
 
-    def _settle(self, remote: str, mode: int | None, handle) -> None:
-        """Apply the configured mode and numeric ownership to a staged file before its rename,
-        through its open `handle` (FSETSTAT: no name is resolved), so an output never appears
-        with other permissions. An unset owner or group keeps the server's (-1 is not sent:
-        SFTP sets both ids at once)."""
-        with self._errors("set permissions of", remote):
-            if mode is not None:
-                handle.chmod(mode)
-            if self.ids != (-1, -1):
-                uid, gid = self.ids
-                if -1 in self.ids:
-                    attrs = handle.stat()
-                    uid, gid = (attrs.st_uid if uid == -1 else uid), (attrs.st_gid if gid == -1 else gid)
-                handle.chown(uid, gid)
-
     def _staging(self, path: str) -> str:
         """This attempt's staging directory beside `path` (see base.staging_dir), made on first
-        use; write_many's workers meet the same new directory at once, and only one of them may
-        make it."""
-        remote = posixpath.join(self.root, join(self.base, staging_dir(path, self.token)))
+        use (write_many makes a window's at once, see _make_stagings)."""
+        remote = self._staging_of(path)
         if remote not in self._staging_dirs:
-            with self._staging_lock:
-                if remote not in self._staging_dirs:
-                    self._make_staging(remote)
+            self._make_stagings([remote])
         return remote
 
-    def _make_staging(self, remote: str) -> None:
-        """mkdir neither follows nor reuses what is at the name; the way to it is checked right
+    def _staging_of(self, path: str) -> str:
+        return posixpath.join(self.root, join(self.base, staging_dir(path, self.token)))
+
+    def _make_stagings(self, remotes: list[str]) -> None:
+        """mkdir neither follows nor reuses what is at the name; the way to each is checked right
         before and right after, and what is there must be a private directory of the SFTP
         account: one that someone who read the attempt's token from the journal made first, while
-        a swapped link led the mkdir elsewhere, is refused."""
-        self._check_directories(posixpath.dirname(remote))
-        with self._errors("create staging directory", remote):
+        a swapped link led the mkdir elsewhere, is refused. Each step is taken for all of
+        `remotes` in one round trip (sftp_wire.Pipe)."""
+        from paramiko.sftp import CMD_LSTAT, CMD_MKDIR
+        from paramiko.sftp_attr import SFTPAttributes
+
+        remotes = sorted(set(remotes) - self._staging_dirs)
+        if not remotes:
+            return
+        with self._staging_lock:
+            pipe = Pipe(self._open())
+            self._judge_ways(pipe, [posixpath.dirname(remote) for remote in remotes])
+            private = SFTPAttributes()
+            private.st_mode = 0o700
+            made = [(remote, pipe.send(CMD_MKDIR, _wire(remote), private)) for remote in remotes]
+            for remote, number in made:
+                with self._errors("create staging directory", remote):
+                    try:
+                        pipe.status(number)
+                    except OSError:
+                        if pipe.attributes(pipe.send(CMD_LSTAT, _wire(remote)), missing_ok=True) is not None:
+                            raise staging_taken(self._url(remote)) from None
+                        raise
             try:
-                self._open().mkdir(_wire(remote), 0o700)
-            except OSError:
-                if self._lstat(remote) is not None:
-                    raise staging_taken(self._url(remote)) from None
+                seen = self._judge_ways(pipe, remotes)
+                gone = [remote for remote in remotes if seen.get(remote) is None]
+                if gone:
+                    raise disappeared(self._url(gone[0]))
+            except DistributorError:
+                # Made through a link swapped in: removing it by its name, which is this attempt's
+                # alone, takes it back out from wherever the name now leads, when that is there.
+                self._remove_stagings(remotes)
                 raise
-        try:
-            if not self._check_directories(remote):
-                raise disappeared(self._url(remote))
-        except DistributorError:
-            # Made through a link swapped in: removing it by its name, which is this attempt's
-            # alone, takes it back out from wherever the name now leads, when that is there.
-            with suppress(Exception):
-                self._open().rmdir(_wire(remote))
-            raise
-        attrs = self._lstat(remote)
-        if attrs is None or stat.S_IMODE(attrs.st_mode or 0) & 0o077 or (
-                attrs.st_uid != 0 and self._name_of(attrs.st_uid) not in (None, self.username)):
-            raise not_private(self._url(remote))
-        self._staging_dirs.add(remote)
+            for remote in remotes:
+                attrs = seen[remote]
+                if stat.S_IMODE(attrs.st_mode or 0) & 0o077 or (
+                        attrs.st_uid != 0 and self._name_of(attrs.st_uid) not in (None, self.username)):
+                    raise not_private(self._url(remote))
+                self._staging_dirs.add(remote)
+
+    def _judge_ways(self, pipe: Pipe, remote_dirs: list[str]) -> dict:
+        """_check_directories for several directories at once, each directory on their ways
+        looked at once: the attributes seen, by path (None where nothing was). A way found
+        missing is left to the act that follows, as _check_directories leaves it."""
+        from paramiko.sftp import CMD_LSTAT
+
+        ways = [self._way(remote_dir) for remote_dir in remote_dirs]
+        asked = {directory: None for way in ways for directory in way}
+        with self._errors("inspect", remote_dirs[0]):
+            numbers = {directory: pipe.send(CMD_LSTAT, _wire(directory)) for directory in asked}
+            seen = {directory: pipe.attributes(number, missing_ok=True) for directory, number in numbers.items()}
+        for way in ways:
+            self._judge_way(way, [seen[directory] for directory in way])
+        return seen
 
     def _drop_staging(self) -> None:
         """Remove the staging directories, empty once their files are renamed or removed."""
-        for remote in self._staging_dirs:
-            with suppress(Exception):
-                self._open().rmdir(_wire(remote))
+        self._remove_stagings(self._staging_dirs)
         self._staging_dirs.clear()
+
+    def _remove_stagings(self, remotes) -> None:
+        """The rmdirs sent together, their failures ignored: what is left is reserved, and recovered."""
+        from paramiko.sftp import CMD_RMDIR
+
+        with suppress(Exception):
+            pipe = Pipe(self._open())
+            for number in [pipe.send(CMD_RMDIR, _wire(remote)) for remote in remotes]:
+                with suppress(Exception):
+                    pipe.status(number)

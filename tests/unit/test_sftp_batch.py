@@ -1,0 +1,112 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""SFTP writes in windows of requests sent ahead of their replies (sftp_batch): what the checks
+guarantee must hold across windows and channels, not only for a file or two. A batch of several
+windows is all staged before any file is renamed; a link planted at the target of the batch's last
+file is refused before the first rename; a large file's writes (more than a channel may have in
+flight) all arrive, in order; and every request of a publish is one SFTP request, fewer than the
+ten a file took when each was waited for."""
+
+from __future__ import annotations
+
+import os
+import struct
+
+import paramiko
+import pytest
+
+from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage import sftp_batch, sftp_wire
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
+
+LIMIT = 1 << 24
+COUNT = sftp_batch.WINDOW * 2 + 5  # three windows
+
+
+@pytest.fixture
+def place(tmp_path, sshd_server):
+    root = tmp_path / "root"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "last.txt").write_bytes(b"the neighbour's")
+    storage = open_storage(sshd_server.storage(str(root)), "site", "t1")
+    yield storage, root / "site", outside
+    storage.close()
+
+
+def names() -> list[str]:
+    return ["d%d/f%03d.txt" % (index % 3, index) for index in range(COUNT)] + ["last.txt"]
+
+
+def failing(data: bytes):
+    yield data
+    raise DistributorError("verification_failed", "the source changed")
+
+
+def test_a_failure_in_the_last_window_leaves_every_old_output_of_the_batch(place):
+    storage, site, _outside = place
+    storage.write_many((name, lambda name=name: [b"old " + name.encode()]) for name in names())
+    items = [(name, lambda name=name: [b"new"]) for name in names()[:-1]] + [("last.txt", lambda: failing(b"new"))]
+    with pytest.raises(DistributorError) as caught:
+        storage.write_many(items)
+    assert caught.value.reason == "verification_failed"
+    assert all(storage.read_bytes(name, LIMIT) == b"old " + name.encode() for name in names())
+    assert storage.list_files() == sorted(names())
+
+
+def test_a_link_at_the_last_target_of_a_batch_is_refused_before_any_rename(place):
+    storage, site, outside = place
+    storage.write_many((name, lambda name=name: [b"old"]) for name in names()[:-1])
+    os.symlink(outside / "last.txt", site / "last.txt")
+    with pytest.raises(DistributorError) as caught:
+        storage.write_many((name, lambda: [b"new"]) for name in names())
+    assert caught.value.reason == "storage_error" and "symbolic link" in caught.value.message
+    assert {storage.read_bytes(name, LIMIT) for name in names()[:-1]} == {b"old"}
+    assert (outside / "last.txt").read_bytes() == b"the neighbour's"
+    assert not [name for name in storage.list_files() if ".distributor" in name]
+
+
+def test_a_large_file_arrives_whole_with_more_writes_than_a_channel_keeps_in_flight(place):
+    storage, _site, _outside = place
+    chunks = [bytes([index]) * (1 << 20) for index in range(3)]  # 96 writes of 32 KiB
+    storage.write_many([("big.bin", lambda: chunks), ("small.txt", lambda: [b"s"])])
+    assert storage.read_bytes("big.bin", LIMIT) == b"".join(chunks)
+    assert storage.read_bytes("small.txt", LIMIT) == b"s"
+
+
+def test_a_file_costs_seven_requests_sent_ahead_of_their_replies_and_written_together(place, monkeypatch):
+    """lstat of the target, open, write, fstat, close, lstat of the staged name, rename; the
+    directories on the way are looked at once a window. The requests go out many to a write."""
+    storage, _site, _outside = place
+    storage.write_bytes("first.txt", b"connects, makes the root")
+    requests, writes = [], []
+    real = paramiko.SFTPClient._write_all
+
+    def counting(session, out):
+        writes.append(len(out))
+        offset = 0
+        while offset < len(out):
+            requests.append(out[offset + 4])
+            offset += 4 + struct.unpack(">I", out[offset:offset + 4])[0]
+        return real(session, out)
+    monkeypatch.setattr(paramiko.SFTPClient, "_write_all", counting)
+    storage.write_many(("f%03d.txt" % index, lambda: [b"x"]) for index in range(sftp_batch.WINDOW))
+    assert 7 * sftp_batch.WINDOW <= len(requests) < 7.2 * sftp_batch.WINDOW
+    assert len(writes) < len(requests) / 20
+
+
+@pytest.mark.parametrize("expected, limit, wanted", [
+    (100_000, 1 << 20, 100_000),  # as large as seen: one round trip
+    (10, 1 << 20, 100_000),       # grown since it was seen: read on to its end
+    (500_000, 1 << 20, 100_000),  # shrunk since: its end ends the read
+    (100_000, 50_001, 50_001),    # over the bound: never more than the bound asked for
+    (0, 1, 1),
+])
+@pytest.mark.parametrize("at_once", [2, sftp_wire.READS_AT_ONCE])
+def test_reads_sent_ahead_return_the_file_in_order_up_to_the_bound(place, expected, limit, wanted, at_once, monkeypatch):
+    storage, site, _outside = place
+    monkeypatch.setattr(sftp_wire, "READS_AT_ONCE", at_once)
+    storage.write_bytes("f.bin", b"")
+    content = os.urandom(100_000)
+    (site / "f.bin").write_bytes(content)
+    with storage._open().open(str(site / "f.bin"), "rb") as handle:
+        assert b"".join(sftp_wire.read_ahead(handle.sftp, handle.handle, expected, limit)) == content[:wanted]
