@@ -526,21 +526,7 @@ def test_s3_failed_large_upload_leaves_no_object_and_no_pending_upload(backend):
 @only("s3")
 def test_s3_parts_of_one_file_are_in_flight_together_and_bounded(backend, monkeypatch):
     storage = backend.open()
-    lock, running, peak = threading.Lock(), [0], [0]
-    upload_part = storage.client.upload_part
-
-    def counting(**kwargs):
-        with lock:
-            running[0] += 1
-            peak[0] = max(peak[0], running[0])
-        try:
-            time.sleep(0.2)
-            return upload_part(**kwargs)
-        finally:
-            with lock:
-                running[0] -= 1
-
-    monkeypatch.setattr(storage.client, "upload_part", counting)
+    peak = _in_flight(monkeypatch, storage.client, "upload_part", 0.2)
     data = os.urandom(5 * s3_backend.PART_SIZE + 1)
     storage.write("big.bin", (data[i:i + 1024 * 1024] for i in range(0, len(data), 1024 * 1024)))
     assert storage.read_bytes("big.bin", STATE_LIMIT) == data
@@ -600,12 +586,69 @@ def test_concurrent_write_many_raises_the_first_failure(backend):
 
 
 @only("s3")
-def test_s3_delete_many_deletes_in_batches(backend, monkeypatch):
+@pytest.mark.parametrize("workers", [s3_backend.WORKERS, 2])
+def test_s3_delete_many_deletes_in_batches(backend, monkeypatch, workers):
+    """A few paths are looked up with a HEAD each, many with one listing; either way only those
+    that existed are reported."""
     monkeypatch.setattr(s3_backend, "DELETE_BATCH", 2)
+    monkeypatch.setattr(s3_backend, "WORKERS", workers)
     storage = backend.open()
     storage.write_many(("f%d.txt" % i, lambda: [b"x"]) for i in range(5))
+    listings = []
+    list_files = storage.list_files
+    monkeypatch.setattr(storage, "list_files", lambda: listings.append(1) or list_files())
     assert storage.delete_many(["f%d.txt" % i for i in range(6)]) == ["f%d.txt" % i for i in range(5)]
-    assert storage.list_files() == []
+    assert len(listings) == (0 if workers >= 6 else 1)
+    assert list_files() == []
+
+
+def _in_flight(monkeypatch, client, operation: str, seconds: float) -> list:
+    """Wrap one client operation so that each call lasts `seconds`; returns [most at once]."""
+    lock, running, peak = threading.Lock(), [0], [0]
+    call = getattr(client, operation)
+
+    def counting(**kwargs):
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        try:
+            time.sleep(seconds)
+            return call(**kwargs)
+        finally:
+            with lock:
+                running[0] -= 1
+
+    monkeypatch.setattr(client, operation, counting)
+    return peak
+
+
+@only("s3")
+def test_s3_small_files_are_uploaded_workers_at_a_time(backend, monkeypatch):
+    """Small files are latency bound: many PUTs overlap, never more than WORKERS."""
+    storage = backend.open()
+    peak = _in_flight(monkeypatch, storage.client, "put_object", 0.1)
+    names = ["f%03d.txt" % i for i in range(3 * s3_backend.WORKERS)]
+    storage.write_many((name, lambda name=name: [name.encode()]) for name in names)
+    assert storage.list_files() == names
+    assert 8 < peak[0] <= s3_backend.WORKERS, peak[0]
+
+
+@only("s3")
+def test_s3_bodies_over_small_body_are_held_large_bodies_at_a_time(backend, monkeypatch):
+    """Memory stays bounded with many workers: only LARGE_BODIES files over SMALL_BODY are read
+    whole at once; smaller ones in the same batch do not wait for them."""
+    monkeypatch.setattr(s3_backend, "SMALL_BODY", 1024)
+    monkeypatch.setattr(s3_backend, "LARGE_BODIES", 2)
+    storage = backend.open()
+    peak = _in_flight(monkeypatch, storage.client, "put_object", 0.1)
+    items = [("big%d.bin" % i, lambda: [b"x" * 1000, b"y" * 1000]) for i in range(6)]
+    storage.write_many(items)
+    assert peak[0] == 2, peak[0]
+    items += [("small%d.txt" % i, lambda: [b"z" * 100]) for i in range(6)]
+    storage.write_many(items)
+    assert peak[0] > 2, peak[0]
+    assert storage.read_bytes("big0.bin", STATE_LIMIT) == b"x" * 1000 + b"y" * 1000
+    assert all(storage._large_bodies.acquire(blocking=False) for _slot in range(2)), "a body slot leaked"
 
 
 @only("s3")

@@ -5,6 +5,12 @@ An object appears only when its PUT (or its multipart upload) completes, so ther
 name: a failed upload leaves nothing behind. Every PUT and every part carries its SHA-256
 (ChecksumSHA256), so S3 itself refuses bytes that changed on the way instead of storing them. Publishes are dominated by many small files whose
 requests are latency bound, so write_many and delete_many work concurrently and in batches.
+
+Requests in flight at once, per storage: at most WORKERS object PUTs (or HEADs) from write_many
+and delete_many, PARTS_IN_FLIGHT multipart parts, and the lock's heartbeat; the client's
+connection pool has a connection for each. Memory for bodies stays bounded whatever that count:
+a file over SMALL_BODY is read whole (up to PART_SIZE) only while it holds one of LARGE_BODIES
+slots, and multipart parts live in the PARTS_IN_FLIGHT part buffers.
 """
 
 from __future__ import annotations
@@ -31,7 +37,9 @@ from .lease import Lease, LockFile, Seen, held
 
 PART_SIZE = 8 * 1024 * 1024
 DELETE_BATCH = 1000
-WORKERS = 8
+WORKERS = 32  # small files cost a round trip each: 2,000 files wait 63 round trips (8 workers: 250)
+SMALL_BODY = 256 * 1024  # read whole by any of the WORKERS: WORKERS x SMALL_BODY = 8 MiB at most
+LARGE_BODIES = 8  # bodies of up to PART_SIZE held at once: 64 MiB at most, as with 8 workers before
 PARTS_IN_FLIGHT = 3  # per storage, across all files: bounds memory to a few parts whatever the file count
 NOT_FOUND = ("404", "NoSuchKey", "NotFound")
 CONDITION_FAILED = ("412", "PreconditionFailed", "ConditionalRequestConflict")
@@ -51,6 +59,7 @@ class S3Storage(Storage):
         self._secrets = [value for value in (storage.get("secret_key"), storage.get("session_token")) if value]
         self._part_slots = threading.BoundedSemaphore(PARTS_IN_FLIGHT)
         self._part_buffers: list[bytearray] = []  # free part buffers, reused (see _multipart)
+        self._large_bodies = threading.BoundedSemaphore(LARGE_BODIES)
         self._settings = storage
         try:
             import boto3
@@ -65,7 +74,7 @@ class S3Storage(Storage):
                 self.client = _session(boto3, storage).client(
                     "s3",
                     endpoint_url=storage.get("endpoint_url") or None,
-                    config=Config(max_pool_connections=WORKERS + PARTS_IN_FLIGHT),
+                    config=Config(max_pool_connections=WORKERS + PARTS_IN_FLIGHT + 1),
                     verify=_verify(storage),
                 )
             except ValueError as exc:
@@ -165,22 +174,28 @@ class S3Storage(Storage):
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
         """A file of one part is one PUT; larger files go multipart, PARTS_IN_FLIGHT at a time.
+        Reading on past SMALL_BODY waits for a LARGE_BODIES slot (see the module docstring).
         The state and the journal are written with s3_record_args: never served by the outputs' ACL."""
         key = self._key(path)
         stream = iter(chunks)
-        first, size = [], 0
-        for chunk in stream:
-            first.append(chunk)
-            size += len(chunk)
-            if size > PART_SIZE:
-                break
         settings = s3_record_args(self._settings) if is_reserved(path) else s3_object_args(self._settings, path)
-        if size <= PART_SIZE:
-            body = b"".join(first)
-            self._call("write", key, "put_object", Key=key, Body=body, ChecksumAlgorithm="SHA256",
-                       ChecksumSHA256=checksum(body), **settings)
-        else:
-            self._multipart(key, settings, _PartReader(itertools.chain(first, stream)))
+        first: list = []
+        size = _gather(stream, first, 0, SMALL_BODY)
+        if size <= SMALL_BODY:
+            self._put(key, first, settings)
+            return
+        with self._large_bodies:
+            size = _gather(stream, first, size, PART_SIZE)
+            if size <= PART_SIZE:
+                self._put(key, first, settings)
+            else:
+                self._multipart(key, settings, _PartReader(itertools.chain(first, stream)))
+
+    def _put(self, key: str, chunks: list, settings: dict) -> None:
+        """One PUT of a body held whole, with the SHA-256 S3 checks it against."""
+        body = b"".join(chunks)
+        self._call("write", key, "put_object", Key=key, Body=body, ChecksumAlgorithm="SHA256",
+                   ChecksumSHA256=checksum(body), **settings)
 
     def _multipart(self, key: str, settings: dict, reader: _PartReader) -> None:
         """The object appears only when the upload completes; an abandoned upload is aborted so
@@ -268,10 +283,14 @@ class S3Storage(Storage):
         return True
 
     def delete_many(self, paths: Iterable[str]) -> list[str]:
-        """One listing tells which paths exist (only those are reported), then each request
+        """Only the paths that exist are reported: up to WORKERS paths are asked for with one
+        HEAD each, all at once (one round trip, where a listing of a large prefix takes one per
+        thousand keys, one after another); more are found in one listing. Then each request
         deletes up to DELETE_BATCH keys."""
         wanted = list(dict.fromkeys(paths))
-        present = set(self.list_files()) if wanted else set()
+        present = set(self.list_files()) if len(wanted) > WORKERS else set()
+        if len(wanted) <= WORKERS:
+            in_parallel(WORKERS, lambda path: present.add(path) if self.exists(path) else None, wanted)
         existing = [path for path in wanted if path in present]
         for start in range(0, len(existing), DELETE_BATCH):
             self._delete_batch(existing[start:start + DELETE_BATCH])
@@ -363,6 +382,18 @@ class S3Lock(LockFile):
     def now(self) -> float | None:
         """The Date of the storage's reply to the read the protocol made just before."""
         return self._date
+
+
+def _gather(stream: Iterator[bytes], chunks: list, size: int, limit: int) -> int:
+    """Append chunks of `stream` to `chunks` until they hold more than `limit` bytes or the stream
+    ends; the size they hold then."""
+    while size <= limit:
+        chunk = next(stream, None)
+        if chunk is None:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return size
 
 
 def checksum(data) -> str:
