@@ -91,10 +91,9 @@ def markdown(lines: list[dict]) -> str:
         "%s s (cpu); ratio wall, cpu" % tool for tool in BASELINES) + " |"
     table = [head, "| --- | ---: |" + " ---: |" * len(BASELINES)]
     for line in lines:
-        table.append("| %s | %.2f (%.2f) | %s |" % (
-            line["case"], line["distributor wall"], line["distributor cpu"], " | ".join(
-                "%.2f (%.2f); %.2fx, %.2fx" % (line[tool + " wall"], line[tool + " cpu"], line[tool + " wall ratio"],
-                                                line[tool + " cpu ratio"]) for tool in BASELINES)))
+        peers = " | ".join("%.2f (%.2f); %.2fx, %.2fx" % tuple(line[tool + suffix] for suffix in (
+            " wall", " cpu", " wall ratio", " cpu ratio")) for tool in BASELINES)
+        table.append("| %s | %.2f (%.2f) | %s |" % (line["case"], line["distributor wall"], line["distributor cpu"], peers))
     return "\n".join(table) + "\n"
 
 
