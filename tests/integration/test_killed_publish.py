@@ -13,7 +13,11 @@ import yaml
 
 from conftest import tree
 
-FILES = 400
+# 100 MiB in files of 64 KiB: more than one durability batch of local storage (64 MiB), so the
+# first batch's outputs appear while the second still waits for the disk, and the kill lands
+# before the state is written. With one batch, the renames and the state follow each other
+# within milliseconds and a poll can miss the moment.
+FILES = 1600
 
 
 def publish_playbook(tmp_path, source, root):
