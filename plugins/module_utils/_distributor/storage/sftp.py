@@ -12,7 +12,6 @@ from __future__ import annotations
 import getpass
 import posixpath
 import stat
-import threading
 import traceback
 from typing import ContextManager, Iterable
 
@@ -67,7 +66,6 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
         self._names: dict[int, str | None] = {}
         self._extensions: frozenset = frozenset()
         self._staging_dirs: set[str] = set()
-        self._staging_lock = threading.RLock()  # also held while a missing directory is made (see _create)
 
     def close(self) -> None:
         """The run's one connection is closed with the storage, and what it remembered of the tree."""

@@ -156,15 +156,14 @@ class SftpPaths:
         when another account than the SFTP user can write in it, refused with
         require_private_directories (again each time it is met). Writable by its group or by
         all, or owned by another uid (an owner can always make it writable), see sftp_private.
-        Under the lock write_many's workers share, so each directory is named once."""
-        with self._staging_lock:
-            if remote in self._judged:
-                return
-            why = writable_by_others(attrs.st_mode or 0)
-            if why is None and attrs.st_uid is not None:
-                why = foreign_owner(attrs.st_uid, self._name_of(attrs.st_uid), self.username)
-            self._found_shared(self._url(remote), why)
-            self._judged.add(remote)
+        Each directory is named once."""
+        if remote in self._judged:
+            return
+        why = writable_by_others(attrs.st_mode or 0)
+        if why is None and attrs.st_uid is not None:
+            why = foreign_owner(attrs.st_uid, self._name_of(attrs.st_uid), self.username)
+        self._found_shared(self._url(remote), why)
+        self._judged.add(remote)
 
     def _found_shared(self, where: str, why: str | None) -> None:
         if why is None:
@@ -187,16 +186,14 @@ class SftpPaths:
 
     def _create(self, remote: str, path: str | None) -> None:
         """The missing directory `remote`: of the bundle path when `path` (relative to it) is
-        given, else of the base or root. write_many's workers may both find it missing, and one
-        of them makes it."""
-        with self._staging_lock:
-            if remote in self._dirs:
-                return
-            self._check_directories(posixpath.dirname(remote))
-            if path is None:
-                self._mkdir(remote)
-            else:
-                self._make_directory(path, remote)
+        given, else of the base or root."""
+        if remote in self._dirs:
+            return
+        self._check_directories(posixpath.dirname(remote))
+        if path is None:
+            self._mkdir(remote)
+        else:
+            self._make_directory(path, remote)
 
     def _mkdir(self, remote: str) -> None:
         """A directory of the root or of the bundle path itself (below it, _make_directory).
@@ -287,36 +284,35 @@ class SftpPaths:
         remotes = sorted(set(remotes) - self._staging_dirs)
         if not remotes:
             return
-        with self._staging_lock:
-            pipe = Pipe(self._open())
-            self._judge_ways(pipe, [posixpath.dirname(remote) for remote in remotes])
-            private = SFTPAttributes()
-            private.st_mode = 0o700
-            made = [(remote, pipe.send(CMD_MKDIR, _wire(remote), private)) for remote in remotes]
-            for remote, number in made:
-                with self._errors("create staging directory", remote):
-                    try:
-                        pipe.status(number)
-                    except OSError:
-                        if pipe.attributes(pipe.send(CMD_LSTAT, _wire(remote)), missing_ok=True) is not None:
-                            raise staging_taken(self._url(remote)) from None
-                        raise
-            try:
-                seen = self._judge_ways(pipe, remotes)
-                gone = [remote for remote in remotes if seen.get(remote) is None]
-                if gone:
-                    raise disappeared(self._url(gone[0]))
-            except DistributorError:
-                # Made through a link swapped in: removing it by its name, which is this attempt's
-                # alone, takes it back out from wherever the name now leads, when that is there.
-                self._remove_stagings(remotes)
-                raise
-            for remote in remotes:
-                attrs = seen[remote]
-                if stat.S_IMODE(attrs.st_mode or 0) & 0o077 or (
-                        attrs.st_uid != 0 and self._name_of(attrs.st_uid) not in (None, self.username)):
-                    raise not_private(self._url(remote))
-                self._staging_dirs.add(remote)
+        pipe = Pipe(self._open())
+        self._judge_ways(pipe, [posixpath.dirname(remote) for remote in remotes])
+        private = SFTPAttributes()
+        private.st_mode = 0o700
+        made = [(remote, pipe.send(CMD_MKDIR, _wire(remote), private)) for remote in remotes]
+        for remote, number in made:
+            with self._errors("create staging directory", remote):
+                try:
+                    pipe.status(number)
+                except OSError:
+                    if pipe.attributes(pipe.send(CMD_LSTAT, _wire(remote)), missing_ok=True) is not None:
+                        raise staging_taken(self._url(remote)) from None
+                    raise
+        try:
+            seen = self._judge_ways(pipe, remotes)
+            gone = [remote for remote in remotes if seen.get(remote) is None]
+            if gone:
+                raise disappeared(self._url(gone[0]))
+        except DistributorError:
+            # Made through a link swapped in: removing it by its name, which is this attempt's
+            # alone, takes it back out from wherever the name now leads, when that is there.
+            self._remove_stagings(remotes)
+            raise
+        for remote in remotes:
+            attrs = seen[remote]
+            if stat.S_IMODE(attrs.st_mode or 0) & 0o077 or (
+                    attrs.st_uid != 0 and self._name_of(attrs.st_uid) not in (None, self.username)):
+                raise not_private(self._url(remote))
+            self._staging_dirs.add(remote)
 
     def _judge_ways(self, pipe: Pipe, remote_dirs: list[str]) -> dict:
         """_check_directories for several directories at once, each directory on their ways
