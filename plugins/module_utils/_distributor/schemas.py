@@ -106,6 +106,12 @@ MAX_NESTING = 32
 _SCALARS = frozenset((str, int, float, bool, type(None)))
 
 
+def only_scalars(values) -> bool:
+    """Whether decoded JSON `values` hold no object or array, told by the set of their types:
+    most records of a large state are such, and need no look member by member."""
+    return _SCALARS.issuperset(map(type, values))
+
+
 def check_nesting(data: object, where: str, reason: str) -> None:
     """Refuse data nested deeper than any record or setting distributor reads (the deepest, a
     manifest inside a state record, is 7 levels), before a recursive reader sees it: json.dumps
@@ -121,7 +127,7 @@ def check_nesting(data: object, where: str, reason: str) -> None:
         below = []
         for value in level:
             members = value.values() if isinstance(value, dict) else value
-            if not _SCALARS.issuperset(map(type, members)):
+            if not only_scalars(members):
                 below += [v for v in members if isinstance(v, (dict, list, tuple))]
         level = below
         depth += 1

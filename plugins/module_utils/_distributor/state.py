@@ -14,7 +14,7 @@ from typing import Mapping, NamedTuple
 
 from .errors import DistributorError
 from .manifest import Manifest, parse_manifest, publishable_path_problem
-from .schemas import load_json, validate
+from .schemas import load_json, only_scalars, validate
 from .timestamps import parse_rfc3339
 from .vocabulary import SHARED_ROOT, SINGLE_OWNER
 
@@ -341,7 +341,7 @@ def readable_json(value, indent: str = "") -> str:
         members = ["%s%s: %s" % (inner, _LINE.encode(k), readable_json(v, inner)) for k, v in value.items()]
         return "{\n" + ",\n".join(members) + "\n" + indent + "}"
     if isinstance(value, list) and _has_records(value):
-        if all(isinstance(item, dict) and _SCALARS.issuperset(map(type, item.values())) for item in value):
+        if all(isinstance(item, dict) and only_scalars(item.values()) for item in value):
             return "[\n" + inner + _flat_records(value, inner) + "\n" + indent + "]"
         lines = [readable_json(item, inner) if _has_records(item) else _LINE.encode(item) for item in value]
         return "[\n" + inner + (",\n" + inner).join(lines) + "\n" + indent + "]"
@@ -367,9 +367,7 @@ def _has_records(value) -> bool:
     its values alone, without a call per value."""
     if isinstance(value, list):
         return any(isinstance(item, dict) for item in value)
-    if not isinstance(value, dict) or _SCALARS.issuperset(map(type, value.values())):
+    if not isinstance(value, dict) or only_scalars(value.values()):
         return False
     return any(_has_records(v) for v in value.values())
 
-
-_SCALARS = frozenset((str, int, float, bool, type(None)))
