@@ -46,7 +46,7 @@ class MemoryStorage(Storage):
         data = self.files.get(self._key(path))
         if data is None:
             return None
-        return len(data), "sha256:" + hashlib.sha256(data[:size + 1]).hexdigest() if digest and len(data) == size else None
+        return len(data), "sha256:" + hashlib.sha256(data).hexdigest() if digest and len(data) == size else None
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
         staged = self._key(temp_name(path, self.token))

@@ -288,8 +288,10 @@ class S3Storage(Storage):
         thousand keys, one after another); more are found in one listing. Then each request
         deletes up to DELETE_BATCH keys."""
         wanted = list(dict.fromkeys(paths))
-        present = set(self.list_files()) if len(wanted) > WORKERS else set()
-        if len(wanted) <= WORKERS:
+        if len(wanted) > WORKERS:
+            present = set(self.list_files())
+        else:
+            present = set()
             in_parallel(WORKERS, lambda path: present.add(path) if self.exists(path) else None, wanted)
         existing = [path for path in wanted if path in present]
         for start in range(0, len(existing), DELETE_BATCH):
