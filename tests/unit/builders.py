@@ -84,3 +84,25 @@ def shared_state(*owners):
         owner_records += (Owner(key, "replace", m, None),)
         records += _records(key, m, paths)
     return State("shared_root", 3, NOW_S, NOW_S, None, "0.1.0", owner_records, records)
+
+
+class Place:
+    """A destination at `site` on one backend (local, sftp or s3), for tests that plant files
+    there: its storage settings, and the S3 bucket and client or the local root to plant with."""
+
+    bundle_path = "site"
+
+    def __init__(self, kind: str, tmp_path, request):
+        self.kind = kind
+        if kind == "s3":
+            server = request.getfixturevalue("s3_server")
+            self.bucket = server.create_bucket()
+            self.client = server.client()
+            storage = server.storage(self.bucket)
+        else:
+            self.root = tmp_path / "root"
+            (self.root / self.bundle_path).mkdir(parents=True)
+            storage = {"type": "local", "root": str(self.root)}
+            if kind == "sftp":
+                storage = request.getfixturevalue("sshd_server").storage(str(self.root))
+        self.destination = {"id": "archive", "storage": storage, "path": self.bundle_path}

@@ -25,6 +25,7 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.path
 from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
 
+import builders
 from builders import write_bundle
 
 TEST_LIMIT = 1024 * 1024
@@ -84,23 +85,8 @@ def in_child(operation: str, destination: dict, **request) -> dict:
     return out
 
 
-class Place:
+class Place(builders.Place):
     """One destination on one backend, where a test plants a file of any size."""
-
-    def __init__(self, kind: str, tmp_path, request):
-        self.kind = kind
-        if kind == "s3":
-            server = request.getfixturevalue("s3_server")
-            self.bucket = server.create_bucket()
-            self.client = server.client()
-            storage = server.storage(self.bucket)
-        else:
-            self.root = tmp_path / "root"
-            (self.root / BUNDLE_PATH).mkdir(parents=True)
-            storage = {"type": "local", "root": str(self.root)}
-            if kind == "sftp":
-                storage = request.getfixturevalue("sshd_server").storage(str(self.root))
-        self.destination = {"id": "archive", "storage": storage, "path": BUNDLE_PATH}
 
     def plant(self, name: str, head: bytes = b"") -> None:
         """`head` followed by filler: 2 GiB of zeros, sparse, on local and SFTP; 64 MiB of spaces

@@ -22,6 +22,7 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.stor
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.base import hash_stream
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
 
+import builders
 from builders import write_bundle
 
 BUNDLE_PATH = "site"
@@ -30,24 +31,12 @@ GiB = 1024 ** 3
 S3_GROWTH = 8 * 1024 * 1024
 
 
-class Place:
+class Place(builders.Place):
     """One destination on one backend, and a record of what each backend reads there."""
 
     def __init__(self, kind: str, tmp_path, request, monkeypatch):
-        self.kind = kind
+        super().__init__(kind, tmp_path, request)
         self.read: list = []  # (name or None, bytes asked or read)
-        if kind == "s3":
-            server = request.getfixturevalue("s3_server")
-            self.bucket = server.create_bucket()
-            self.client = server.client()
-            storage = server.storage(self.bucket)
-        else:
-            self.root = tmp_path / "root"
-            (self.root / BUNDLE_PATH).mkdir(parents=True)
-            storage = {"type": "local", "root": str(self.root)}
-            if kind == "sftp":
-                storage = request.getfixturevalue("sshd_server").storage(str(self.root))
-        self.destination = {"id": "archive", "storage": storage, "path": BUNDLE_PATH}
         self.monkeypatch = monkeypatch
 
     def grow(self, name: str, extra: int) -> None:

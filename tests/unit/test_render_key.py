@@ -80,10 +80,12 @@ def test_each_input_of_the_rendering_changes_the_key(other):
     assert render_key(*other) != render_key("markdown_to_html", SHA, "docs/a.md", Page())
 
 
-@pytest.mark.parametrize("name, value", [("RENDERER_VERSION", 999), ("PYGMENTS_VERSION", None), ("PYGMENTS_VERSION", "0.1")])
-def test_the_renderer_and_library_versions_change_the_key(monkeypatch, name, value):
+@pytest.mark.parametrize("owner, name, value", [
+    ("transforms", "RENDERER_VERSION", 999), ("transforms", "PYGMENTS_VERSION", None),
+    ("transforms", "PYGMENTS_VERSION", "0.1"), ("markdown", "__version__", "0.0.1")])
+def test_the_renderer_and_library_versions_change_the_key(monkeypatch, owner, name, value):
     before = render_key("markdown_to_html", SHA, "a.md", Page())
-    monkeypatch.setattr(transforms, name, value)
+    monkeypatch.setattr(transforms if owner == "transforms" else transforms.markdown, name, value)
     transforms._page_facts.cache_clear()
     try:
         assert render_key("markdown_to_html", SHA, "a.md", Page()) != before
@@ -91,17 +93,6 @@ def test_the_renderer_and_library_versions_change_the_key(monkeypatch, name, val
         monkeypatch.undo()
         transforms._page_facts.cache_clear()
     assert render_key("markdown_to_html", SHA, "a.md", Page()) == before
-
-
-def test_the_markdown_version_changes_the_key(monkeypatch):
-    before = render_key("markdown_to_html", SHA, "a.md", Page())
-    monkeypatch.setattr(transforms.markdown, "__version__", "0.0.1")
-    transforms._page_facts.cache_clear()
-    try:
-        assert render_key("markdown_to_html", SHA, "a.md", Page()) != before
-    finally:
-        monkeypatch.undo()
-        transforms._page_facts.cache_clear()
 
 
 # planning reuses records whose key is equal
