@@ -21,7 +21,7 @@ import sys
 import tempfile
 from dataclasses import replace
 
-from harness import publish, time_call
+from harness import publish, time_call, write_results
 from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest import Manifest, ManifestFile, compute_digest
 from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest_build import write_manifest
 from ansible_collections.distributor.core.plugins.module_utils._distributor.state import (
@@ -78,8 +78,9 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="up to 10,000 outputs")
     args = parser.parse_args(argv)
     counts = [int(c) for c in args.outputs.split(",") if not args.quick or int(c) <= 10000]
-    print("| outputs in the root | owners | state MiB | one owner's plan (check mode) s (CPU) | its skip s (CPU) |")
-    print("| ---: | ---: | ---: | ---: | ---: |")
+    lines = ["| outputs in the root | owners | state MiB | one owner's plan (check mode) s (CPU) | its skip s (CPU) |",
+             "| ---: | ---: | ---: | ---: | ---: |"]
+    rows = []
     for count in counts:
         workdir = tempfile.mkdtemp(prefix="distributor-shared-")
         try:
@@ -98,10 +99,14 @@ def main(argv=None) -> int:
                 skips.append(skip)
             planned, skip = (min(timings, key=lambda t: t.cpu_seconds) for timings in (plans, skips))
             size = os.path.getsize(os.path.join(root, "site", ".distributor.json")) / 2**20
-            print("| {:,} | {} | {:.1f} | {:.2f} ({:.2f}) | {:.2f} ({:.2f}) |".format(
-                count, args.owners, size, planned.seconds, planned.cpu_seconds, skip.seconds, skip.cpu_seconds), flush=True)
+            rows.append({"outputs": count, "owners": args.owners, "state_mib": size, "plan": planned.seconds,
+                         "plan_cpu": planned.cpu_seconds, "skip": skip.seconds, "skip_cpu": skip.cpu_seconds})
+            lines.append("| {:,} | {} | {:.1f} | {:.2f} ({:.2f}) | {:.2f} ({:.2f}) |".format(
+                count, args.owners, size, planned.seconds, planned.cpu_seconds, skip.seconds, skip.cpu_seconds))
+            print(lines[-1], flush=True)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
+    write_results("shared", {"rows": rows}, "\n".join(lines) + "\n")
     return 0
 
 

@@ -17,6 +17,7 @@ import argparse
 import glob
 import json
 import os
+import statistics
 import sys
 import time
 
@@ -50,6 +51,16 @@ class Figures:
     def scale_row(self, files: int, phase: str, tool: str) -> dict | None:
         rows = (self.scale or {}).get("rows", [])
         return next((r for r in rows if (r["files"], r["phase"], r["tool"]) == (files, phase, tool)), None)
+
+    def proxied(self, phase: str) -> tuple[str, str, float | None]:
+        """s3_latency.py's medians for `phase` through the proxy: distributor's wall, aws's wall,
+        and the median of the per-round ratios, as that script reports them."""
+        rounds = [[row for row in one if row["phase"] == phase] for one in (self.latency or {}).get("rounds", {}).get("proxied", [])]
+        rows = [found[0] for found in rounds if found]
+        if not rows:
+            return "not measured", "-", None
+        return ("%.2f s" % statistics.median(r["distributor"][0] for r in rows), "%.2f s" % statistics.median(r["aws"][0] for r in rows),
+                statistics.median(r["distributor"][0] / r["aws"][0] for r in rows))
 
     def first_line(self, case: str) -> dict | None:
         return next((line for line in (self.first or {}).get("summary", []) if line["case"] == case), None)
@@ -92,15 +103,13 @@ def targets(f: Figures) -> list[tuple[str, tuple, float]]:
     shared = (f.shared or {}).get("rows", [])
     largest = max(shared, key=lambda r: r["outputs"], default=None)
     for what in ("plan", "skip"):
-        rows.append(("shared root, %s outputs / 50 owners: one owner's %s (goal in seconds)" % (
+        rows.append(("shared root, %s outputs / 50 owners: one owner's %s, CPU (goal in seconds)" % (
             "{:,}".format(largest["outputs"]) if largest else "100,000", what),
-            ("%.2f s" % largest[what], "-", largest[what]) if largest else ("not measured", "-", None), 1.0))
+            ("%.2f s" % largest[what + "_cpu"], "-", largest[what + "_cpu"]) if largest else ("not measured", "-", None), 1.0))
     rows.append(("S3 first publish, small bundle / `aws s3 sync` (moto on loopback, wall)",
                  pair(f.run_row("s3", "small", "first", "distributor"), f.run_row("s3", "small", "first", "aws s3 sync"), "seconds"), 0.7))
-    latency = {(r["phase"], r["tool"]): r for r in (f.latency or {}).get("rows", [])}
-    for phase, goal in (("first", 0.8), ("replace", 1.0), ("republish", 0.7)):
-        rows.append(("S3 behind a 20 ms proxy, %s / `aws s3 sync` (wall)" % phase,
-                     pair(latency.get((phase, "distributor")), latency.get((phase, "aws s3 sync")), "wall"), goal))
+    for phase, goal in (("first", 0.8), ("replace 10%", 1.0), ("no-op", 0.7)):
+        rows.append(("S3 behind a 20 ms proxy, %s / `aws s3 sync` (wall)" % phase, f.proxied(phase), goal))
     return rows
 
 
