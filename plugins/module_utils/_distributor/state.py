@@ -370,4 +370,3 @@ def _has_records(value) -> bool:
     if not isinstance(value, dict) or only_scalars(value.values()):
         return False
     return any(_has_records(v) for v in value.values())
-
