@@ -139,6 +139,17 @@ def read_at_most(fd: int, limit: int) -> bytearray:
     return buffer
 
 
+def write_fully(fd: int, data: bytes) -> None:
+    """os.write may write less than asked; a file object would cost a buffer and three system
+    calls more per file."""
+    written = os.write(fd, data)
+    if written == len(data):
+        return
+    view = memoryview(data)[written:]
+    while view:
+        view = view[os.write(fd, view):]
+
+
 def list_tree(top: int, where: Callable[[str], str]) -> Iterator[str]:
     """Every entry below the directory `top` that is not a directory (links included, never
     followed), as slash-separated relative paths, depth first and without recursion: a planted

@@ -11,7 +11,8 @@ import functools
 import os
 import re
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Iterable, NamedTuple
+from contextlib import contextmanager, suppress
+from typing import Iterable, Iterator, NamedTuple
 
 from .refusals import failure, os_errors
 
@@ -32,11 +33,30 @@ class Staged(NamedTuple):
     ident: tuple[int, int]  # (st_dev, st_ino) of the staged file: which file, on which filesystem
     size: int
 
+    def discard(self) -> None:
+        """Best effort: the staging directory is removed at the end, and a name it still
+        holds only keeps that directory, which the next attempt's recovery deletes."""
+        with suppress(OSError):
+            os.unlink(self.name, dir_fd=self.staging)
+
 
 class Directory(NamedTuple):
     """An open directory whose entries a batch changed, to be made durable."""
     fd: int
     where: str
+
+
+@contextmanager
+def root_parent(root: str) -> Iterator[Directory]:
+    """The directory holding the root: the operator's, outside the destination, so opened by
+    name; it holds the root's entry, which this run may have created."""
+    parent = os.path.dirname(os.path.abspath(root))
+    with os_errors("open", parent):
+        fd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        yield Directory(fd, parent)
+    finally:
+        os.close(fd)
 
 
 class FsyncEach:

@@ -18,8 +18,8 @@ from ..paths import LOCK_NAME, is_reserved, join, path_problem
 from .base import Storage, hash_stream, not_a_record, staging_dir
 from .descriptors import (
     CREATE_FLAGS, NotRegular, entry_mode, identity_at, list_tree, make_directory, open_directory, open_regular_at,
-    read_at_most)
-from .durability import Directory, FsyncEach, Staged, durability_for
+    read_at_most, write_fully)
+from .durability import Directory, FsyncEach, Staged, durability_for, root_parent
 from .lease import Lease
 from .local_lock import flocked
 from .refusals import (
@@ -224,7 +224,7 @@ class LocalStorage(Storage):
         try:
             renamed_into = self._write_batches(durability, items)
             self._check_in_place(renamed_into)
-            with self._root_parent() as parent:
+            with root_parent(self.root) as parent:
                 durability.directories(self._directory_chain(renamed_into) + [parent])
         finally:
             durability.close()
@@ -253,7 +253,7 @@ class LocalStorage(Storage):
                 batch = []
         finally:
             for item in batch + (pending[0] if pending else []):
-                _unlink_quietly(item)
+                item.discard()
             self._drop_staging()
         return directories
 
@@ -274,7 +274,7 @@ class LocalStorage(Storage):
             step = "write"
             size = 0
             for chunk in chunks:
-                _write_fully(fd, chunk)
+                write_fully(fd, chunk)
                 size += len(chunk)
             self._settle(fd, 0o644 if self.file_mode is None else self.file_mode)
             info = os.fstat(fd)
@@ -340,7 +340,7 @@ class LocalStorage(Storage):
                 done += 1
         except (OSError, DistributorError) as exc:
             for item in batch[done:]:
-                _unlink_quietly(item)
+                item.discard()
             if isinstance(exc, OSError):
                 raise failure("write", self.describe(batch[done].path), exc) from exc
             raise
@@ -369,18 +369,6 @@ class LocalStorage(Storage):
                 rel = rel.rpartition("/")[0]
         return [Directory(self._held(rel), self._where(rel))
                 for rel in sorted(every, key=len, reverse=True)]
-
-    @contextmanager
-    def _root_parent(self) -> Iterator[Directory]:
-        """The directory holding the root: the operator's, outside the destination, so opened by
-        name; it holds the root's entry, which this run may have created."""
-        parent = os.path.dirname(os.path.abspath(self.root))
-        with os_errors("open", parent):
-            fd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        try:
-            yield Directory(fd, parent)
-        finally:
-            os.close(fd)
 
     # -- deleting -------------------------------------------------------------------------
 
@@ -453,19 +441,3 @@ class LocalStorage(Storage):
         if self._root_fd is not None:
             os.close(self._root_fd)
             self._root_fd = None
-
-
-def _write_fully(fd: int, data: bytes) -> None:
-    """os.write may write less than asked; a file object would cost a buffer and three system
-    calls more per file."""
-    written = os.write(fd, data)
-    if written == len(data):
-        return
-    view = memoryview(data)[written:]
-    while view:
-        view = view[os.write(fd, view):]
-
-
-def _unlink_quietly(item: Staged) -> None:
-    with suppress(OSError):
-        os.unlink(item.name, dir_fd=item.staging)

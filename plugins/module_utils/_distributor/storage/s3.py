@@ -24,16 +24,15 @@ from collections import deque
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
-from datetime import timezone
-from email.utils import parsedate_to_datetime
 from typing import Callable, ContextManager, Iterable, Iterator
 
 from ..attributes import s3_object_args, s3_record_args
 from ..errors import DistributorError, MissingLibrary
-from ..limits import LOCK_EXPIRY_SECONDS, LOCK_LIMIT
-from ..paths import LOCK_NAME, is_reserved, join
+from ..limits import LOCK_EXPIRY_SECONDS
+from ..paths import is_reserved, join
 from .base import Storage, hash_stream, in_parallel, mentions_secret, redact
-from .lease import Lease, LockFile, Seen, held
+from .lease import Lease, held
+from .s3_lock import EMPTY_RANGE, NOT_FOUND, S3Lock
 
 PART_SIZE = 8 * 1024 * 1024
 DELETE_BATCH = 1000
@@ -41,9 +40,6 @@ WORKERS = 32  # small files cost a round trip each: 2,000 files wait 63 round tr
 SMALL_BODY = 256 * 1024  # read whole by any of the WORKERS: WORKERS x SMALL_BODY = 8 MiB at most
 LARGE_BODIES = 8  # bodies of up to PART_SIZE held at once: 64 MiB at most, as with 8 workers before
 PARTS_IN_FLIGHT = 3  # per storage, across all files: bounds memory to a few parts whatever the file count
-NOT_FOUND = ("404", "NoSuchKey", "NotFound")
-CONDITION_FAILED = ("412", "PreconditionFailed", "ConditionalRequestConflict")
-EMPTY_RANGE = ("416", "InvalidRange")
 CHECKSUM_REFUSED = ("BadDigest", "InvalidDigest", "XAmzContentSHA256Mismatch")
 
 
@@ -331,61 +327,6 @@ class S3Storage(Storage):
         return held(S3Lock(self), self.token, timeout, expiry)
 
 
-class S3Lock(LockFile):
-    """`.distributor.lock` under one S3 storage's prefix, through that storage's client (boto3
-    clients are safe to share with the heartbeat thread) and its error translation."""
-
-    def __init__(self, storage):
-        self.storage = storage
-        self.key = storage._key(LOCK_NAME)
-        self.where = storage.describe(LOCK_NAME)
-        self._date: float | None = None
-
-    def _call(self, action: str, operation: str, tolerate: tuple, **params):
-        return self.storage._call(action, self.key, operation, tolerate, Key=self.key, **params)
-
-    def create(self, record: bytes) -> object | None:
-        """If-None-Match: * makes S3 itself decide between two contenders; the ETag is the version
-        a renewal must match."""
-        reply = self._call("create lock", "put_object", CONDITION_FAILED, Body=record, IfNoneMatch="*",
-                           ContentType="application/json")
-        return reply["ETag"] if reply is not None else None
-
-    def read(self) -> Seen | None:
-        """The first LOCK_LIMIT + 1 bytes (a ranged GET), the ETag and LastModified, and the
-        reply's Date for now(). An empty object has no byte range: its head says the rest."""
-        reply = self._call("inspect lock", "get_object", NOT_FOUND + EMPTY_RANGE, Range="bytes=0-%d" % LOCK_LIMIT)
-        raw = b""
-        if reply is None:
-            reply = self._call("inspect lock", "head_object", NOT_FOUND)
-            if reply is None:
-                return None
-        else:
-            with self.storage._errors("inspect lock", self.key):
-                raw = reply["Body"].read(LOCK_LIMIT + 1)
-                reply["Body"].close()
-        self._date = _epoch(reply.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("date"))
-        modified = reply.get("LastModified")
-        return Seen(raw, reply["ETag"], modified.timestamp() if modified is not None else None)
-
-    def replace(self, version: object, record: bytes) -> object | None:
-        """If-Match on the ETag: a renewal after another publisher broke the lock fails instead of
-        overwriting its record."""
-        reply = self._call("renew lock", "put_object", NOT_FOUND + CONDITION_FAILED, Body=record, IfMatch=version,
-                           ContentType="application/json")
-        return reply["ETag"] if reply is not None else None
-
-    def delete(self, version: object) -> bool:
-        """If-Match: when two publishers break the same stale lock, the slower one must not
-        delete the lock the faster one has just created. Either way, `version` is gone."""
-        self._call("remove lock", "delete_object", NOT_FOUND + CONDITION_FAILED, IfMatch=version)
-        return True
-
-    def now(self) -> float | None:
-        """The Date of the storage's reply to the read the protocol made just before."""
-        return self._date
-
-
 def _gather(stream: Iterator[bytes], chunks: list, size: int, limit: int) -> int:
     """Append chunks of `stream` to `chunks` until they hold more than `limit` bytes or the stream
     ends; the size they hold then."""
@@ -411,15 +352,6 @@ def _refused_checksum(response: dict) -> bool:
     error = response.get("Error", {})
     code = error.get("Code")
     return code in CHECKSUM_REFUSED or (code == "InvalidRequest" and "checksum" in str(error.get("Message", "")).lower())
-
-
-def _epoch(date: str | None) -> float | None:
-    """An HTTP Date header as epoch seconds; None when absent or not a date."""
-    try:
-        parsed = parsedate_to_datetime(date) if date else None
-        return parsed.replace(tzinfo=parsed.tzinfo or timezone.utc).timestamp() if parsed else None
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None
 
 
 def _session(boto3, storage: dict):
