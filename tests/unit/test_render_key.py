@@ -215,3 +215,26 @@ def test_schema_1_has_no_render_key_and_an_extra_one_is_ignored():
     v1 = {k: v for k, v in data.items() if k in ("pipeline_id", "destination_id", "published_at", "source", "links")}
     v1.update(schema_version=1, outputs=[{k: v for k, v in o.items() if k not in ("created_at", "updated_at")} for o in data["outputs"]])
     assert parse_state(json.dumps(v1).encode(), "here").outputs[0].render_key is None
+
+
+# the renderer's version guard
+
+GOLDEN_PAGES = {  # RENDERER_VERSION -> sha256 of each sample page's bytes, as that version renders it
+    1: ("4deead37ab9fc2c38ecec100c1b177473adc88a56edeacded9848823043bad40",
+        "2967778554d6a6ed6fe9d68c3f08b3e17078c089c50e5da491c206886011eaee"),
+}
+SAMPLES = (
+    (b"# Release notes\n\nSee [the guide](guide/intro.md#setup), [home](https://example.com/a.md) and "
+     b"[bad](javascript:alert(1)).\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n<b>raw</b> & more\n", "notes/release.md", Page()),
+    (b"no heading here\n", "notes/plain-page.md", Page(stylesheet="/site.css")),
+)
+
+
+def test_the_rendered_bytes_change_only_with_the_renderer_version():
+    """A key equal to a record's reuses that record's page, so distributor's own rendering (title,
+    link rewriting, template, escaping) must not change under the same RENDERER_VERSION: pages
+    rendered by the old code would be kept as if current. Pages built only from Markdown's most
+    stable constructs keep this independent of the library's releases."""
+    rendered = tuple(hashlib.sha256(transforms.render_markdown(*sample)).hexdigest() for sample in SAMPLES)
+    assert rendered == GOLDEN_PAGES.get(transforms.RENDERER_VERSION), (
+        "the renderer's output changed: raise transforms.RENDERER_VERSION and record the new digests in GOLDEN_PAGES")
