@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import json
+from dataclasses import fields
 
 import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.state import (
-    OwnerKey, parse_state, readable_json, serialize_state, state_to_dict, to_shared)
+    Output, OwnerKey, parse_state, readable_json, serialize_state, state_to_dict, to_shared)
 
 from builders import manifest, shared_state, single_state
 
@@ -59,6 +60,14 @@ def test_shared_root_state_is_written_as_schema_3_with_owner_fields_on_outputs()
     assert written["schema_version"] == 3
     assert {"pipeline_id", "destination_id", "source_id", "source_digest", "source_created"} <= set(written["outputs"][0])
     assert parse_state(serialize_state(state), "x") == state
+
+
+def test_every_field_of_a_read_output_is_read_from_its_record_not_left_at_a_default():
+    """Records read from a state are filled without Output's __init__ (state._NEW): a field added
+    to Output and forgotten there would silently keep its class default."""
+    state = shared_state(("reports", "archive", M, ["a.md"]), ("events", "archive", manifest(id="events"), ["b.md"]))
+    for read in (parse_state(serialize_state(state), "x"), parse_state(serialize_state(single_state(M)), "x")):
+        assert all(set(vars(output)) == {f.name for f in fields(Output)} for output in read.outputs)
 
 
 def test_migration_keeps_owner_outputs_and_timestamps():
