@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, strategies as st
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.decide import decide, decide_from_state
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
+from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import in_the_way
 from ansible_collections.distributor.core.plugins.module_utils._distributor.state import OwnerKey
 
 from builders import destination, manifest, shared_state, single_state
@@ -270,3 +272,14 @@ def test_a_single_owner_takeover_names_the_paths_it_takes_and_force_the_unmanage
     assert (decision.action, decision.taken_over) == ("takeover", {"report.md"})
     forced = run(recorded=single_state(OLD), present={"report.md", "stray.txt"}, force=True)
     assert (forced.action, forced.forced) == ("force_replace", {"stray.txt"})
+
+
+PATHS = st.lists(st.sampled_from("ab"), min_size=1, max_size=4).map("/".join)
+
+
+@given(st.frozensets(PATHS, max_size=6), st.frozensets(PATHS, max_size=6))
+def test_in_the_way_is_exactly_the_occupied_paths_that_cannot_coexist_with_a_planned_one(planned, occupied):
+    """A file cannot be where another needs a directory, either way round; equal paths are not
+    "in the way" (they are the same output, replaced or taken over)."""
+    expected = {q for q in occupied if any(p.startswith(q + "/") or q.startswith(p + "/") for p in planned)}
+    assert in_the_way(planned, occupied) == expected

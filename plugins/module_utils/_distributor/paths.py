@@ -67,4 +67,15 @@ def in_the_way(planned, occupied) -> frozenset:
     if not occupied:
         return frozenset()
     planned = frozenset(planned)
-    return (occupied & directories(planned)) | frozenset(q for q in occupied if directories((q,)) & planned)
+    return (occupied & directories(planned)) | frozenset(q for q in occupied if _inside_any(q, planned))
+
+
+def _inside_any(path: str, files: frozenset) -> bool:
+    """Whether a directory `path` lies in is one of `files`: each parent looked up, none built
+    into a set, since a shared root asks this of every other owner's output."""
+    end = path.rfind("/")
+    while end > 0:
+        if path[:end] in files:
+            return True
+        end = path.rfind("/", 0, end)
+    return False
