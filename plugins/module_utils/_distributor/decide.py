@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from .attributes import output_attributes
+from .attributes import attributes_for
 from .config import Destination
 from .errors import DistributorError
 from .manifest import Manifest
@@ -92,7 +92,8 @@ def compare_sources(recorded: Manifest, new: Manifest, destination: Destination)
 def settings_changed(state: State, key: OwnerKey, destination: Destination) -> tuple[bool, str]:
     """(changed?, why): whether any output of owner `key` was written with other storage
     settings (modes, ownership, S3 object settings) than the destination now configures."""
-    changed = [o.path for o in state.outputs_of(key) if o.attributes != output_attributes(destination.storage, o.path)]
+    configured = attributes_for(destination.storage)
+    changed = [o.path for o in state.outputs_of(key) if o.attributes != configured(o.path)]
     return bool(changed), "the storage settings of %s changed; those outputs are written again" % _some(changed)
 
 
