@@ -54,13 +54,10 @@ _STRING = json.encoder.encode_basestring_ascii
 _RECORD = '{"attributes":%s,"kind":%s,"owner":%s,"path":%s,"sha256":%s,"size":%d,"source_path":%s,"transform":%s,"url":%s}'
 
 
-def _text_or_null(value: str | None) -> str:
-    return "null" if value is None else _STRING(value)
-
-
 def _records_json(records: Records) -> str:
     """The JSON array json.dumps writes for the records' dicts (ensure_ascii, no whitespace).
-    Attributes and owners repeat across records, so each distinct one is written once."""
+    Attributes and owners repeat across records, so each distinct one is written once; so is
+    a path that is also the source path, as every copy's is."""
     attributes: dict = {}
     owners: dict = {}
     written = []
@@ -72,8 +69,12 @@ def _records_json(records: Records) -> str:
         owner = owners.get(output.owner)
         if owner is None:
             owner = owners[output.owner] = _STRING(str(output.owner))
-        written.append(_RECORD % (shown, _STRING(output.kind), owner, _STRING(output.path), _STRING(output.sha256), output.size,
-                                  _STRING(output.source_path), _text_or_null(output.transform), _text_or_null(output.url)))
+        path = _STRING(output.path)
+        source_path = path if output.source_path == output.path else _STRING(output.source_path)
+        transform = "null" if output.transform is None else _STRING(output.transform)
+        url = "null" if output.url is None else _STRING(output.url)
+        written.append(_RECORD % (shown, _STRING(output.kind), owner, path, _STRING(output.sha256), output.size,
+                                  source_path, transform, url))
     return "[%s]" % ",".join(written)
 
 
