@@ -382,7 +382,6 @@ def test_a_symlink_inside_the_bundle_is_accepted(tmp_path):
     assert bundle.manifest.file("alias.md") == ManifestFile("alias.md", sha(b"same"), 4)
 
 
-
 def test_every_file_of_a_directory_is_checked_not_only_the_first(tmp_path):
     """Load resolves a directory once, at its first file; a later file of that directory that is
     missing, a directory, a link out of the bundle or of another size is refused all the same,

@@ -186,7 +186,6 @@ class InsideBundle:
             info = None
         return real, info
 
-
     def regular_files(self, files, where: str) -> Iterator[tuple]:
         """(entry, real location, size) of each listed file, with listed_file's checks. A file in
         a directory already resolved that lstat finds regular needs nothing more: that is one
