@@ -382,6 +382,28 @@ def test_a_symlink_inside_the_bundle_is_accepted(tmp_path):
     assert bundle.manifest.file("alias.md") == ManifestFile("alias.md", sha(b"same"), 4)
 
 
+def test_every_file_of_a_directory_is_checked_not_only_the_first(tmp_path):
+    """Load resolves a directory once, at its first file; a later file of that directory that is
+    missing, a directory, a link out of the bundle or of another size is refused all the same,
+    and one linked inside the bundle is read where it points."""
+    def loaded(change):
+        root = tmp_path / str(len(list(tmp_path.iterdir())))
+        write_bundle(root, {"d/a.md": b"a", "d/b.md": b"b", "d/c.md": b"c", "real.md": b"b"})
+        change(root / "d" / "b.md", root)
+        try:
+            return Bundle.load(str(root))
+        except DistributorError as error:
+            return error.message.replace(str(root), "<root>")
+
+    def swap(make):
+        return lambda path, root: (path.unlink(), make(path, root))
+    assert loaded(lambda path, root: path.unlink()) == '<root>/manifest.json: "d/b.md" is listed but does not exist'
+    assert loaded(swap(lambda path, root: path.mkdir())).endswith('"d/b.md" is listed but is a directory, not a regular file')
+    assert "outside the bundle" in loaded(swap(lambda path, root: path.symlink_to(tmp_path / "x")))
+    assert loaded(lambda path, root: path.write_bytes(b"bb")).startswith("d/b.md: size mismatch (manifest 1 bytes, file 2 bytes)")
+    assert loaded(swap(lambda path, root: path.symlink_to(root / "real.md"))).read("d/b.md") == b"b"
+
+
 # Bundle.chunks: verification in the same pass
 
 

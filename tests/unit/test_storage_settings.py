@@ -9,7 +9,7 @@ import os
 import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.attributes import (
-    content_type, output_attributes, s3_object_args)
+    attributes_for, content_type, output_attributes, s3_object_args)
 from ansible_collections.distributor.core.plugins.module_utils._distributor.config import parse_destination, parse_pipeline
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
@@ -155,3 +155,17 @@ def test_aws_region_is_honoured_like_aws_default_region(monkeypatch):
     monkeypatch.setenv("AWS_REGION", "eu-west-3")
     assert _session(boto3, dict(S3)).region_name == "eu-west-3"
     assert _session(boto3, dict(S3, region="ap-south-1")).region_name == "ap-south-1"
+
+
+@pytest.mark.parametrize("storage", [
+    {"type": "local", "root": "/srv", "file_mode": "640", "owner": "www"},
+    {"type": "sftp", "host": "h", "root": "/srv", "group": "1001"},
+    {"type": "local", "root": "/srv"},
+    dict(S3, cache_control=[{"match": "**/*.html", "value": "no-cache"}], content_types={".md": "text/markdown"}, acl="private"),
+])
+def test_attributes_for_a_storage_are_those_of_each_path(storage):
+    """A plan and a skip compare records with attributes_for, worked out once per storage: they
+    must be what output_attributes gives each path, or a settings change would go unseen."""
+    configured = attributes_for(storage)
+    for path in ("a.html", "d/b.md", "c", "e/f.css"):
+        assert configured(path) == output_attributes(storage, path)

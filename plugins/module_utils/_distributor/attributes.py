@@ -12,6 +12,8 @@ from __future__ import annotations
 import mimetypes
 import os
 import re
+from functools import partial
+from typing import Callable
 
 from .errors import DistributorError
 from .globs import glob_match
@@ -154,6 +156,16 @@ def output_attributes(storage: dict, path: str) -> tuple[tuple[str, str], ...]:
         if kind:
             found["content_type"] = kind
     return tuple(sorted(found.items()))
+
+
+def attributes_for(storage: dict) -> Callable[[str], tuple[tuple[str, str], ...]]:
+    """output_attributes of one storage as a function of the path, for the many outputs of a
+    plan or a record: only S3 settings (cache_control rules, content types) depend on the path,
+    so the others are worked out once instead of once per output."""
+    if storage.get("type") == "s3":
+        return partial(output_attributes, storage)
+    same = output_attributes(storage, "")
+    return lambda path: same
 
 
 def s3_object_args(storage: dict, path: str) -> dict:

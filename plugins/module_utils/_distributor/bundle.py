@@ -46,8 +46,7 @@ class Bundle:
         else:
             where = "%s (manifest option)" % root
         bundle = cls(root, parse_manifest(manifest, where))
-        for entry in bundle.manifest.files:
-            real, size = listed_file(bundle._inside, entry.path, where)
+        for entry, real, size in bundle._inside.regular_files(bundle.manifest.files, where):
             bundle._real[entry.path] = real
             if size != entry.size:
                 raise _size_mismatch(entry.path, entry.size, "%d bytes" % size)
@@ -132,11 +131,14 @@ def read_manifest_json(where: str) -> object:
 def _refuse_duplicate_keys(pairs: list[tuple[str, object]]) -> dict:
     """Python keeps the last of two equal keys silently; another reader may keep the first, so
     a manifest that says two things at once is refused."""
-    result: dict = {}
-    for key, value in pairs:
-        if key in result:
+    result = dict(pairs)
+    if len(result) == len(pairs):
+        return result
+    seen = set()
+    for key, _value in pairs:
+        if key in seen:
             raise ValueError("key %s appears twice in one object" % show(key))
-        result[key] = value
+        seen.add(key)
     return result
 
 
@@ -183,6 +185,28 @@ class InsideBundle:
                 raise self._outside(path, real, where)
             info = None
         return real, info
+
+    def regular_files(self, files, where: str) -> Iterator[tuple]:
+        """(entry, real location, size) of each listed file, with listed_file's checks. A file in
+        a directory already resolved that lstat finds regular needs nothing more: that is one
+        lstat per file, the whole cost of checking a bundle of 100,000; anything else (a link,
+        a missing file, an error) takes listed_file's way, which says what is wrong."""
+        prefixes: dict[str, str] = {}
+        for entry in files:
+            head, name = entry.path.rpartition("/")[::2]
+            prefix = prefixes.get(head)
+            if prefix is not None:
+                try:
+                    info = os.lstat(prefix + name)
+                except OSError:
+                    info = None
+                if info is not None and stat.S_ISREG(info.st_mode):
+                    yield entry, prefix + name, info.st_size
+                    continue
+            real, size = listed_file(self, entry.path, where)
+            if prefix is None and head in self._dirs:
+                prefixes[head] = os.path.join(self._dirs[head], "")
+            yield entry, real, size
 
 
 def listed_file(inside: InsideBundle, path: str, where: str) -> tuple[str, int]:

@@ -40,4 +40,10 @@ def _glob(pattern: str) -> re.Pattern:
 def glob_match(pattern: str, path: str) -> bool:
     """Whether the relative POSIX `path` matches `pattern`: fnmatch's `*` would cross `/`, which
     would make `*.md` match files in every subdirectory."""
-    return _glob(pattern).match(path) is not None
+    return glob_matcher(pattern)(path) is not None
+
+
+def glob_matcher(pattern: str):
+    """glob_match for one pattern and many paths (a match object or None), for loops over every
+    file of a large bundle: the pattern is looked up once, not once per file."""
+    return _glob(pattern).match

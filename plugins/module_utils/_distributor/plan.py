@@ -10,7 +10,7 @@ from datetime import datetime
 from .config import Destination, Pipeline, output_url
 from .decide import Decision
 from .errors import DistributorError
-from .globs import glob_match
+from .globs import glob_match, glob_matcher
 from .manifest import Manifest
 from .paths import is_reserved, path_problem
 from .state import Output, Owner, OwnerKey, State, schema_version_for
@@ -80,25 +80,30 @@ class Plan:
 
 def plan_outputs(manifest: Manifest, pipeline: Pipeline) -> tuple[PlannedOutput, ...]:
     """Every rule that matches a file produces one output; two producing one path is an error.
-    A file matching a pipeline `exclude` glob produces none."""
+    A file matching a pipeline `exclude` glob produces none. Each rule's pattern and kind are
+    worked out once, not once per file; a copy lands at its source path, which the manifest
+    parse has checked already."""
     produced: dict[str, PlannedOutput] = {}
+    excluded = [glob_matcher(pattern) for pattern in pipeline.exclude]
+    rules = [(glob_matcher(rule.match), rule.transform, output_kind(rule.transform)) for rule in pipeline.rules]
     for entry in manifest.files:
-        if any(glob_match(pattern, entry.path) for pattern in pipeline.exclude):
+        source = entry.path
+        if excluded and any(match(source) for match in excluded):
             continue
-        for rule in pipeline.rules:
-            if not glob_match(rule.match, entry.path):
+        for match, transform, kind in rules:
+            if match(source) is None:
                 continue
-            path = output_path(rule.transform, entry.path)
-            if path_problem(path) or is_reserved(path):
-                raise DistributorError("invalid_config", "pipeline %s: output path %r from %s is not allowed" % (pipeline.id, path, entry.path))
+            path = output_path(transform, source)
+            if path != source and (path_problem(path) or is_reserved(path)):
+                raise DistributorError("invalid_config", "pipeline %s: output path %r from %s is not allowed" % (pipeline.id, path, source))
             if path in produced:
                 raise DistributorError(
                     "invalid_config",
                     "pipeline %s: %s (%s) and %s (%s) both produce %s; make the output rules disjoint"
-                    % (pipeline.id, produced[path].source_path, produced[path].transform, entry.path, rule.transform, path),
+                    % (pipeline.id, produced[path].source_path, produced[path].transform, source, transform, path),
                 )
-            produced[path] = PlannedOutput(path, output_kind(rule.transform), entry.path, rule.transform)
-    return tuple(sorted(produced.values(), key=lambda o: o.path))
+            produced[path] = PlannedOutput(path, kind, source, transform)
+    return tuple(produced[path] for path in sorted(produced))
 
 
 def with_data(the_plan: Plan, contents: dict) -> Plan:

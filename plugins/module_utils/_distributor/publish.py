@@ -14,7 +14,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from . import report
-from .attributes import output_attributes
+from .attributes import attributes_for
 from .bundle import Bundle
 from .changes import publish_changes
 from .config import Pipeline, parse_destination, parse_pipeline, render_bundle_path, render_url
@@ -57,8 +57,9 @@ def render_contents(bundle: Bundle, planned, page: Page, storage: dict, recorded
     record's digest and size stand for the page, which is rendered only if it is written.
     Each carries the storage settings it is written with (`storage`: the destination's)."""
     contents = {}
+    configured = attributes_for(storage)
     for item in planned:
-        attributes = output_attributes(storage, item.path)
+        attributes = configured(item.path)
         entry = bundle.manifest.file(item.source_path)
         if item.kind == "source":
             contents[item.path] = Content(entry.sha256, entry.size, attributes=attributes)
