@@ -243,7 +243,7 @@ demo: export ANSIBLE_COLLECTIONS_PATH := $(DEMO_COLLECTIONS)
 
 # ---------------------------------------------------------------------------------------------
 # Benchmarks (not part of `make test`): distributor against cp, rsync, sftp and `aws s3 sync` on
-# 127.0.0.1; about 35 minutes on 2 cores (the 100,000-file cases are most of it), BENCH_ARGS=--quick
+# 127.0.0.1; about 20 minutes on 2 cores (the 100,000-file cases are most of it), BENCH_ARGS=--quick
 # for a few minutes. awscli goes into a virtual environment of its own: it pins botocore, which
 # .venv must not have changed.
 # See benchmarks/README.md.
