@@ -140,32 +140,40 @@ def _configured_content_type(storage: dict, path: str) -> str | None:
 def output_attributes(storage: dict, path: str) -> tuple[tuple[str, str], ...]:
     """The settings the operator configured for the output at `path`, as sorted (name, text)
     pairs: () with the defaults, so records written before these settings existed still match."""
-    found = {}
-    if storage.get("type") in ("local", "sftp"):
-        found.update((name, str(storage[name])) for name in FILE_SETTINGS if storage.get(name) is not None)
-        if "file_mode" in found:
-            found["file_mode"] = "%04o" % parse_mode(found["file_mode"], "file_mode")
-    elif storage.get("type") == "s3":
-        for name in S3_SETTINGS:
-            value = cache_control(storage, path) if name == "cache_control" else storage.get(name)
-            if name == "metadata":
-                found.update(("metadata." + k, str(v)) for k, v in (value or {}).items())
-            elif value:
-                found[name] = str(value)
-        kind = _configured_content_type(storage, path)
-        if kind:
-            found["content_type"] = kind
-    return tuple(sorted(found.items()))
+    return attributes_for(storage)(path)
 
 
 def attributes_for(storage: dict) -> Callable[[str], tuple[tuple[str, str], ...]]:
     """output_attributes of one storage as a function of the path, for the many outputs of a
-    plan or a record: only S3 settings (cache_control rules, content types) depend on the path,
-    so the others are worked out once instead of once per output."""
+    plan or a record: file settings (local, SFTP) do not depend on the path, so they are worked
+    out once instead of once per output; S3's cache_control rules and content types do."""
+    if storage.get("type") in ("local", "sftp"):
+        same = _file_attributes(storage)
+        return lambda path: same
     if storage.get("type") == "s3":
-        return partial(output_attributes, storage)
-    same = output_attributes(storage, "")
-    return lambda path: same
+        return partial(_s3_attributes, storage)
+    return lambda path: ()
+
+
+def _file_attributes(storage: dict) -> tuple[tuple[str, str], ...]:
+    found = {name: str(storage[name]) for name in FILE_SETTINGS if storage.get(name) is not None}
+    if "file_mode" in found:
+        found["file_mode"] = "%04o" % parse_mode(found["file_mode"], "file_mode")
+    return tuple(sorted(found.items()))
+
+
+def _s3_attributes(storage: dict, path: str) -> tuple[tuple[str, str], ...]:
+    found = {}
+    for name in S3_SETTINGS:
+        value = cache_control(storage, path) if name == "cache_control" else storage.get(name)
+        if name == "metadata":
+            found.update(("metadata." + k, str(v)) for k, v in (value or {}).items())
+        elif value:
+            found[name] = str(value)
+    kind = _configured_content_type(storage, path)
+    if kind:
+        found["content_type"] = kind
+    return tuple(sorted(found.items()))
 
 
 def s3_object_args(storage: dict, path: str) -> dict:
