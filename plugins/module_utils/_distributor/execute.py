@@ -16,7 +16,7 @@ from functools import partial
 from .bundle import READ_CHUNK_SIZE
 from .errors import DistributorError
 from .journal import Journal
-from .paths import JOURNAL_NAME, STATE_NAME, directories, in_the_way
+from .paths import JOURNAL_NAME, STATE_NAME, directories, in_the_way, inside_any
 from .plan import Plan
 from .readahead import read_ahead
 from .root import read_state
@@ -31,7 +31,7 @@ def recovery_deletes(journal: Journal, managed: set, listed: frozenset) -> tuple
     listed as something else (a link or file put there since) may be hidden, not absent: then
     nothing is deleted and the journal stays, so the attempt's files are found once the
     directory is back."""
-    hidden = next((p for p in journal.writes if p not in listed and directories((p,)) & listed), None)
+    hidden = next((p for p in journal.writes if p not in listed and inside_any(p, listed)), None)
     if hidden is not None:
         raise DistributorError(
             "storage_error",

@@ -49,7 +49,8 @@ def join(*parts: str) -> str:
 def directories(paths) -> set:
     """Every directory the paths lie in ("a/b/c" lies in "a" and "a/b"). A path's parents are
     added until one is already known, so a bundle of many files in few directories costs one
-    lookup per file."""
+    lookup per file. The walk is written out here and in inside_any: a generator of parents
+    shared by both costs a shared root of 100,000 outputs 0.05 s more per plan."""
     found = set()
     for path in paths:
         end = path.rfind("/")
@@ -57,6 +58,17 @@ def directories(paths) -> set:
             found.add(path[:end])
             end = path.rfind("/", 0, end)
     return found
+
+
+def inside_any(path: str, files) -> bool:
+    """Whether a directory `path` lies in is one of `files`: each parent looked up, none built
+    into a set, since a shared root asks this of every other owner's output."""
+    end = path.rfind("/")
+    while end > 0:
+        if path[:end] in files:
+            return True
+        end = path.rfind("/", 0, end)
+    return False
 
 
 def in_the_way(planned, occupied) -> frozenset:
@@ -67,15 +79,5 @@ def in_the_way(planned, occupied) -> frozenset:
     if not occupied:
         return frozenset()
     planned = frozenset(planned)
-    return (occupied & directories(planned)) | frozenset(q for q in occupied if _inside_any(q, planned))
+    return (occupied & directories(planned)) | frozenset(q for q in occupied if inside_any(q, planned))
 
-
-def _inside_any(path: str, files: frozenset) -> bool:
-    """Whether a directory `path` lies in is one of `files`: each parent looked up, none built
-    into a set, since a shared root asks this of every other owner's output."""
-    end = path.rfind("/")
-    while end > 0:
-        if path[:end] in files:
-            return True
-        end = path.rfind("/", 0, end)
-    return False
