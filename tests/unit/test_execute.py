@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
+from ansible_collections.distributor.core.plugins.module_utils._distributor.execute import recovery_deletes
+from ansible_collections.distributor.core.plugins.module_utils._distributor.journal import Journal
 from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
 
 from builders import LATER, NOW, write_bundle
@@ -50,3 +52,14 @@ def test_a_large_source_changed_after_its_manifest_is_never_put_in_place(tmp_pat
     assert "big.bin: sha256 mismatch" in caught.value.message
     assert (tmp_path / "www").is_dir()
     assert sorted(p.name for p in (tmp_path / "www").rglob("*")) == []
+
+
+def test_recovery_deletes_nothing_when_a_journaled_write_lies_under_a_path_listed_as_a_file():
+    """The directory of an attempt's write now listed as a file (or a link) may hide that write:
+    recovery refuses, naming the path in the way, and the journal stays for a later run."""
+    journal = Journal("t0k3n", ("docs/a/page.html", "index.html"))
+    with pytest.raises(DistributorError) as caught:
+        recovery_deletes(journal, set(), frozenset({"docs", "index.html"}))
+    assert caught.value.reason == "storage_error"
+    assert "docs/a/page.html cannot be looked at, because docs is not a directory now" in caught.value.message
+    assert recovery_deletes(journal, set(), frozenset({"docs/a/page.html", "index.html"}))[0] == ["docs/a/page.html", "index.html"]
