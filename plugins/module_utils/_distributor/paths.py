@@ -80,4 +80,3 @@ def in_the_way(planned, occupied) -> frozenset:
         return frozenset()
     planned = frozenset(planned)
     return (occupied & directories(planned)) | frozenset(q for q in occupied if inside_any(q, planned))
-
