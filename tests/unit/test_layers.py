@@ -32,9 +32,10 @@ LAYERS = (
                 "regular", "fastcheck", "argspec")),
     ("schemas", ("schema*",)),
     ("model", ("manifest*", "bundle", "state", "journal", "config", "attributes", "transforms", "ownership")),
-    ("pure core", ("decide", "plan", "guards", "invalidation", "digest", "changes", "contentdiff", "report", "dryrun", "drift")),
+    ("pure core", ("decide", "plan", "guards", "invalidation", "digest", "changes", "contentdiff", "report", "dryrun", "drift",
+                   "budget")),
     ("storage", ("storage", "storage.*")),
-    ("shell", ("root", "managed_root", "execute", "readahead")),
+    ("shell", ("root", "managed_root", "execute", "readahead", "record")),
     ("operations", ("publish", "prune", "reconcile", "stateinfo", "ensure_manifest", "adapter")),
 )
 

@@ -5,9 +5,12 @@ pin its value for fixed plans, so a faster way of writing the canonical form can
 
 from __future__ import annotations
 
+import hashlib
 import json
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor.digest import Records, canonical, explain, forget_facts, plan_digest
+from ansible_collections.distributor.core.plugins.module_utils._distributor.budget import Mapped
+from ansible_collections.distributor.core.plugins.module_utils._distributor.digest import (
+    Records, canonical, explain, forget_facts, plan_digest)
 from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
 from ansible_collections.distributor.core.plugins.module_utils._distributor.state import Output, OwnerKey
 
@@ -69,6 +72,16 @@ def test_records_are_written_as_json_dumps_writes_their_dicts():
         for o in sorted(RECORDS, key=lambda o: o.path)])
     assert canonical(facts) == json.dumps(as_dicts, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode("ascii")
     assert canonical(dict(facts, forgets=Records())) == canonical(dict(facts, forgets=[]))
+
+
+def test_long_lists_and_lists_made_when_read_are_written_as_json_dumps_writes_them():
+    """The canonical form is written in pieces, lists a batch of entries at a time: the bytes
+    and the digest are those of json.dumps over the whole, whatever the length."""
+    entries = [{"path": "p%05d/\u00e9" % i, "size": i, "attributes": [["mode", "0644"]]} for i in range(2501)]
+    facts = {"writes": Mapped(range(2501), entries.__getitem__), "deletes": ["a"] * 1000, "empty": [], "n": None}
+    whole = json.dumps(dict(facts, writes=entries), sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode("ascii")
+    assert canonical(facts) == whole
+    assert plan_digest(facts) == "sha256:" + hashlib.sha256(whole).hexdigest()
 
 
 def test_a_refused_prune_names_the_records_it_would_forget():

@@ -20,7 +20,9 @@ import hashlib
 import json
 import re
 from operator import attrgetter
+from typing import Iterator
 
+from .budget import LISTS, Mapped
 from .errors import DistributorError
 from .plan import Plan
 from .state import Output, OwnerKey, State
@@ -50,18 +52,22 @@ class Records(tuple):
 
 
 _STRING = json.encoder.encode_basestring_ascii
+# json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True), with one encoder.
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+_PIECE = 1024 * 1024
+_BATCH = 1000
 # The keys of a record in sorted order, as canonical's json.dumps orders them.
 _RECORD = '{"attributes":%s,"kind":%s,"owner":%s,"path":%s,"sha256":%s,"size":%d,"source_path":%s,"transform":%s,"url":%s}'
 
 
-def _records_json(records: Records) -> str:
-    """The JSON array json.dumps writes for the records' dicts (ensure_ascii, no whitespace).
-    Attributes and owners repeat across records, so each distinct one is written once; so is
-    a path that is also the source path, as every copy's is."""
+def _records_parts(records: Records) -> Iterator[str]:
+    """The JSON array json.dumps writes for the records' dicts (ensure_ascii, no whitespace), a
+    record at a time. Attributes and owners repeat across records, so each distinct one is
+    written once; so is a path that is also the source path, as every copy's is."""
     attributes: dict = {}
     owners: dict = {}
-    written = []
-    for output in records:
+    yield "["
+    for index, output in enumerate(records):
         shown = attributes.get(output.attributes)
         if shown is None:
             shown = attributes[output.attributes] = "[%s]" % ",".join(
@@ -73,9 +79,9 @@ def _records_json(records: Records) -> str:
         source_path = path if output.source_path == output.path else _STRING(output.source_path)
         transform = "null" if output.transform is None else _STRING(output.transform)
         url = "null" if output.url is None else _STRING(output.url)
-        written.append(_RECORD % (shown, _STRING(output.kind), owner, path, _STRING(output.sha256), output.size,
-                                  source_path, transform, url))
-    return "[%s]" % ",".join(written)
+        yield ("," if index else "") + _RECORD % (shown, _STRING(output.kind), owner, path, _STRING(output.sha256),
+                                                  output.size, source_path, transform, url)
+    yield "]"
 
 
 def _manager(record: Output | None) -> dict:
@@ -86,7 +92,7 @@ def publish_facts(the_plan: Plan, manifest, recovered, changes: list) -> dict:
     """A publish: the decision, the source, this owner's recorded source, every write (with its
     kind of change, from `changes`) and delete, who managed each path it touches, the records it
     leaves for this owner and the outputs an interrupted attempt left that it removes first
-    (`recovered`)."""
+    (`recovered`). The entries of writes and paths touched are made as they are read."""
     kinds = {entry["path"]: entry["change"] for entry in changes}
     key = the_plan.owner
     base = the_plan.decision.state
@@ -106,11 +112,11 @@ def publish_facts(the_plan: Plan, manifest, recovered, changes: list) -> dict:
         "state_mode": the_plan.after.mode if the_plan.after else None,
         "reconciliation": after_owner.reconciliation if after_owner else None,
         "primary_url": after_owner.primary_url if after_owner else None,
-        "writes": [{"path": w.path, "change": kinds[w.path], "sha256": w.content.sha256, "size": w.content.size,
-                    "owner": str(key), "attributes": list(map(list, w.content.attributes))}
-                   for w in the_plan.writes + the_plan.repairs],
+        "writes": Mapped(the_plan.writes + the_plan.repairs, lambda w: {
+            "path": w.path, "change": kinds[w.path], "sha256": w.content.sha256, "size": w.content.size,
+            "owner": str(key), "attributes": list(map(list, w.content.attributes))}),
         "deletes": sorted(the_plan.deletes),
-        "managed_before": [dict(_manager(previous.get(p)), path=p) for p in sorted(touched)],
+        "managed_before": Mapped(sorted(touched), lambda p: dict(_manager(previous.get(p)), path=p)),
         "outputs": Records(sorted(outputs, key=_by_path)),
         "recovered": sorted(recovered),
     }
@@ -131,22 +137,49 @@ def forget_facts(operation: str, bundle_path: str, key: OwnerKey, state: State, 
     }
 
 
+def canonical_parts(facts: dict) -> Iterator[bytes]:
+    """The canonical form in pieces of about _PIECE bytes: sorted keys, no whitespace, ASCII
+    escapes (names that are not UTF-8 arrive as lone surrogates and escape the same way every
+    time), json.dumps's form, Records included. Each list is written an entry at a time (a list
+    made when read, budget.Mapped, makes each entry then), _BATCH entries at a time: the whole
+    form of 50,000 writes at once, with json's own pieces of it, was the peak of a publish's memory."""
+    pending, size = [], 0
+    for part in _parts(facts):
+        pending.append(part)
+        size += len(part)
+        if size >= _PIECE:
+            yield "".join(pending).encode("ascii")
+            pending, size = [], 0
+    yield "".join(pending).encode("ascii")
+
+
+def _parts(facts: dict) -> Iterator[str]:
+    for index, (name, value) in enumerate(sorted(facts.items())):
+        yield ("{" if index == 0 else ",") + _STRING(name) + ":"
+        if isinstance(value, Records):
+            yield from _records_parts(value)
+        elif isinstance(value, LISTS):
+            yield "["
+            for start in range(0, len(value), _BATCH):
+                yield ("," if start else "") + _ENCODER.encode(list(value[start:start + _BATCH]))[1:-1]
+            yield "]"
+        else:
+            yield _ENCODER.encode(value)
+    yield "}" if facts else "{}"
+
+
 def canonical(facts: dict) -> bytes:
-    """Sorted keys, no whitespace, ASCII escapes (names that are not UTF-8 arrive as lone
-    surrogates and escape the same way every time): json.dumps's form, Records included."""
-    members = ("%s:%s" % (_STRING(name), _records_json(value) if isinstance(value, Records) else _dumps(value))
-               for name, value in sorted(facts.items()))
-    return ("{%s}" % ",".join(members)).encode("ascii")
-
-
-def _dumps(value) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    """The canonical form whole (canonical_parts)."""
+    return b"".join(canonical_parts(facts))
 
 
 def plan_digest(facts: dict) -> str:
     """The `plan_digest` check mode returns and `expect_plan_digest` must repeat: a hash of the
     canonical form, so equal plans give equal digests on any host and Python version."""
-    return "sha256:" + hashlib.sha256(canonical(facts)).hexdigest()
+    digest = hashlib.sha256()
+    for piece in canonical_parts(facts):
+        digest.update(piece)
+    return "sha256:" + digest.hexdigest()
 
 
 def check_expected(expected: str | None, facts: dict, digest: str, changes: list) -> None:

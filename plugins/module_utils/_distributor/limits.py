@@ -1,5 +1,6 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Bounds on what distributor reads from a destination, and on how long a lock outlives its holder.
+"""Bounds on what distributor reads from a destination, on how long a lock outlives its holder, and
+on how many entries a list of a result holds.
 
 Anyone with write access to a destination can plant a record of any size or a tree of any
 depth; a bound turns that into a clear refusal instead of a MemoryError or a RecursionError.
@@ -21,3 +22,8 @@ SHOWN_LIMIT = 256
 # Seconds a lock record stays valid without renewal (the default of `lock.expiry`): a holder that
 # died blocks the next publish no longer than this.
 LOCK_EXPIRY_SECONDS = 600.0
+# Entries each list of a module's result holds unless `result_limit` says otherwise (budget.py):
+# a publish of any size with --diff then returns about 250 KB, which AWX keeps as a job event.
+RESULT_LIMIT = 100
+# `result_limit` (and a list bound given as this): every entry.
+UNLIMITED = -1
