@@ -280,6 +280,34 @@ options:
     version_added: 0.2.0
 """
 
+    # Results that fit where results go (AWX job events), and the whole result where it belongs.
+    RESULT = r"""
+options:
+  result_limit:
+    description:
+      - At most this many entries in each list of the result (RV(changes), the lists of paths, the
+        records in C(outputs) and C(state)), the first ones in the list's order; V(-1) returns every entry.
+      - Every list keeps its count (for example RV(changes_count)), and RV(truncated) names each list
+        that was cut and how many entries it left out. The plan digest covers the whole plan whatever is returned.
+      - The C(--diff) listing shows, above this many outputs, the lines that change (the first
+        this many by path) and counts the others; content diffs stop after this many entries.
+      - The default keeps a result with C(--diff) near 250 KB at any number of files, under the
+        700,000 characters AWX keeps as a job event (see the operations guide).
+    type: int
+    default: 100
+    version_added: 0.2.0
+  record_file:
+    description:
+      - Also write the whole result, every entry of every list, and the plan its RV(plan_digest) is
+        taken over, as JSON lines to this file on the host the module runs on; RV(record_sha256) is its digest.
+      - Written under a temporary name in the same directory (created when missing), made durable
+        and renamed over the path, so a reader sees a whole record. Check mode writes it too, as
+        the record of the review; it changes nothing at the destination.
+      - A directory that cannot be created or written fails with C(invalid_config) before anything is done.
+    type: path
+    version_added: 0.2.0
+"""
+
     # The options that fill a bundle path's placeholders when no bundle is at hand.
     SELECTOR = r"""
 options:

@@ -24,6 +24,7 @@ description:
     holds listings of the managed outputs before and after.
 extends_documentation_fragment:
   - distributor.core._distributor.ATTRIBUTES
+  - distributor.core._distributor.RESULT
   - distributor.core._distributor.PLAN_REVIEW
   - distributor.core._distributor.MANAGED_ROOT
   - distributor.core._distributor.SELECTOR
@@ -100,7 +101,7 @@ plan_digest:
   sample: sha256:2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae
 changes:
   description:
-    - One entry per affected path, sorted by path.
+    - One entry per affected path, sorted by path; the first O(result_limit) of them (RV(changes_count) counts them all).
   returned: always
   type: list
   elements: dict
@@ -141,7 +142,9 @@ bundle_path:
   type: str
   sample: latest
 planned:
-  description: Managed output paths retention selects; their records are removed (or would be, in check mode).
+  description:
+    - Managed output paths retention selects; their records are removed (or would be, in check mode).
+    - The first O(result_limit); RV(planned_count) counts them all.
   returned: success
   type: list
   elements: str
@@ -150,6 +153,7 @@ deleted:
   description:
     - Planned output paths whose files this run deletes (in check mode, would delete).
     - A planned path missing here was already gone; only its record was removed.
+    - The first O(result_limit); RV(deleted_count) counts them all.
   returned: success
   type: list
   elements: str
@@ -166,35 +170,71 @@ invalidation_paths:
     - Above C(links.invalidation_limit) (default 1000) paths collapse to C(<directory>/*) wildcards, deepest
       directories first, so there are never more than the limit.
     - Empty when nothing is deleted or no C(links.base_url) is set.
+    - Never cut by O(result_limit): a CDN must be given every path.
   returned: success
   type: list
   elements: str
   sample: [/reports/, /reports/index.html, /reports/chart.png]
 kept:
-  description: The selected owner's managed output paths retention keeps.
+  description: The selected owner's managed output paths retention keeps; the first O(result_limit).
   returned: success
   type: list
   elements: str
   sample: [2026-06-04.html]
 state:
-  description: The C(.distributor.json) record after pruning (written, or that would be in check mode); unchanged when nothing is planned.
+  description:
+    - The C(.distributor.json) record after pruning (written, or that would be in check mode); unchanged when nothing is planned.
+    - Its C(outputs) and each manifest's C(files) hold the first O(result_limit) entries; O(record_file) holds it whole.
   returned: success
   type: dict
   sample: {schema_version: 2, pipeline_id: reports, destination_id: latest, updated_at: "2026-06-05T08:00:00Z"}
+planned_count:
+  description: How many output records retention removes.
+  returned: success
+  type: int
+  sample: 2
+kept_count:
+  description: How many outputs retention keeps.
+  returned: success
+  type: int
+  sample: 2
+changes_count:
+  description: How many paths the run affects.
+  returned: always
+  type: int
+  sample: 2
+truncated:
+  description:
+    - Each list of the result that O(result_limit) cut, as its name (a list inside an object by its dotted path,
+      C(state.outputs)), and how many entries it leaves out. Empty when every list is whole.
+  returned: success
+  type: dict
+  sample: {planned: 4900, deleted: 4900, changes: 4900, state.outputs: 4900}
+record_file:
+  description: The absolute path of the O(record_file) written.
+  returned: when O(record_file) is set
+  type: str
+  sample: /var/lib/distributor/records/reports.latest.prune.jsonl
+record_sha256:
+  description: C(sha256:<64 hex>) of the bytes of the O(record_file) written.
+  returned: when O(record_file) is set
+  type: str
+  sample: sha256:2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae
 """
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.adapter import run_module
-from ansible_collections.distributor.core.plugins.module_utils._distributor.argspec import MANAGED_ROOT
+from ansible_collections.distributor.core.plugins.module_utils._distributor.argspec import MANAGED_ROOT, RESULT
 from ansible_collections.distributor.core.plugins.module_utils._distributor.managed_root import Selector
 from ansible_collections.distributor.core.plugins.module_utils._distributor.prune import prune
 
 
 def main():
     run_module(
-        MANAGED_ROOT,
+        dict(MANAGED_ROOT, **RESULT),
         lambda params, check_mode: prune(
             params["pipeline_id"], params["destination"], selector=Selector(params["source_id"], params["created"]),
             check_mode=check_mode, lock_timeout=params["lock_timeout"], expect_plan_digest=params["expect_plan_digest"],
+            result_limit=params["result_limit"],
         ),
     )
 

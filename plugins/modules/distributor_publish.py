@@ -49,8 +49,8 @@ options:
         as RV(state) even without C(--diff).
       - They hold one entry per output (the state also the whole manifest), so for bundles of
         thousands of files they are most of the result and cost Ansible more than the publish
-        itself; with C(--diff) they are always returned. RV(written), RV(deleted) and
-        RV(primary_url) are always returned.
+        itself; with C(--diff) or O(record_file) they are always returned (and recorded whole). RV(written),
+        RV(deleted) and RV(primary_url) are always returned.
     type: bool
     default: false
     version_added: 0.2.0
@@ -73,6 +73,7 @@ options:
     version_added: 0.2.0
 extends_documentation_fragment:
   - distributor.core._distributor.ATTRIBUTES
+  - distributor.core._distributor.RESULT
   - distributor.core._distributor.PLAN_REVIEW
   - distributor.core._distributor.DESTINATION
   - distributor.core._distributor.PIPELINE
@@ -162,7 +163,7 @@ plan_digest:
   sample: sha256:2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae
 changes:
   description:
-    - One entry per affected path, sorted by path.
+    - One entry per affected path, sorted by path; the first O(result_limit) of them (RV(changes_count) counts them all).
   returned: always
   type: list
   elements: dict
@@ -221,20 +222,20 @@ primary_url:
   type: str
   sample: https://reports.example.com/archive/2026-06-04/report.html
 written:
-  description: Output paths written (or that would be, in check mode).
+  description: Output paths written (or that would be, in check mode); the first O(result_limit), RV(written_count) counts them all.
   returned: success
   type: list
   elements: str
   sample: [report.html, chart.png]
 repaired:
   description:
-    - Output paths O(verify) found missing or drifted and rewrote as recorded (or would, in check mode).
+    - Output paths O(verify) found missing or drifted and rewrote as recorded (or would, in check mode); the first O(result_limit).
   returned: success
   type: list
   elements: str
   sample: [report.html]
 deleted:
-  description: Output paths deleted (or that would be).
+  description: Output paths deleted (or that would be); the first O(result_limit), RV(deleted_count) counts them all.
   returned: success
   type: list
   elements: str
@@ -246,12 +247,13 @@ invalidation_paths:
     - Above C(links.invalidation_limit) (default 1000) paths collapse to C(<directory>/*) wildcards, deepest
       directories first, so there are never more than the limit.
     - Empty when nothing is written or deleted or no C(links.base_url) is set.
+    - Never cut by O(result_limit): a CDN must be given every path.
   returned: success
   type: list
   elements: str
   sample: [/reports/, /reports/index.html, /reports/chart.png]
 retained:
-  description: Output paths kept through C(merge) although the new plan omits them.
+  description: Output paths kept through C(merge) although the new plan omits them; the first O(result_limit).
   returned: success
   type: list
   elements: str
@@ -272,8 +274,8 @@ forced:
   elements: str
   sample: []
 outputs:
-  description: The output records now managed for this pipeline and destination.
-  returned: with C(--diff) or I(return_records=true)
+  description: The output records now managed for this pipeline and destination, sorted by path; the first O(result_limit).
+  returned: with C(--diff), I(return_records=true) or O(record_file)
   type: list
   elements: dict
   sample: [{path: report.html, kind: generated, source_path: report.md, transform: markdown_to_html,
@@ -281,19 +283,81 @@ outputs:
             created_at: "2026-06-04T12:00:00Z", updated_at: "2026-06-04T12:00:00Z",
             render_key: "sha256:2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae"}]
 state:
-  description: The C(.distributor.json) record written, or that would be written in check mode.
-  returned: with C(--diff) or I(return_records=true)
+  description:
+    - The C(.distributor.json) record written, or that would be written in check mode.
+    - Its C(outputs) and each manifest's C(files) hold the first O(result_limit) entries (RV(truncated) says how many are left out);
+      O(record_file) holds it whole.
+  returned: with C(--diff), I(return_records=true) or O(record_file)
   type: dict
   sample: {schema_version: 2, pipeline_id: reports, destination_id: archive}
+written_count:
+  description: How many output paths are written (or would be); RV(written) lists the first O(result_limit).
+  returned: success
+  type: int
+  sample: 2
+repaired_count:
+  description: How many outputs O(verify) repairs.
+  returned: success
+  type: int
+  sample: 0
+deleted_count:
+  description: How many output paths are deleted (or would be).
+  returned: success
+  type: int
+  sample: 1
+retained_count:
+  description: How many outputs C(merge) keeps.
+  returned: success
+  type: int
+  sample: 0
+taken_over_count:
+  description: How many paths are taken over from another owner.
+  returned: success
+  type: int
+  sample: 0
+forced_count:
+  description: How many unmanaged paths I(force=true) overwrites or deletes.
+  returned: success
+  type: int
+  sample: 0
+changes_count:
+  description: How many paths the run affects; RV(changes) holds the first O(result_limit).
+  returned: always
+  type: int
+  sample: 3
+outputs_count:
+  description: How many outputs this pipeline and destination manage after the run.
+  returned: with C(--diff), I(return_records=true) or O(record_file)
+  type: int
+  sample: 2
+truncated:
+  description:
+    - Each list of the result that O(result_limit) cut, as its name (a list inside an object by its dotted path,
+      C(state.outputs)), and how many entries it leaves out. Empty when every list is whole.
+    - A C(plan_changed) failure returns it too, for its RV(changes).
+  returned: success
+  type: dict
+  sample: {written: 49900, changes: 49900, state.outputs: 49900, state.source.manifest.files: 49900}
+record_file:
+  description: The absolute path of the O(record_file) written.
+  returned: when O(record_file) is set
+  type: str
+  sample: /var/lib/distributor/records/reports.archive.run.jsonl
+record_sha256:
+  description: C(sha256:<64 hex>) of the bytes of the O(record_file) written.
+  returned: when O(record_file) is set
+  type: str
+  sample: sha256:2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae
 """
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.adapter import run_module
-from ansible_collections.distributor.core.plugins.module_utils._distributor.argspec import DESTINATION, PIPELINE, VERIFY
+from ansible_collections.distributor.core.plugins.module_utils._distributor.argspec import DESTINATION, PIPELINE, RESULT, VERIFY
 from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
 
 
 def main():
     argument_spec = dict(
+        RESULT,
         source=dict(type="path", required=True),
         pipeline=PIPELINE,
         destination=DESTINATION,
@@ -308,8 +372,10 @@ def main():
         argument_spec,
         lambda params, check_mode, diff_mode: publish(
             params["source"], params["pipeline"], params["destination"], force=params["force"], lock_timeout=params["lock_timeout"],
-            check_mode=check_mode, full_result=diff_mode or params["return_records"], manifest_option=params["manifest"],
+            check_mode=check_mode, full_result=diff_mode or params["return_records"] or bool(params["record_file"]),
+            manifest_option=params["manifest"],
             diff_contents=diff_mode, expect_plan_digest=params["expect_plan_digest"], verify=params["verify"],
+            result_limit=params["result_limit"],
         ),
         diff_aware=True,
     )

@@ -29,6 +29,7 @@ options:
     default: false
 extends_documentation_fragment:
   - distributor.core._distributor.ATTRIBUTES
+  - distributor.core._distributor.RESULT
   - distributor.core._distributor.PLAN_REVIEW
   - distributor.core._distributor.MANAGED_ROOT
   - distributor.core._distributor.SELECTOR
@@ -107,7 +108,7 @@ plan_digest:
   sample: sha256:2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae
 changes:
   description:
-    - One entry per affected path, sorted by path.
+    - One entry per affected path, sorted by path; the first O(result_limit) of them (RV(changes_count) counts them all).
   returned: always
   type: list
   elements: dict
@@ -148,7 +149,7 @@ bundle_path:
   type: str
   sample: archive/2026-06-04
 owners:
-  description: The owners whose records were checked.
+  description: The owners whose records were checked; the first O(result_limit).
   returned: success
   type: list
   elements: dict
@@ -161,38 +162,79 @@ owners:
       type: str
   sample: [{pipeline_id: reports, destination_id: archive}]
 missing:
-  description: Output paths recorded for a checked owner that do not exist; their records are removed (or would be, in check mode).
+  description:
+    - Output paths recorded for a checked owner that do not exist; their records are removed (or would be, in check mode).
+    - The first O(result_limit); RV(missing_count) counts them all.
   returned: success
   type: list
   elements: str
   sample: [chart.png]
 unmanaged:
-  description: Entries under the bundle path that no record of any owner claims; never changed.
+  description: Entries under the bundle path that no record of any owner claims; never changed. The first O(result_limit).
   returned: success
   type: list
   elements: str
   sample: [notes.txt]
 state:
-  description: The C(.distributor.json) record after the repair (written, or that would be in check mode); unchanged when nothing is missing.
+  description:
+    - The C(.distributor.json) record after the repair (written, or that would be in check mode); unchanged when nothing is missing.
+    - Its C(outputs) and each manifest's C(files) hold the first O(result_limit) entries; O(record_file) holds it whole.
   returned: success
   type: dict
   sample: {schema_version: 2, pipeline_id: reports, destination_id: archive, updated_at: "2026-06-05T08:00:00Z"}
+owners_count:
+  description: How many owners were checked.
+  returned: success
+  type: int
+  sample: 1
+missing_count:
+  description: How many records name files that are gone.
+  returned: success
+  type: int
+  sample: 2
+unmanaged_count:
+  description: How many entries under the bundle path no record claims.
+  returned: success
+  type: int
+  sample: 1
+changes_count:
+  description: How many paths the run affects.
+  returned: always
+  type: int
+  sample: 2
+truncated:
+  description:
+    - Each list of the result that O(result_limit) cut, as its name (a list inside an object by its dotted path,
+      C(state.outputs)), and how many entries it leaves out. Empty when every list is whole.
+  returned: success
+  type: dict
+  sample: {missing: 900, changes: 900}
+record_file:
+  description: The absolute path of the O(record_file) written.
+  returned: when O(record_file) is set
+  type: str
+  sample: /var/lib/distributor/records/reports.archive.reconcile.jsonl
+record_sha256:
+  description: C(sha256:<64 hex>) of the bytes of the O(record_file) written.
+  returned: when O(record_file) is set
+  type: str
+  sample: sha256:2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae
 """
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.adapter import run_module
-from ansible_collections.distributor.core.plugins.module_utils._distributor.argspec import MANAGED_ROOT
+from ansible_collections.distributor.core.plugins.module_utils._distributor.argspec import MANAGED_ROOT, RESULT
 from ansible_collections.distributor.core.plugins.module_utils._distributor.managed_root import Selector
 from ansible_collections.distributor.core.plugins.module_utils._distributor.reconcile import reconcile_state
 
 
 def main():
-    argument_spec = dict(MANAGED_ROOT, all_owners=dict(type="bool", default=False))
+    argument_spec = dict(MANAGED_ROOT, all_owners=dict(type="bool", default=False), **RESULT)
     run_module(
         argument_spec,
         lambda params, check_mode: reconcile_state(
             params["pipeline_id"], params["destination"], all_owners=params["all_owners"],
             selector=Selector(params["source_id"], params["created"]), check_mode=check_mode, lock_timeout=params["lock_timeout"],
-            expect_plan_digest=params["expect_plan_digest"],
+            expect_plan_digest=params["expect_plan_digest"], result_limit=params["result_limit"],
         ),
     )
 

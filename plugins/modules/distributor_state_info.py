@@ -36,6 +36,7 @@ options:
     default: none
 extends_documentation_fragment:
   - distributor.core._distributor.ATTRIBUTES
+  - distributor.core._distributor.RESULT
   - distributor.core._distributor.SELECTOR
   - distributor.core._distributor.DESTINATION
 attributes:
@@ -168,7 +169,7 @@ updated_at:
   sample: "2026-06-05T08:00:00Z"
 owners:
   description:
-    - The owners recorded (only the one O(pipeline_id) selects, when given).
+    - The owners recorded (only the one O(pipeline_id) selects, when given); the first O(result_limit).
     - Ids read from the record (C(pipeline_id), C(destination_id), the source C(id)), here and in RV(outputs), are cut
       to 256 characters (the last one C(…)); anyone who can write the destination can write them.
     - Like every string this module returns, they show control and format characters escaped (C(\x1b), C(\u202e)).
@@ -201,6 +202,7 @@ owners:
 outputs:
   description:
     - The output records (only the selected owner's, when O(pipeline_id) is given), sorted by path.
+    - The first O(result_limit); RV(outputs_count) counts them all.
     - Each in the shared-root record form, with C(pipeline_id), C(destination_id) and the source, whatever the mode.
   returned: success
   type: list
@@ -219,7 +221,7 @@ interrupted:
       description: The dead attempt's token (its staged files carry it).
       type: str
     writes:
-      description: The output paths it planned to write.
+      description: The output paths it planned to write; the first O(result_limit) (RV(truncated) counts the rest).
       type: list
       elements: str
     unrecorded:
@@ -253,6 +255,7 @@ lock:
 missing:
   description:
     - With O(verify), the managed outputs recorded but not at the destination, sorted; V(null) without it.
+    - The first O(result_limit); RV(missing_count) counts them all.
   returned: success
   type: list
   elements: str
@@ -261,20 +264,58 @@ drifted:
   description:
     - With O(verify), the managed outputs whose size (or, for V(sha256), digest) differs from their
       record, sorted; V(null) without it.
+    - The first O(result_limit); RV(drifted_count) counts them all.
   returned: success
   type: list
   elements: str
   sample: [report.html]
+owners_count:
+  description: How many owners are listed.
+  returned: success
+  type: int
+  sample: 1
+outputs_count:
+  description: How many output records are listed.
+  returned: success
+  type: int
+  sample: 2
+missing_count:
+  description: With O(verify), how many outputs are missing.
+  returned: with O(verify)
+  type: int
+  sample: 0
+drifted_count:
+  description: With O(verify), how many outputs drifted.
+  returned: with O(verify)
+  type: int
+  sample: 0
+truncated:
+  description:
+    - Each list of the result that O(result_limit) cut, as its name (a list inside an object by its dotted path,
+      C(state.outputs)), and how many entries it leaves out. Empty when every list is whole.
+  returned: success
+  type: dict
+  sample: {outputs: 49900}
+record_file:
+  description: The absolute path of the O(record_file) written.
+  returned: when O(record_file) is set
+  type: str
+  sample: /var/lib/distributor/records/reports.archive.state.jsonl
+record_sha256:
+  description: C(sha256:<64 hex>) of the bytes of the O(record_file) written.
+  returned: when O(record_file) is set
+  type: str
+  sample: sha256:2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae
 """
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.adapter import run_module
-from ansible_collections.distributor.core.plugins.module_utils._distributor.argspec import DESTINATION, SELECTOR, VERIFY
+from ansible_collections.distributor.core.plugins.module_utils._distributor.argspec import DESTINATION, RESULT, SELECTOR, VERIFY
 from ansible_collections.distributor.core.plugins.module_utils._distributor.managed_root import Selector
 from ansible_collections.distributor.core.plugins.module_utils._distributor.stateinfo import state_info
 
 
 def main():
-    argument_spec = dict(SELECTOR, destination=DESTINATION, pipeline_id=dict(type="str"), verify=VERIFY)
+    argument_spec = dict(SELECTOR, destination=DESTINATION, pipeline_id=dict(type="str"), verify=VERIFY, **RESULT)
     run_module(
         argument_spec,
         lambda params, check_mode: state_info(

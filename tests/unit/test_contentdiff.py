@@ -9,11 +9,12 @@ import os
 import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.contentdiff import (
-    FILE_BOUND, TASK_BOUND, content_diffs)
+    FILE_BOUND, STYLESHEET_NOTE, TASK_BOUND, content_diffs)
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest_build import build_manifest
 from ansible_collections.distributor.core.plugins.module_utils._distributor.plan import Content, Write
 from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.transforms import BUILTIN_STYLESHEET, Page, render_markdown
 
 from builders import LATER, MEMORY_STORAGE, NOW, sha, write_bundle
 from memory_storage import MemoryStorage
@@ -99,13 +100,54 @@ def test_unmanaged_content_in_the_way_is_never_read():
     assert "does not manage" in skipped(entry) and reads == []
 
 
-def test_after_the_task_bound_the_remaining_outputs_say_so():
+def test_after_the_task_bound_one_entry_counts_the_outputs_not_shown_and_none_of_them_is_read():
     page = b"y" * (FILE_BOUND - 1) + b"\n"
     writes = [write("p%02d.txt" % i, page) for i in range(TASK_BOUND // FILE_BOUND + 2)]
-    entries = diffs(writes, {})[0]
+    entries, reads = diffs(writes, {p.path: page for p in writes})
     shown = [e for e in entries if "after" in e]
-    assert len(shown) == TASK_BOUND // FILE_BOUND
-    assert all("bound of %d bytes of content diffs per task" % TASK_BOUND in skipped(e) for e in entries[len(shown):])
+    assert len(shown) == TASK_BOUND // FILE_BOUND // 2 and entries[:len(shown)] == shown
+    assert entries[len(shown):] == [{"prepared": "diff skipped: %d more output(s) written, not shown: the bound of %d bytes "
+                                                 "of content diffs per task is reached\n" % (len(writes) - len(shown), TASK_BOUND)}]
+    assert reads == [w.path for w in writes[:len(shown) + 1]]
+
+
+def test_after_result_limit_entries_one_entry_counts_the_outputs_not_shown_and_nothing_more_is_read():
+    writes = [write("p%d.txt" % i, b"new %d\n" % i) for i in range(7)]
+    reads = []
+
+    def read_old(path, limit):
+        reads.append(path)
+        return b"old\n"
+
+    entries = content_diffs(writes, {w.path: Record(4) for w in writes}, frozenset(w.path for w in writes), read_old,
+                            lambda w: w.content.data, str, limit=3)
+    assert [e["after"] for e in entries[:3]] == ["new 0\n", "new 1\n", "new 2\n"]
+    assert entries[3:] == [{"prepared": "diff skipped: 4 more output(s) written, not shown: result_limit is 3\n"}]
+    assert reads == ["p0.txt", "p1.txt", "p2.txt"]
+
+
+def test_the_built_in_stylesheet_is_one_line_naming_its_digest_in_every_page():
+    page = Page()
+    old, new = (render_markdown(b"# %s\n" % word, "a.md", page) for word in (b"Old", b"New"))
+    [entry] = diffs([write("a.html", new)], {"a.html": old})[0]
+    for text in (entry["before"], entry["after"]):
+        assert BUILTIN_STYLESHEET not in text and text.count(STYLESHEET_NOTE) == 1
+    assert len(entry["after"]) < len(new) - 3000
+    assert entry["before"].replace("Old", "New").replace("old", "new") == entry["after"]
+
+
+def test_a_stylesheet_that_changed_shows_in_full_against_the_note():
+    old = b"<head><style>body{color:red}</style></head>\n"
+    new = render_markdown(b"# New\n", "a.html", Page())
+    [entry] = diffs([write("a.html", new)], {"a.html": old})[0]
+    assert "body{color:red}" in entry["before"] and STYLESHEET_NOTE in entry["after"]
+
+
+def test_a_page_carrying_the_notes_words_is_shown_as_it_is_beside_the_real_stylesheet():
+    old = render_markdown(b"# Page\n", "a.md", Page())
+    new = old.replace(BUILTIN_STYLESHEET.encode(), STYLESHEET_NOTE.encode())
+    [entry] = diffs([write("a.html", new)], {"a.html": old})[0]
+    assert BUILTIN_STYLESHEET in entry["before"] and entry["before"] != entry["after"]
 
 
 PIPELINE = {"id": "reports", "outputs": [{"match": "*.md", "transform": "markdown_to_html"}, {"match": "*.txt"}, {"match": "*.png"}]}

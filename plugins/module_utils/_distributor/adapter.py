@@ -7,7 +7,9 @@ import json
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
+from .budget import capped, check_limit
 from .errors import DistributorError, MissingLibrary
+from .record import prepare_record, record_lines, write_record
 from .visible import visible
 
 
@@ -34,22 +36,46 @@ class DistributorModule(AnsibleModule):
 def run_module(argument_spec: dict, operation, diff_aware: bool = False) -> None:
     """`operation(params, check_mode)` returns the result dict (with `changed` and `diff`); with
     `diff_aware` it is `operation(params, check_mode, diff_mode)`, for results that are costly
-    to build when nobody asked for the diff."""
+    to build when nobody asked for the diff. A module whose spec has `result_limit` returns its
+    lists within that budget (budget.py), and with `record_file` writes the whole result there,
+    with the `plan` the operation returns beside it (record.py), before the lists are cut."""
     module = DistributorModule(argument_spec=argument_spec, supports_check_mode=True)
+    budgeted = "result_limit" in argument_spec
+    limit = module.params.get("result_limit")
     try:
+        if budgeted:
+            check_limit(limit)
+        where = prepare_record(module.params["record_file"]) if budgeted and module.params["record_file"] else None
         extra = (module._diff,) if diff_aware else ()
         result = operation(module.params, module.check_mode, *extra)
+        plan = result.pop("plan", None)
+        if where is not None:
+            result.update(record_file=where, record_sha256=_recorded(where, module, result, plan))
     except MissingLibrary as error:
         module.fail_json(msg=missing_required_lib(error.library, reason="for " + error.purpose), exception=error.traceback, reason=error.reason)
     except DistributorError as error:
-        module.fail_json(msg=error.message, reason=error.reason, **error.details)
+        details = capped(error.details, limit) if budgeted and error.details else error.details
+        module.fail_json(msg=error.message, reason=error.reason, **details)
     diff = result.pop("diff", None)
+    if budgeted:
+        result = capped(result, limit)
     result = result if plain(result) else shown(result)
     for warning in result.pop("warnings", ()):
         module.warn(warning)
     if module._diff and diff is not None:
         result["diff"] = [_shown_diff(entry) for entry in diff] if isinstance(diff, list) else _shown_diff(diff)
     module.exit_json(**result)
+
+
+def _recorded(where: str, module, result: dict, plan) -> str:
+    """The record written, or a failure that says the run itself went through: a real run has
+    changed the destination by now, and its result must not read as if nothing happened."""
+    try:
+        return write_record(where, record_lines(module._name, module.check_mode, result, plan))
+    except DistributorError as error:
+        raise DistributorError(error.reason, "%s; the %s itself completed (changed: %s, plan_digest %s)" % (
+            error.message, "check" if module.check_mode else "run", result.get("changed"), result.get("plan_digest")),
+            dict(error.details, changed=bool(result.get("changed")), plan_digest=result.get("plan_digest"))) from None
 
 
 # The diff texts Ansible prints line by line keep their newlines, and a content diff its tabs;

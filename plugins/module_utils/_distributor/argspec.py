@@ -7,6 +7,7 @@ Secrets are `no_log` here once, like amazon.aws does for its shared AWS options.
 from __future__ import annotations
 
 from . import vocabulary
+from .limits import RESULT_LIMIT
 
 STORAGE = dict(
     type=dict(type="str", required=True, choices=list(vocabulary.STORAGE_TYPES)),
@@ -109,4 +110,11 @@ MANAGED_ROOT = dict(
     destination=DESTINATION,
     lock_timeout=dict(type="float", default=60.0),
     expect_plan_digest=dict(type="str"),
+)
+
+# Every module that returns per-file lists: how many entries each holds, and where the whole
+# result goes (budget.py, record.py).
+RESULT = dict(
+    result_limit=dict(type="int", default=RESULT_LIMIT),
+    record_file=dict(type="path"),
 )

@@ -32,6 +32,17 @@ class ManifestFile:
     size: int
 
 
+def listed(items, make) -> list:
+    """`make(item)` for every item, made now: the form records are written in. A result passes
+    budget.Mapped in its place, which makes only the entries it returns."""
+    return [make(item) for item in items]
+
+
+def file_to_dict(entry: ManifestFile) -> dict:
+    """One file entry as manifest.json and the state record write it."""
+    return {"path": entry.path, "sha256": entry.sha256, "size": entry.size}
+
+
 @dataclass(frozen=True)
 class Manifest:
     """A checked manifest: only parse_manifest makes one from a producer's JSON, so every value
@@ -43,14 +54,15 @@ class Manifest:
     created: str
     files: tuple[ManifestFile, ...]
 
-    def to_dict(self) -> dict:
-        """The form embedded in state records and written to manifest.json."""
+    def to_dict(self, each=listed) -> dict:
+        """The form embedded in state records and written to manifest.json; `each(files, make)`
+        makes its list of files."""
         return {
             "schema_version": self.schema_version,
             "id": self.id,
             "digest": self.digest,
             "created": self.created,
-            "files": [{"path": f.path, "sha256": f.sha256, "size": f.size} for f in self.files],
+            "files": each(self.files, file_to_dict),
         }
 
     @property

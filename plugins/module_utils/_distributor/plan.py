@@ -33,14 +33,16 @@ class PlannedOutput:
 @dataclass(frozen=True)
 class Content:
     """The bytes of an output: copies stream from the bundle; generated outputs carry `data` and
-    their `render_key`. One whose key equals its record's carries the record's digest and size
-    and no `data` until the shell renders it for a write (publish.pages_rendered)."""
+    their `render_key`. One whose key equals its record's is `reused`: it carries the record's
+    digest and size and no `data` until the shell renders it for a write (publish.pages_rendered).
+    Check mode keeps no page's `data` once its digest is taken: it writes none of them."""
 
     sha256: str
     size: int
     data: bytes | None = None
     attributes: tuple = ()
     render_key: str | None = None
+    reused: bool = False
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,13 @@ from collections import defaultdict
 from datetime import datetime, timedelta
 
 from . import report
+from .budget import Mapped
 from .changes import forget_changes
 from .config import Retention, parse_destination
 from .digest import check_expected, forget_facts, plan_digest
 from .errors import DistributorError
 from .invalidation import invalidation_paths
+from .limits import UNLIMITED
 from .paths import STATE_NAME
 from .managed_root import Selector, open_managed_root
 from .reconcile import forget
@@ -49,9 +51,11 @@ def select_expired(outputs, retention: Retention, now: datetime) -> list[Output]
 
 def prune(pipeline_id: str, destination: dict, *, selector: Selector = Selector(), check_mode: bool = False,
           lock_timeout: float = 60.0, now: datetime | None = None, opener=open_storage,
-          expect_plan_digest: str | None = None) -> dict:
+          expect_plan_digest: str | None = None, result_limit: int = UNLIMITED) -> dict:
     """Apply retention to the selected owner; check mode reports the plan and touches nothing.
     With `expect_plan_digest` a run whose plan digest differs fails (plan_changed) before deleting.
+    `result_limit` bounds the `diff` listing; the lists are whole, with the `plan` facts beside
+    them (as publish returns them).
 
     A planned output whose file is already gone loses its record too (it is not in `deleted`):
     otherwise it would be planned again by every later run and prune would never settle.
@@ -87,9 +91,10 @@ def prune(pipeline_id: str, destination: dict, *, selector: Selector = Selector(
         "deleted_count": len(removed),
         "invalidation_paths": stale,
         "kept": sorted(o.path for o in mine if o.path not in gone),
-        "state": state_to_dict(after),
+        "state": state_to_dict(after, Mapped),
         "plan_digest": digest,
+        "plan": facts,
         "changes": changes,
-        "diff": report.diff(root.state, after, root.storage.describe(STATE_NAME)),
+        "diff": report.diff(root.state, after, root.storage.describe(STATE_NAME), result_limit),
         "warnings": root.storage.warnings + root.warnings,
     }

@@ -12,9 +12,11 @@ from __future__ import annotations
 import hashlib
 from dataclasses import replace
 from datetime import datetime
+from functools import partial
 
 from . import report
 from .attributes import attributes_for
+from .budget import Mapped
 from .bundle import Bundle
 from .changes import publish_changes
 from .config import Pipeline, parse_destination, parse_pipeline, render_bundle_path, render_url
@@ -26,6 +28,7 @@ from .execute import execute, output_chunks, recover, recovery_deletes
 from .guards import check_delete_limit, first_paths
 from .invalidation import changed_urls, invalidation_paths
 from .journal import Journal
+from .limits import UNLIMITED
 from .paths import STATE_NAME
 from .plan import Content, Plan, plan, plan_outputs, with_data
 from .root import opened, present_in, read_records
@@ -50,12 +53,13 @@ def reusable(state, key: OwnerKey) -> dict:
     return {o.path: o for o in state.outputs_of(key) if o.kind == "generated" and o.render_key} if state else {}
 
 
-def render_contents(bundle: Bundle, planned, page: Page, storage: dict, recorded: dict) -> dict:
+def render_contents(bundle: Bundle, planned, page: Page, storage: dict, recorded: dict, keep: bool = True) -> dict:
     """Content for each planned output: copies are described by the manifest and streamed later;
     generated outputs are rendered now (reading verifies their source) so the plan knows them,
     unless their render key equals the one `recorded` for their path (reusable): then the
     record's digest and size stand for the page, which is rendered only if it is written.
-    Each carries the storage settings it is written with (`storage`: the destination's)."""
+    Each carries the storage settings it is written with (`storage`: the destination's). Without
+    `keep` (check mode) a page's bytes are dropped once hashed: 25,000 pages held 90 MiB."""
     contents = {}
     configured = attributes_for(storage)
     for item in planned:
@@ -67,15 +71,15 @@ def render_contents(bundle: Bundle, planned, page: Page, storage: dict, recorded
         key = render_key(item.transform, entry.sha256, item.source_path, page)
         record = recorded.get(item.path)
         if record is not None and record.render_key == key:
-            contents[item.path] = Content(record.sha256, record.size, None, attributes, key)
+            contents[item.path] = Content(record.sha256, record.size, None, attributes, key, reused=True)
         else:
-            contents[item.path] = _rendered(bundle, item.source_path, page, attributes, key)
+            contents[item.path] = _rendered(bundle, item.source_path, page, attributes, key, keep)
     return contents
 
 
-def _rendered(bundle: Bundle, source_path: str, page: Page, attributes: tuple, key: str) -> Content:
+def _rendered(bundle: Bundle, source_path: str, page: Page, attributes: tuple, key: str, keep: bool = True) -> Content:
     data = render_markdown(bundle.read(source_path), source_path, page)
-    return Content("sha256:" + hashlib.sha256(data).hexdigest(), len(data), data, attributes, key)
+    return Content("sha256:" + hashlib.sha256(data).hexdigest(), len(data), data if keep else None, attributes, key)
 
 
 def pages_rendered(make_plan, contents: dict, bundle: Bundle, page: Page) -> Plan:
@@ -87,7 +91,7 @@ def pages_rendered(make_plan, contents: dict, bundle: Bundle, page: Page) -> Pla
     the_plan = make_plan(contents)
     while True:
         late = {w.path: _rendered(bundle, w.source_path, page, w.content.attributes, w.content.render_key)
-                for w in the_plan.writes + the_plan.repairs if w.content.render_key is not None and w.content.data is None}
+                for w in the_plan.writes + the_plan.repairs if w.content.reused}
         if all((c.sha256, c.size) == (contents[p].sha256, contents[p].size) for p, c in late.items()):
             return with_data(the_plan, late)
         contents = dict(contents, **late)
@@ -97,7 +101,7 @@ def pages_rendered(make_plan, contents: dict, bundle: Bundle, page: Page) -> Pla
 def publish(source: str, pipeline: dict, destination: dict, *, force: bool = False, lock_timeout: float = 60.0,
             check_mode: bool = False, now: datetime | None = None, opener=open_storage, full_result: bool = True,
             manifest_option: dict | None = None, diff_contents: bool = False, expect_plan_digest: str | None = None,
-            verify: str = "none") -> dict:
+            verify: str = "none", result_limit: int = UNLIMITED) -> dict:
     """Publish one bundle to one destination; `opener` lets tests hand in a fault-injecting backend.
     With `expect_plan_digest` a run whose plan digest differs fails (plan_changed) before it
     touches storage, recovery of an interrupted attempt included: recovery runs after the check.
@@ -108,7 +112,10 @@ def publish(source: str, pipeline: dict, destination: dict, *, force: bool = Fal
     with --diff or return_records. `manifest_option` is used in place of the bundle's manifest.json;
     `diff_contents` (--diff) adds content diffs of the outputs written to the `diff`. `verify`
     (size, sha256) also rewrites this owner's kept outputs that drifted at the destination, even
-    when the decision is `skip` (drift.py); the result lists them in `repaired`."""
+    when the decision is `skip` (drift.py); the result lists them in `repaired`. `result_limit`
+    bounds the `diff` (report.py, contentdiff.py); the result's lists are whole, and `plan` holds
+    the facts the digest is taken over, for the record file (the module cuts the lists and
+    returns no `plan`: adapter.run_module)."""
     now = now or utc_now()
     pipeline_cfg = parse_pipeline(pipeline)
     destination_cfg = parse_destination(destination)
@@ -135,7 +142,8 @@ def publish(source: str, pipeline: dict, destination: dict, *, force: bool = Fal
                 present -= set(leftovers)
             decision = decide(present=present, **facts)
         rendered = decision.rewrites_outputs or verify != "none"
-        contents = render_contents(bundle, planned, page, destination_cfg.storage, reusable(state, key)) if rendered else {}
+        contents = (render_contents(bundle, planned, page, destination_cfg.storage, reusable(state, key), not check_mode)
+                    if rendered else {})
 
         def make_plan(chosen: dict) -> Plan:
             made = plan(decision=decision, key=key, destination=destination_cfg, manifest=manifest, planned=planned,
@@ -145,14 +153,15 @@ def publish(source: str, pipeline: dict, destination: dict, *, force: bool = Fal
         the_plan = pages_rendered(make_plan, contents, bundle, page)
         review = plan_review(the_plan, manifest, present, leftovers)
         check_expected(expect_plan_digest, *review)
-        shown = _content_diffs(the_plan, present, storage, bundle) if diff_contents else []
+        shown = _content_diffs(the_plan, present, storage, bundle, page, result_limit) if diff_contents else []
         if not check_mode:
             if journal is not None and state_error is None:
                 recover(storage, journal, set(state.by_path()) if state else set(), listing)
             if the_plan.changed:
                 execute(the_plan, storage, bundle)
     stale = invalidation_paths(changed_urls(the_plan, base_url), destination_cfg.invalidation_limit)
-    return result(the_plan, storage.warnings + warnings, storage.describe(STATE_NAME), review, full_result, shown, stale)
+    return result(the_plan, storage.warnings + warnings, storage.describe(STATE_NAME), review, full_result, shown, stale,
+                  result_limit)
 
 
 def with_repairs(the_plan: Plan, planned, contents: dict, listing, measure, verify: str) -> Plan:
@@ -168,14 +177,19 @@ def with_repairs(the_plan: Plan, planned, contents: dict, listing, measure, veri
     return replace(the_plan, repairs=repairs(planned, contents, mine, kept, listing, measure, verify))
 
 
-def _content_diffs(the_plan, present, storage, bundle) -> list:
-    """Read before anything is written: the old content is gone once the plan runs."""
+def _content_diffs(the_plan, present, storage, bundle, page: Page, limit: int) -> list:
+    """Read before anything is written: the old content is gone once the plan runs. A page whose
+    bytes check mode dropped is rendered again, for the few a content diff shows."""
     writes = the_plan.writes + the_plan.repairs
     if not writes:
         return []
     managed = the_plan.before.by_path() if the_plan.before else {}
-    return content_diffs(writes, managed, present, storage.read_bytes,
-                         lambda write: b"".join(output_chunks(write, bundle)), storage.describe)
+
+    def new_bytes(write) -> bytes:
+        if write.content.render_key is not None and write.content.data is None:
+            return render_markdown(bundle.read(write.source_path), write.source_path, page)
+        return b"".join(output_chunks(write, bundle))
+    return content_diffs(writes, managed, present, storage.read_bytes, new_bytes, storage.describe, limit)
 
 
 def _leftovers(journal: Journal, state, listing: frozenset, check_mode: bool, warnings: list) -> list:
@@ -195,9 +209,10 @@ def plan_review(the_plan, manifest, present, leftovers) -> tuple:
 
 
 def result(the_plan, warnings: list, where: str, review: tuple, full: bool = True, contents: list = (),
-           invalidation: list = ()) -> dict:
-    """The module's return values, as distributor_publish's RETURN documents them. The `diff` is a
-    list: the listing of managed outputs and state, then the `contents` diffs of the outputs written.
+           invalidation: list = (), limit: int = UNLIMITED) -> dict:
+    """The module's return values, as distributor_publish's RETURN documents them, every list
+    whole, and the `plan` facts. The `diff` is a list: the listing of managed outputs and state
+    (at most `limit` lines of outputs), then the `contents` diffs of the outputs written.
     `invalidation` is the CDN paths the plan makes stale."""
     decision = the_plan.decision
     after = the_plan.after
@@ -216,11 +231,13 @@ def result(the_plan, warnings: list, where: str, review: tuple, full: bool = Tru
         "taken_over": sorted(decision.taken_over),
         "forced": sorted(decision.forced),
         "plan_digest": review[1],
+        "plan": review[0],
         "changes": review[2],
         "invalidation_paths": list(invalidation),
         "warnings": warnings,
     }
     if full:
-        values.update(outputs=[output_to_dict(o, shared) for o in the_plan.outputs()],
-                      state=state_to_dict(after) if after else None, diff=[report.diff(the_plan.before, after, where), *contents])
+        values.update(outputs=Mapped(the_plan.outputs(), partial(output_to_dict, shared=shared)),
+                      state=state_to_dict(after, Mapped) if after else None,
+                      diff=[report.diff(the_plan.before, after, where, limit), *contents])
     return values

@@ -15,9 +15,11 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from . import report
+from .budget import Mapped
 from .changes import forget_changes
 from .config import parse_destination
 from .digest import check_expected, forget_facts, plan_digest
+from .limits import UNLIMITED
 from .managed_root import Selector, open_managed_root
 from .paths import STATE_NAME
 from .state import Output, OwnerKey, State, schema_version_for, serialize_state, state_to_dict
@@ -78,9 +80,11 @@ def owner_to_dict(key: OwnerKey) -> dict:
 
 def reconcile_state(pipeline_id: str, destination: dict, *, all_owners: bool = False, selector: Selector = Selector(),
                     check_mode: bool = False, lock_timeout: float = 60.0, now: datetime | None = None,
-                    opener=open_storage, expect_plan_digest: str | None = None) -> dict:
+                    opener=open_storage, expect_plan_digest: str | None = None, result_limit: int = UNLIMITED) -> dict:
     """Repair one root's record; check mode reports the same repair without writing it. With
-    `expect_plan_digest` a run whose plan digest differs fails (plan_changed) before writing."""
+    `expect_plan_digest` a run whose plan digest differs fails (plan_changed) before writing.
+    `result_limit` bounds the `diff` listing; the lists are whole, with the `plan` facts beside
+    them (as publish returns them)."""
     now = now or utc_now()
     with open_managed_root(pipeline_id, parse_destination(destination), selector, lock_timeout, check_mode, opener) as root:
         repair = reconcile_plan(root.state, root.key, all_owners, root.present, now)
@@ -95,9 +99,10 @@ def reconcile_state(pipeline_id: str, destination: dict, *, all_owners: bool = F
         "owners": [owner_to_dict(k) for k in repair.owners],
         "missing": sorted(o.path for o in repair.missing),
         "unmanaged": list(repair.unmanaged),
-        "state": state_to_dict(repair.after),
+        "state": state_to_dict(repair.after, Mapped),
         "plan_digest": digest,
+        "plan": facts,
         "changes": changes,
-        "diff": report.diff(repair.before, repair.after, root.storage.describe(STATE_NAME)),
+        "diff": report.diff(repair.before, repair.after, root.storage.describe(STATE_NAME), result_limit),
         "warnings": root.storage.warnings + root.warnings,
     }

@@ -13,7 +13,7 @@ from types import MappingProxyType
 from typing import Mapping, NamedTuple
 
 from .errors import DistributorError
-from .manifest import Manifest, parse_manifest, publishable_path_problem
+from .manifest import Manifest, listed, parse_manifest, publishable_path_problem
 from .schemas import load_json, only_scalars, validate
 from .timestamps import parse_rfc3339
 from .vocabulary import SHARED_ROOT, SINGLE_OWNER
@@ -263,7 +263,7 @@ def to_shared(state: State) -> State:
     return replace(state, mode=SHARED_ROOT, schema_version=schema_version_for(SHARED_ROOT), published_at=None)
 
 
-def output_to_dict(output: Output, shared: bool) -> dict:
+def output_to_dict(output: Output, shared: bool = False) -> dict:
     """One output record as written and returned: shared-root records carry their owner and
     source, which a single-owner record holds once for all outputs."""
     record = {"path": output.path, "kind": output.kind, "source_path": output.source_path}
@@ -288,12 +288,21 @@ def output_to_dict(output: Output, shared: bool) -> dict:
     return record
 
 
+def _shared_record(output: Output) -> dict:
+    return output_to_dict(output, True)
+
+
+def _by_path(output: Output) -> str:
+    return output.path
+
+
 def _links(primary_url: str | None) -> dict:
     return {"links": {"primary_url": primary_url}} if primary_url else {}
 
 
-def state_to_dict(state: State) -> dict:
-    """The record as written: schema 2 for single_owner, schema 3 for shared_root."""
+def state_to_dict(state: State, each=listed) -> dict:
+    """The record as written: schema 2 for single_owner, schema 3 for shared_root. `each(items,
+    make)` makes its lists of output and manifest file records (manifest.listed)."""
     head = {"schema_version": schema_version_for(state.mode)}
     if state.distributor_version:
         head["distributor_version"] = state.distributor_version
@@ -308,12 +317,12 @@ def state_to_dict(state: State) -> dict:
                     pipeline_id=o.key.pipeline_id,
                     destination_id=o.key.destination_id,
                     reconciliation={"mode": o.reconciliation},
-                    source={"manifest": o.manifest.to_dict()},
+                    source={"manifest": o.manifest.to_dict(each)},
                     **_links(o.primary_url),
                 )
                 for o in state.owners
             ],
-            outputs=[output_to_dict(o, True) for o in sorted(state.outputs, key=lambda o: o.path)],
+            outputs=each(sorted(state.outputs, key=_by_path), _shared_record),
         )
     (owner,) = state.owners
     return dict(
@@ -325,9 +334,9 @@ def state_to_dict(state: State) -> dict:
         updated_at=state.updated_at,
         state={"mode": SINGLE_OWNER},
         reconciliation={"mode": owner.reconciliation},
-        source={"manifest": owner.manifest.to_dict()},
+        source={"manifest": owner.manifest.to_dict(each)},
         **_links(owner.primary_url),
-        outputs=[output_to_dict(o, False) for o in sorted(state.outputs, key=lambda o: o.path)],
+        outputs=each(sorted(state.outputs, key=_by_path), output_to_dict),
     )
 
 

@@ -16,6 +16,7 @@ import time
 from collections import Counter
 from datetime import datetime, timezone
 
+from .budget import Mapped
 from .config import parse_destination, render_bundle_path
 from .drift import find_drift
 from .errors import DistributorError
@@ -85,7 +86,7 @@ def describe(state: State | None, key: OwnerKey | None, journal: Journal | None,
             "primary_url": o.primary_url,
             "outputs": counts[o.key],
         } for o in owners],
-        "outputs": [_output(o) for o in sorted(outputs, key=lambda o: o.path)],
+        "outputs": Mapped(sorted(outputs, key=lambda o: o.path), _output),
         "interrupted": _interrupted(journal, state),
         "lock": _lock(lock, now),
     }

@@ -1,0 +1,86 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The record file: the whole result and plan as JSON lines, written atomically by the module's
+own open, with the digest of its bytes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+import pytest
+
+from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
+from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.record import (
+    prepare_record, record_lines, write_record)
+
+from builders import MEMORY_STORAGE, NOW, write_bundle
+from memory_storage import MemoryStorage
+
+PIPELINE = {"id": "reports", "outputs": [{"match": "*.md", "transform": "markdown_to_html"}, {"match": "*.txt"}]}
+DEST = {"id": "archive", "storage": MEMORY_STORAGE}
+
+
+def published(tmp_path, count=30) -> dict:
+    made = {"p%02d.md" % i: b"# Page %d\n" % i for i in range(count)}
+    made["notes.txt"] = b"notes\n"
+    return publish(write_bundle(tmp_path / "bundle", made), PIPELINE, DEST, check_mode=True, now=NOW,
+                   opener=lambda cfg, base, token: MemoryStorage({}, base, token), diff_contents=True)
+
+
+def lines_of(path) -> list:
+    with open(path, "rb") as handle:
+        return [json.loads(line) for line in handle]
+
+
+def test_the_record_holds_every_entry_of_every_list_and_the_plan_the_digest_is_taken_over(tmp_path):
+    result = published(tmp_path)
+    plan = result.pop("plan")
+    where = str(tmp_path / "records" / "r.jsonl")
+    digest = write_record(prepare_record(where), record_lines("distributor_publish", True, result, plan))
+    with open(where, "rb") as handle:
+        assert digest == "sha256:" + hashlib.sha256(handle.read()).hexdigest()
+    head, planned, *rest = lines_of(where)
+    assert head["record_format"] == 1 and head["module"] == "distributor_publish" and head["check_mode"] is True
+    assert head["result"]["plan_digest"] == result["plan_digest"] and head["result"]["written_count"] == 31
+    canonical = json.dumps(planned["plan"], sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode("ascii")
+    assert "sha256:" + hashlib.sha256(canonical).hexdigest() == result["plan_digest"]
+    assert [line["written"] for line in rest if "written" in line] == result["written"]
+    assert [line["changes"] for line in rest if "changes" in line] == result["changes"]
+    assert [line["state"] for line in rest if "state" in line] == [result["state"]]
+    assert not [line for line in rest if "diff" in line], "the diff is presentation, not record"
+
+
+def test_a_link_at_the_record_path_is_replaced_not_written_through(tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"keep me\n")
+    link = tmp_path / "record.jsonl"
+    link.symlink_to(victim)
+    write_record(str(link), iter([b"{}\n"]))
+    assert victim.read_bytes() == b"keep me\n"
+    assert not link.is_symlink() and link.read_bytes() == b"{}\n"
+
+
+def test_a_failed_write_keeps_the_previous_record_and_leaves_no_staged_file(tmp_path):
+    where = tmp_path / "record.jsonl"
+    where.write_bytes(b"previous\n")
+
+    def lines():
+        yield b"{}\n"
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(DistributorError) as caught:
+        write_record(str(where), lines())
+    assert caught.value.reason == "storage_error" and "No space left on device" in caught.value.message
+    assert sorted(os.listdir(tmp_path)) == ["record.jsonl"] and where.read_bytes() == b"previous\n"
+
+
+def test_prepare_record_creates_the_directory_and_refuses_what_cannot_be_a_record(tmp_path):
+    assert prepare_record(str(tmp_path / "a" / "b" / "r.jsonl")) == str(tmp_path / "a" / "b" / "r.jsonl")
+    assert (tmp_path / "a" / "b").is_dir()
+    (tmp_path / "file").write_bytes(b"")
+    for path, words in ((tmp_path / "a", "is a directory"), (tmp_path / "file" / "r.jsonl", "cannot create its directory")):
+        with pytest.raises(DistributorError) as caught:
+            prepare_record(str(path))
+        assert caught.value.reason == "invalid_config" and words in caught.value.message
