@@ -4,6 +4,7 @@ inventory's variables, the project's playbooks/publish.yml, and results read fro
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -21,7 +22,8 @@ PUBLISH_TASK = "Publish each bundle to its pipeline's destinations"
 
 @pytest.fixture
 def job(tmp_path, make_bundle):
-    """run(cmdline) -> the finished ansible_runner.Runner of a publish job template."""
+    """run(cmdline) -> the finished ansible_runner.Runner of a publish job template; `job.files`
+    replaces the bundle's files before the next run."""
     root = tmp_path / "www"
     inventory = {"all": {"children": {"distributor_publishers": {
         "hosts": {"localhost": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}},
@@ -39,6 +41,7 @@ def job(tmp_path, make_bundle):
         },
     }}}}
     runs = iter(range(100))
+    publications = inventory["all"]["children"]["distributor_publishers"]["vars"]["distributor_publications"]
 
     def run(cmdline: str = ""):
         private_data_dir = tmp_path / ("job-%d" % next(runs))
@@ -57,6 +60,7 @@ def job(tmp_path, make_bundle):
         return runner
 
     run.root = root
+    run.files = lambda files: publications[0].update(source=make_bundle(files))
     return run
 
 
@@ -106,3 +110,56 @@ def test_a_check_job_publishes_its_plans_and_the_run_job_runs_exactly_them(job):
     assert result["changed"] and result["plan_digest"] == planned["plan_digest"]
     assert "distributor_plans" not in artifacts(approved), "only a check job records plans"
     assert sorted(tree(job.root / "reports")) == [".distributor.json"] + OUTPUTS
+
+
+def test_with_an_artifacts_directory_each_job_records_its_whole_plan_and_result_there(job, tmp_path):
+    artifacts = tmp_path / "artifacts"
+    records = {}
+    for cmdline, name in (("--check --diff", "reports.web.check.jsonl"), ("", "reports.web.run.jsonl")):
+        [result] = publish_results(job("%s -e distributor_artifacts_dir=%s" % (cmdline, artifacts)))
+        with open(artifacts / name, "rb") as handle:
+            data = handle.read()
+        assert result["record_file"] == str(artifacts / name)
+        assert result["record_sha256"] == "sha256:" + hashlib.sha256(data).hexdigest()
+        records[name] = [json.loads(line) for line in data.splitlines()]
+    check, run = records["reports.web.check.jsonl"], records["reports.web.run.jsonl"]
+    assert check[0]["check_mode"] is True and run[0]["check_mode"] is False
+    assert check[1] == run[1], "the plan the check recorded is the plan the run recorded"
+    assert sorted(line["written"] for line in run if "written" in line) == OUTPUTS
+
+
+# awx_display replaces an event's `res` with {} when len(str(res)) exceeds MAX_EVENT_RES.
+MAX_EVENT_RES = 700000
+
+
+def site(count: int) -> dict:
+    """`count` tiny files, one in ten a Markdown page and the others images, a hundred a directory:
+    what the job's pipeline publishes."""
+    return {("d%03d/page%05d.md" % (i // 100, i) if i % 10 == 0 else "d%03d/image%05d.png" % (i // 100, i)):
+            (b"# Page %d\n" % i if i % 10 == 0 else b"\x89PNG\0%d" % i) for i in range(count)}
+
+
+def event_res(runner) -> dict:
+    [event] = [e for e in runner.events
+               if e["event"] == "runner_on_ok" and e["event_data"]["task"] == PUBLISH_TASK]
+    return event["event_data"]["res"]
+
+
+def test_a_50000_file_check_diff_job_and_its_run_keep_the_digest_and_counts_in_their_job_events(job):
+    job.files(site(50000))
+    for cmdline, check in (("--check --diff", True), ("", False)):
+        res = event_res(job(cmdline))
+        assert len(str(res)) <= MAX_EVENT_RES
+        [result] = res["results"]
+        assert result["plan_digest"].startswith("sha256:") and result["action"] == "publish"
+        assert (result["written_count"], result["changes_count"], result["deleted_count"]) == (50000, 50000, 0)
+        assert len(result["written"]) == 100 and result["truncated"]["written"] == 49900
+        if check:
+            approved = result["plan_digest"]
+            listing, *contents = result["diff"]
+            assert listing["after"].endswith("# 49900 more output(s) not shown, 49900 of them changed\n")
+            assert contents[-1]["prepared"].startswith("diff skipped: 49900 more output(s) written, not shown")
+            assert result["truncated"]["state.outputs"] == 49900 and len(result["state"]["outputs"]) == 100
+        else:
+            assert result["plan_digest"] == approved and "diff" not in result
+    assert len(os.listdir(job.root / "reports" / "d499")) == 100
