@@ -23,7 +23,7 @@ PUBLISH_TASK = "Publish each bundle to its pipeline's destinations"
 @pytest.fixture
 def job(tmp_path, make_bundle):
     """run(cmdline) -> the finished ansible_runner.Runner of a publish job template; `job.files`
-    replaces the bundle's files before the next run."""
+    replaces the bundle's files before the next run, `job.publication` is the publication."""
     root = tmp_path / "www"
     inventory = {"all": {"children": {"distributor_publishers": {
         "hosts": {"localhost": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}},
@@ -60,7 +60,8 @@ def job(tmp_path, make_bundle):
         return runner
 
     run.root = root
-    run.files = lambda files: publications[0].update(source=make_bundle(files))
+    run.publication = publications[0]
+    run.files = lambda files: run.publication.update(source=make_bundle(files))
     return run
 
 
@@ -163,3 +164,13 @@ def test_a_50000_file_check_diff_job_and_its_run_keep_the_digest_and_counts_in_t
         else:
             assert result["plan_digest"] == approved and "diff" not in result
     assert len(os.listdir(job.root / "reports" / "d499")) == 100
+
+
+def test_a_manifest_given_as_an_option_comes_back_in_the_job_event_cut_to_result_limit(job):
+    job.files(site(300))
+    with open(os.path.join(job.publication["source"], "manifest.json")) as handle:
+        job.publication["manifest"] = json.load(handle)
+    res = event_res(job("--check"))
+    [result] = res["results"]
+    assert result["written_count"] == 300
+    assert result["invocation"]["module_args"]["manifest"]["files"] == job.publication["manifest"]["files"][:100]

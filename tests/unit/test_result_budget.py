@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor.budget import capped, check_limit
+from ansible_collections.distributor.core.plugins.module_utils._distributor.budget import capped, check_limit, cut_arguments
 from ansible_collections.distributor.core.plugins.module_utils._distributor.digest import plan_digest
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
@@ -55,6 +55,12 @@ def test_result_limit_minus_one_returns_every_entry_and_zero_only_the_counts():
     assert capped(result, -1) == dict(result, written_count=2, truncated={})
     assert capped(result, 0) == {"written": [], "written_count": 2, "state": {"outputs": []},
                                  "truncated": {"written": 2, "state.outputs": 2}}
+
+
+def test_the_arguments_a_result_echoes_are_cut_like_its_lists_without_counts():
+    arguments = {"manifest": {"id": "m", "files": [1, 2, 3]}, "source": "/b", "result_limit": 2}
+    assert cut_arguments(arguments, 2) == {"manifest": {"id": "m", "files": [1, 2]}, "source": "/b", "result_limit": 2}
+    assert cut_arguments(arguments, -1) == arguments
 
 
 def test_a_result_limit_below_minus_one_is_invalid_config():

@@ -7,8 +7,9 @@ import json
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from .budget import capped, check_limit
+from .budget import capped, check_limit, cut_arguments
 from .errors import DistributorError, MissingLibrary
+from .limits import UNLIMITED
 from .record import prepare_record, record_lines, write_record
 from .visible import visible
 
@@ -23,9 +24,11 @@ class DistributorModule(AnsibleModule):
         """Ansible calls this itself when an option is invalid, without a `reason`: defaulting it
         here gives those failures `invalid_config`, and every failure's text passes `shown`."""
         kwargs.setdefault("reason", "invalid_config")
-        details = shown({key: value for key, value in kwargs.items() if key != "exception"})
+        details = shown({key: value for key, value in kwargs.items() if key not in ("exception", "invocation")})
         if "exception" in kwargs:  # a traceback, shown with -vvv: its lines stay lines
             details["exception"] = shown(kwargs["exception"], "\n")
+        if "invocation" in kwargs:  # the arguments as given: Ansible hides the no_log values in them
+            details["invocation"] = kwargs["invocation"]
         super().fail_json(msg=shown(msg), **details)
 
     def warn(self, warning):
@@ -37,8 +40,9 @@ def run_module(argument_spec: dict, operation, diff_aware: bool = False) -> None
     """`operation(params, check_mode)` returns the result dict (with `changed` and `diff`); with
     `diff_aware` it is `operation(params, check_mode, diff_mode)`, for results that are costly
     to build when nobody asked for the diff. A module whose spec has `result_limit` returns its
-    lists within that budget (budget.py), and with `record_file` writes the whole result there,
-    with the `plan` the operation returns beside it (record.py), before the lists are cut."""
+    lists within that budget (budget.py), its `invocation` too, and with `record_file` writes the
+    whole result there, with the `plan` the operation returns beside it (record.py), before the
+    lists are cut."""
     module = DistributorModule(argument_spec=argument_spec, supports_check_mode=True)
     budgeted = "result_limit" in argument_spec
     limit = module.params.get("result_limit")
@@ -54,12 +58,16 @@ def run_module(argument_spec: dict, operation, diff_aware: bool = False) -> None
     except MissingLibrary as error:
         module.fail_json(msg=missing_required_lib(error.library, reason="for " + error.purpose), exception=error.traceback, reason=error.reason)
     except DistributorError as error:
-        details = capped(error.details, limit) if budgeted and error.details else error.details
+        details = capped(error.details, limit) if budgeted and error.details else dict(error.details)
+        if budgeted:
+            details["invocation"] = {"module_args": cut_arguments(module.params, max(limit, UNLIMITED))}
         module.fail_json(msg=error.message, reason=error.reason, **details)
     diff = result.pop("diff", None)
     if budgeted:
         result = capped(result, limit)
     result = result if plain(result) else shown(result)
+    if budgeted:  # after `shown`: Ansible finds the no_log values to hide only as they were given
+        result["invocation"] = {"module_args": cut_arguments(module.params, limit)}
     for warning in result.pop("warnings", ()):
         module.warn(warning)
     if module._diff and diff is not None:

@@ -78,6 +78,12 @@ def capped(result: dict, limit: int) -> dict:
     return values
 
 
+def cut_arguments(params: dict, limit: int) -> dict:
+    """The module's arguments as its result's `invocation` shows them, each list cut like the
+    result's: a `manifest` option of 50,000 files would otherwise come back whole in every result."""
+    return _cap(params, limit, "", {})
+
+
 def _cap(value, limit: int, path: str, truncated: dict):
     if isinstance(value, dict):
         return {key: _cap(item, limit, path + "." + key, truncated) for key, item in value.items()}
