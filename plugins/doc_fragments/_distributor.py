@@ -285,10 +285,11 @@ options:
 options:
   result_limit:
     description:
-      - At most this many entries in each list of the result (RV(changes), the lists of paths, the
+      - At most this many entries in each list of the result (C(changes), the lists of paths, the
         records in C(outputs) and C(state)), the first ones in the list's order; V(-1) returns every entry.
-      - Every list keeps its count (for example RV(changes_count)), and RV(truncated) names each list
-        that was cut and how many entries it left out. The plan digest covers the whole plan whatever is returned.
+      - Every list keeps its count (for example C(changes_count)), and RV(truncated) names each list
+        that was cut and how many entries it left out. A plan digest covers the whole plan whatever is returned.
+      - The module's arguments that the result echoes as C(invocation) are cut the same way.
       - The C(--diff) listing shows, above this many outputs, the lines that change (the first
         this many by path) and counts the others; content diffs stop after this many entries.
       - The default keeps a result with C(--diff) near 250 KB at any number of files, under the
@@ -298,8 +299,9 @@ options:
     version_added: 0.2.0
   record_file:
     description:
-      - Also write the whole result, every entry of every list, and the plan its RV(plan_digest) is
-        taken over, as JSON lines to this file on the host the module runs on; RV(record_sha256) is its digest.
+      - Also write the whole result, every entry of every list, and the plan its C(plan_digest) is
+        taken over (modules that plan), as JSON lines to this file on the host the module runs on;
+        RV(record_sha256) is its digest.
       - Written under a temporary name in the same directory (created when missing), made durable
         and renamed over the path, so a reader sees a whole record. Check mode writes it too, as
         the record of the review; it changes nothing at the destination.

@@ -170,7 +170,7 @@ invalidation_paths:
     - Above C(links.invalidation_limit) (default 1000) paths collapse to C(<directory>/*) wildcards, deepest
       directories first, so there are never more than the limit.
     - Empty when nothing is deleted or no C(links.base_url) is set.
-    - Never cut by O(result_limit): a CDN must be given every path.
+    - Never cut by O(result_limit), since a CDN must be given every path.
   returned: success
   type: list
   elements: str

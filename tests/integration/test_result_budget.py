@@ -73,16 +73,16 @@ def test_the_record_file_holds_every_entry_and_the_plan_and_the_result_its_diges
     assert len(state["outputs"]) == 30
 
 
-def test_check_mode_writes_the_record_of_the_review_and_nothing_at_the_destination(playbook, make_bundle, destination,
-                                                                                   tmp_path):
+def test_check_mode_writes_the_record_of_the_review_and_nothing_at_the_destination(
+        playbook, make_bundle, destination, tmp_path):
     record = tmp_path / "check.jsonl"
     checked = playbook.publish(check=True, source=make_bundle(FILES), pipeline=PIPELINE, destination=destination,
                                record_file=str(record))
     assert checked["record_sha256"] == digest_of(record) and not os.path.exists(destination["storage"]["root"])
 
 
-def test_a_record_file_that_cannot_be_written_fails_before_anything_is_published(playbook, make_bundle, destination,
-                                                                                 tmp_path):
+def test_a_record_file_that_cannot_be_written_fails_before_anything_is_published(
+        playbook, make_bundle, destination, tmp_path):
     (tmp_path / "a-file").write_bytes(b"")
     failed = playbook.publish(source=make_bundle(FILES), pipeline=PIPELINE, destination=destination,
                               record_file=str(tmp_path / "a-file" / "record.jsonl"))
@@ -90,8 +90,8 @@ def test_a_record_file_that_cannot_be_written_fails_before_anything_is_published
     assert not os.path.exists(destination["storage"]["root"])
 
 
-def test_prune_reconcile_state_and_state_info_return_their_lists_within_result_limit(playbook, make_bundle, destination,
-                                                                                      tmp_path):
+def test_prune_reconcile_state_and_state_info_return_their_lists_within_result_limit(
+        playbook, make_bundle, destination, tmp_path):
     playbook.publish(source=make_bundle(FILES), pipeline=PIPELINE, destination=destination)
     for name in ("f00.txt", "f01.txt", "f02.txt", "f03.txt"):
         os.remove(os.path.join(destination["storage"]["root"], "site", name))
