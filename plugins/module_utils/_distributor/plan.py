@@ -77,6 +77,15 @@ class Plan:
         """The records this owner manages once the plan is executed."""
         return self.after.outputs_of(self.owner) if self.after else ()
 
+    def directories_changed(self) -> set[str]:
+        """The directories a run of this plan creates, renames or removes files in, relative to
+        the bundle path ('' is the bundle path itself, where the state record is written):
+        check mode asks storage whether it could (Storage.check_writable)."""
+        if not self.changed:
+            return set()
+        paths = [w.path for w in self.writes + self.repairs] + list(self.deletes)
+        return {path.rpartition("/")[0] for path in paths} | {""}
+
 
 def plan_outputs(manifest: Manifest, pipeline: Pipeline) -> tuple[PlannedOutput, ...]:
     """Every rule that matches a file produces one output; two producing one path is an error.

@@ -145,6 +145,9 @@ def publish(source: str, pipeline: dict, destination: dict, *, force: bool = Fal
         the_plan = pages_rendered(make_plan, contents, bundle, page)
         review = plan_review(the_plan, manifest, present, leftovers)
         check_expected(expect_plan_digest, *review)
+        if check_mode:
+            read_sources(the_plan, bundle)
+            storage.check_writable(the_plan.directories_changed())
         shown = _content_diffs(the_plan, present, storage, bundle) if diff_contents else []
         if not check_mode:
             if journal is not None and state_error is None:
@@ -153,6 +156,16 @@ def publish(source: str, pipeline: dict, destination: dict, *, force: bool = Fal
                 execute(the_plan, storage, bundle)
     stale = invalidation_paths(changed_urls(the_plan, base_url), destination_cfg.invalidation_limit)
     return result(the_plan, storage.warnings + warnings, storage.describe(STATE_NAME), review, full_result, shown, stale)
+
+
+def read_sources(the_plan: Plan, bundle: Bundle) -> None:
+    """Check mode reads every bundle file a run would stream, verified against the manifest as
+    the run verifies it (Bundle.chunks): a bundle edited after its manifest fails
+    verification_failed in the review, not in the approved run. Pages were read when rendered."""
+    for write in the_plan.writes + the_plan.repairs:
+        if write.content.data is None:
+            for _chunk in bundle.chunks(write.source_path):
+                pass
 
 
 def with_repairs(the_plan: Plan, planned, contents: dict, listing, measure, verify: str) -> Plan:

@@ -135,6 +135,13 @@ class Storage:
         for path, factory in items:
             self.write(path, factory())
 
+    def check_writable(self, directories: Iterable[str]) -> None:
+        """Check mode's look ahead at the storage_error a run would meet: each directory (relative
+        to the base, '' the base itself) must let the publishing account create, rename and remove
+        files in it, or, when missing, its nearest existing parent must let it be made. Refuses
+        with storage_error naming the first that does not; says nothing when it cannot tell. S3
+        cannot tell without a request that changes the bucket, so the base does nothing."""
+
     def delete(self, path: str) -> bool:
         """Remove a file; a missing file is not an error. True when something was removed.
 

@@ -104,6 +104,12 @@ class ConfinedStorage(Storage):
         with self._reported("write outputs under"):
             self.inner.write_many((self._inside(path), self._held_chunks(path, factory)) for path, factory in items)
 
+    def check_writable(self, directories: Iterable[str]) -> None:
+        """Confined like a read: '' is the bundle path itself."""
+        checked = [self._inside(d) if d else d for d in directories]
+        with self._reported("inspect"):
+            self.inner.check_writable(checked)
+
     def delete(self, path: str) -> bool:
         """Confined and under the lease: a path from a journal must not reach outside the bundle path."""
         path = self._inside(path)

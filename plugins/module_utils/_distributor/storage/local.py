@@ -23,7 +23,7 @@ from .durability import Directory, FsyncEach, Staged, durability_for, root_paren
 from .lease import Lease
 from .local_lock import flocked
 from .refusals import (
-    failure, link_refused, not_private, os_errors, relative_root, root_refused, staged_replaced, staging_taken)
+    failure, link_refused, not_private, not_writable, os_errors, relative_root, root_refused, staged_replaced, staging_taken)
 
 SYNC_BATCH_BYTES = 64 * 1024 * 1024  # a batch also ends at this many staged bytes, so big files overlap their syncs
 SYNC_WORKERS = 8
@@ -204,6 +204,36 @@ class LocalStorage(Storage):
             return [] if top is None else sorted(list_tree(top, self.describe))
         finally:
             self._release()
+
+    def check_writable(self, directories: Iterable[str]) -> None:
+        """The kernel's own answer for this account (faccessat with the effective ids), on each
+        directory or the nearest existing one the run would make it in: a read-only mount is
+        refused to root too. Walked like every other look, never through a link."""
+        try:
+            for directory in sorted(set(directories)):
+                fd, found = self._nearest(join(self.base, directory))
+                if fd is not None:
+                    _refuse_unwritable(fd, self._where(found))
+                    continue
+                where = _existing_parent(self.root)
+                with os_errors("inspect", where):
+                    fd = os.open(where, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+                try:
+                    _refuse_unwritable(fd, where)
+                finally:
+                    os.close(fd)
+        finally:
+            self._release()
+
+    def _nearest(self, rel: str) -> tuple[int | None, str]:
+        """The directory `rel` under the root or its nearest existing parent, opened (None when
+        even the root is missing)."""
+        parts = rel.split("/") if rel else []
+        for end in range(len(parts), 0, -1):
+            fd = self._directory("/".join(parts[:end]), False, self._where(rel))
+            if fd is not None:
+                return fd, "/".join(parts[:end])
+        return self._root(False), ""
 
     # -- writing --------------------------------------------------------------------------
 
@@ -441,3 +471,21 @@ class LocalStorage(Storage):
         if self._root_fd is not None:
             os.close(self._root_fd)
             self._root_fd = None
+
+
+def _existing_parent(path: str) -> str:
+    """The nearest existing parent of a missing root, where the run would create it."""
+    while not os.path.isdir(path) and path != os.path.dirname(path):
+        path = os.path.dirname(path)
+    return path
+
+
+def _refuse_unwritable(fd: int, where: str) -> None:
+    with os_errors("inspect", where):
+        if os.access(".", os.W_OK | os.X_OK, dir_fd=fd, effective_ids=True):
+            return
+        if os.fstatvfs(fd).f_flag & os.ST_RDONLY:
+            raise not_writable(where, "is on a read-only file system")
+        found = os.fstat(fd)
+    raise not_writable(where, "does not let uid %d create files in it (mode %04o, owner uid %d)" % (
+        os.geteuid(), stat.S_IMODE(found.st_mode), found.st_uid))

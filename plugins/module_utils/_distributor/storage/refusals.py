@@ -78,6 +78,13 @@ def staged_replaced(target: str, staged: str) -> DistributorError:
                             "someone else" % (target, staged))
 
 
+def not_writable(where: str, why: str) -> DistributorError:
+    """Check mode's prediction of the write a run could not make: reported now, not after the
+    reviewed plan was approved and the run has begun."""
+    return DistributorError("storage_error", "cannot write in %s: it %s; a run would fail there. Give the publishing "
+                            "account write access, or publish with an account that has it" % (where, why))
+
+
 def too_deep(where: str) -> DistributorError:
     """A tree deeper than any a bundle makes, planted to exhaust the walk: refused, not walked."""
     return DistributorError("storage_error", "%s is more than %d directories deep; distributor lists trees at most "

@@ -58,3 +58,21 @@ def shared_refusal(where: str, why: str, username: str) -> str:
     """The error with require_private_directories: the same residual window as the warning names,
     so the operator learns why the option refused."""
     return "%s %s, and storage.require_private_directories is set. %s." % (where, why, RESIDUAL_WINDOW % username)
+
+
+def unwritable(mode: int, owner: str | None, username: str) -> str | None:
+    """Why `username` cannot create files in a directory of this st_mode owned by `owner` (its name
+    on the server), or None when it can or the attributes cannot tell. SFTP shows no group
+    membership, so a directory its group may write is taken as writable; POSIX ACLs granting
+    another account write show in the group bits (the ACL mask), so they are taken as writable too."""
+    shown = "mode %04o" % stat.S_IMODE(mode)
+    if username == "root" or (mode & stat.S_IWOTH and mode & stat.S_IXOTH):
+        return None
+    if owner == username:
+        if mode & stat.S_IWUSR and mode & stat.S_IXUSR:
+            return None
+        return "does not let its owner %s create files in it (%s)" % (username, shown)
+    if owner is None or mode & stat.S_IWGRP:
+        return None
+    return "is owned by %s (%s), which lets neither %s nor any other account but its owner create files in it" % (
+        owner, shown, username)
