@@ -78,7 +78,10 @@ extends_documentation_fragment:
   - distributor.core._distributor.PIPELINE
 attributes:
   check_mode:
-    description: Check mode is the dry run; nothing at the destination changes, not even a lock.
+    description:
+      - Check mode is the dry run; nothing at the destination changes, not even a lock.
+      - It reads and verifies every bundle file the run would copy, and fails C(storage_error) when the publishing account
+        could not write a directory the run writes in, so a clean check predicts a run that does not fail for either.
     support: full
   diff_mode:
     description:
