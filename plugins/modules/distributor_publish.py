@@ -176,7 +176,7 @@ changes:
     change:
       description: What happens to it.
       type: str
-      choices: [create, update, delete, take_over, force_overwrite, repair]
+      choices: [create, update, delete, take_over, force_overwrite, repair, settings]
     owner:
       description: The owner (C(pipeline/destination)) managing it after the change; for a delete, the one it is deleted from.
       type: str
@@ -229,6 +229,15 @@ written:
   type: list
   elements: str
   sample: [report.html, chart.png]
+resettled:
+  description:
+    - Output paths whose bytes stay and whose storage settings (mode, ownership, S3 object settings) changed, given the
+      new settings in place without writing their bytes (or that would be, in check mode); each a C(settings) in RV(changes).
+    - One that is not the file distributor wrote (its digest differs, or it has other links) is written again instead.
+  returned: success
+  type: list
+  elements: str
+  sample: [report.html]
 repaired:
   description:
     - Output paths O(verify) found missing or drifted and rewrote as recorded (or would, in check mode).

@@ -122,6 +122,40 @@ def test_a_changed_page_option_renders_every_page(tmp_path, renders):
     assert sorted(renders) == sorted(PAGES)
 
 
+def test_a_changed_stylesheet_rewrites_the_pages_of_an_unchanged_bundle_in_check_mode_and_the_run(tmp_path, renders):
+    """The same bundle again is no skip when the pipeline's page settings changed: its pages
+    were rendered with other settings than it now gives (issue 31: a stylesheet moved from
+    1.css to 2.css must reach every published page)."""
+    bundle = write_bundle(tmp_path / "b1", PAGES, created="2026-06-04T11:55:00Z")
+    first = dict(PIPELINE, markdown={"stylesheet": "/1.css"})
+    publish(bundle, first, local(tmp_path / "www"), now=NOW)
+    assert publish(bundle, first, local(tmp_path / "www"), now=LATER)["action"] == "skip"
+    renders.clear()
+
+    second = dict(PIPELINE, markdown={"stylesheet": "/2.css"})
+    check = publish(bundle, second, local(tmp_path / "www"), now=LATER, check_mode=True)
+    assert check["action"] == "replace" and "page settings of" in check["reason"]
+    assert sorted(check["written"]) == sorted(p.replace(".md", ".html") for p in PAGES)
+    ran = publish(bundle, second, local(tmp_path / "www"), now=LATER, expect_plan_digest=check["plan_digest"])
+    assert ran["written"] == check["written"]
+    assert b"/2.css" in (tmp_path / "www" / "p0.html").read_bytes()
+    assert publish(bundle, second, local(tmp_path / "www"), now=LATER)["action"] == "skip"
+
+
+def test_records_without_a_key_get_one_once_even_when_the_bundle_is_unchanged(tmp_path, renders):
+    """A record written before render keys existed cannot say how its page was rendered: the
+    page is rendered once and, its bytes being the recorded ones, only the record changes."""
+    www = published(tmp_path)
+    state = state_of(www)
+    for record in state["outputs"]:
+        del record["render_key"]
+    (www / ".distributor.json").write_text(json.dumps(state))
+    bundle = str(tmp_path / "b1")
+    once = publish(bundle, PIPELINE, local(www), now=LATER)
+    assert once["changed"] and once["written"] == [] and all(keys_of(www).values())
+    assert publish(bundle, PIPELINE, local(www), now=LATER)["action"] == "skip"
+
+
 def test_records_without_a_key_are_rendered_and_get_one(tmp_path, renders):
     www = published(tmp_path)
     state = state_of(www)

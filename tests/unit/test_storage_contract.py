@@ -27,6 +27,7 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.stor
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.base import Storage
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
 
+from builders import sha
 from memory_storage import MemoryStorage
 
 BASE = "reports/2024-05-01"
@@ -58,12 +59,12 @@ class Backend:
 def _local(request, tmp_path):
     root = tmp_path / "root"
     root.mkdir()
-    return Backend("local", lambda base, token: open_storage({"type": "local", "root": str(root)}, base, token), root)
+    return Backend("local", lambda base, token, **kw: open_storage({"type": "local", "root": str(root), **kw}, base, token), root)
 
 
 def _memory(request, tmp_path):
     store: dict = {}
-    return Backend("memory", lambda base, token: MemoryStorage(store, base, token))
+    return Backend("memory", lambda base, token, **kw: MemoryStorage(store, base, token))
 
 
 def _sftp(request, tmp_path):
@@ -111,6 +112,51 @@ def expect_error(reason: str, call, *args, **kwargs) -> DistributorError:
         call(*args, **kwargs)
     assert caught.value.reason == reason, caught.value.message
     return caught.value
+
+
+# -- settings changed in place -------------------------------------------------------------
+
+# The settings each backend is resettled from and to: a file mode, or an S3 object's headers.
+SETTINGS = {"local": ({"file_mode": "0640"}, {"file_mode": "0604"}), "sftp": ({"file_mode": "0640"}, {"file_mode": "0604"}),
+            "s3": ({"cache_control": "max-age=60"}, {"cache_control": "no-cache"}), "memory": ({}, {})}
+
+
+def settings_seen(backend: Backend, path: str):
+    """(the setting resettle changes, the file's identity) as the backend itself keeps them."""
+    if backend.name in ("local", "sftp"):
+        found = os.stat(backend.base_dir() / path)
+        return "%04o" % (found.st_mode & 0o7777), found.st_ino
+    if backend.name == "s3":
+        head = backend.server.client().head_object(Bucket=backend.bucket, Key="site/%s/%s" % (BASE, path))
+        return head.get("CacheControl"), head["ContentLength"]
+    return None, None
+
+
+def test_resettle_gives_the_recorded_bytes_new_settings_without_writing_them(backend):
+    before, after = SETTINGS[backend.name]
+    backend.open(**before).write("docs/a.txt", [b"alpha"])
+    storage = backend.open(**after)
+    if backend.name == "s3":
+        puts = []
+        storage.client.meta.events.register("before-call.s3.PutObject", lambda **kw: puts.append(kw))
+    old, identity = settings_seen(backend, "docs/a.txt")
+    assert storage.resettle_many([("docs/a.txt", sha(b"alpha"), 5)]) == []
+    new, same = settings_seen(backend, "docs/a.txt")
+    assert (old, new) == {"local": ("0640", "0604"), "sftp": ("0640", "0604"), "s3": ("max-age=60", "no-cache")}.get(
+        backend.name, (None, None))
+    assert same == identity and storage.read_bytes("docs/a.txt", STATE_LIMIT) == b"alpha"
+    if backend.name == "s3":
+        assert puts == []
+
+
+def test_resettle_leaves_a_file_that_is_not_the_recorded_one_to_be_written_again(backend):
+    before, after = SETTINGS[backend.name]
+    backend.open(**before).write("docs/a.txt", [b"alpha"])
+    storage = backend.open(**after)
+    old = settings_seen(backend, "docs/a.txt")
+    assert storage.resettle_many([("docs/a.txt", sha(b"ALPHA"), 5), ("docs/gone.txt", sha(b"x"), 1)]) == [
+        "docs/a.txt", "docs/gone.txt"]
+    assert settings_seen(backend, "docs/a.txt") == old
 
 
 # -- reading and writing ------------------------------------------------------------------

@@ -93,7 +93,7 @@ def publish_facts(the_plan: Plan, manifest, recovered, changes: list) -> dict:
     previous = base.by_path() if base else {}
     outputs = the_plan.outputs()
     after_owner = the_plan.after.owner(key) if the_plan.after else None
-    touched = {w.path for w in the_plan.writes + the_plan.repairs} | set(the_plan.deletes)
+    touched = {w.path for w in the_plan.writes + the_plan.repairs + the_plan.resettles} | set(the_plan.deletes)
     touched.update(o.path for o in outputs if o.path in previous and previous[o.path].owner != key)
     return {
         "plan_format": PLAN_FORMAT,
@@ -108,7 +108,7 @@ def publish_facts(the_plan: Plan, manifest, recovered, changes: list) -> dict:
         "primary_url": after_owner.primary_url if after_owner else None,
         "writes": [{"path": w.path, "change": kinds[w.path], "sha256": w.content.sha256, "size": w.content.size,
                     "owner": str(key), "attributes": list(map(list, w.content.attributes))}
-                   for w in the_plan.writes + the_plan.repairs],
+                   for w in the_plan.writes + the_plan.repairs + the_plan.resettles],
         "deletes": sorted(the_plan.deletes),
         "managed_before": [dict(_manager(previous.get(p)), path=p) for p in sorted(touched)],
         "outputs": Records(sorted(outputs, key=_by_path)),

@@ -68,8 +68,8 @@ def is_page(path: str) -> bool:
 
 
 def execute(plan: Plan, storage: Storage, bundle) -> None:
-    """Writes (assets, then pages), then deletes, then state; on failure removes only what this
-    attempt created.
+    """Writes (assets, then pages), then new settings on outputs whose bytes stay, then deletes,
+    then state; on failure removes only what this attempt created.
 
     Every non-HTML output is in place before the first page is, so a reader who opens a new page
     during the publish finds the images and stylesheets it references.
@@ -80,10 +80,10 @@ def execute(plan: Plan, storage: Storage, bundle) -> None:
     inside a directory where a file now goes) runs first.
     """
     writes = plan.writes + plan.repairs
-    if not (writes or plan.deletes):
+    if not (writes or plan.deletes or plan.resettles):
         storage.write_bytes(STATE_NAME, serialize_state(plan.after))
         return
-    journal = Journal(storage.token, tuple(w.path for w in writes))
+    journal = Journal(storage.token, tuple(w.path for w in writes + plan.resettles))
     storage.write_bytes(JOURNAL_NAME, json.dumps({"token": journal.token, "writes": journal.writes}).encode("utf-8"))
     try:
         first = in_the_way((w.path for w in writes), plan.deletes)
@@ -92,12 +92,21 @@ def execute(plan: Plan, storage: Storage, bundle) -> None:
             group = [w for w in writes if is_page(w.path) == pages]
             if group:
                 storage.write_many((w.path, partial(output_chunks, w, bundle)) for w in group)
+        _resettle(plan.resettles, storage, bundle)
         storage.delete_many([d for d in plan.deletes if d not in first])
         storage.write_bytes(STATE_NAME, serialize_state(plan.after))
     except BaseException:
         _clean_up(storage, journal)
         raise
     storage.delete(JOURNAL_NAME)
+
+
+def _resettle(resettles: tuple, storage: Storage, bundle) -> None:
+    """New storage settings on outputs whose bytes stay; one that is not the file distributor
+    wrote (Storage.resettle) is written again, so the record's digest and settings hold."""
+    if resettles:
+        again = set(storage.resettle_many((w.path, w.content.sha256, w.content.size) for w in resettles))
+        storage.write_many((w.path, partial(output_chunks, w, bundle)) for w in resettles if w.path in again)
 
 
 def _clean_up(storage: Storage, journal: Journal) -> None:

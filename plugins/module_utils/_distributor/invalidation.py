@@ -35,12 +35,13 @@ def invalidation_paths(urls, limit: int) -> list[str]:
 
 
 def changed_urls(plan, base_url: str | None) -> list:
-    """The URLs of the outputs a publish plan writes or repairs (from the records it writes) or deletes
+    """The URLs of the outputs a publish plan writes, repairs or resettles (served with other
+    headers now; from the records it writes) or deletes
     (from the records it replaces, where they were served; a forced file nobody recorded at the
     URL its path has now)."""
     after = plan.after.by_path() if plan.after else {}
     before = plan.before.by_path() if plan.before else {}
-    written = [after[w.path].url if w.path in after else output_url(base_url, w.path) for w in (*plan.writes, *plan.repairs)]
+    written = [after[w.path].url if w.path in after else output_url(base_url, w.path) for w in (*plan.writes, *plan.repairs, *plan.resettles)]
     deleted = [before[d].url if d in before else output_url(base_url, d) for d in plan.deletes]
     return written + deleted
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from .attributes import resettable
 from .config import Destination, Pipeline, output_url
 from .decide import Decision
 from .errors import DistributorError
@@ -67,11 +68,12 @@ class Plan:
     after: State | None
     retained: tuple[str, ...]
     repairs: tuple[Write, ...] = ()  # drifted outputs rewritten as they are recorded (drift.py)
+    resettles: tuple[Write, ...] = ()  # outputs whose bytes stay and whose storage settings change
 
     @property
     def changed(self) -> bool:
         """True exactly when executing the plan writes or deletes something (state included)."""
-        return bool(self.writes or self.deletes or self.repairs) or self.after != self.before
+        return bool(self.writes or self.deletes or self.repairs or self.resettles) or self.after != self.before
 
     def outputs(self) -> tuple[Output, ...]:
         """The records this owner manages once the plan is executed."""
@@ -83,7 +85,7 @@ class Plan:
         check mode asks storage whether it could (Storage.check_writable)."""
         if not self.changed:
             return set()
-        paths = [w.path for w in self.writes + self.repairs] + list(self.deletes)
+        paths = [w.path for w in self.writes + self.repairs + self.resettles] + list(self.deletes)
         return {path.rpartition("/")[0] for path in paths} | {""}
 
 
@@ -120,7 +122,8 @@ def with_data(the_plan: Plan, contents: dict) -> Plan:
     reused: the same writes, digests and records, now carrying what the executor puts in place."""
     def filled(writes: tuple) -> tuple:
         return tuple(replace(w, content=contents[w.path]) if w.path in contents else w for w in writes)
-    return replace(the_plan, writes=filled(the_plan.writes), repairs=filled(the_plan.repairs))
+    return replace(the_plan, writes=filled(the_plan.writes), repairs=filled(the_plan.repairs),
+                   resettles=filled(the_plan.resettles))
 
 
 def primary_url(paths, patterns, base_url: str | None) -> str | None:
@@ -196,11 +199,13 @@ def plan(
     ) + tuple(mine[p] for p in retained)
     owner = Owner(key, destination.reconciliation, manifest, primary_url(planned_paths, destination.primary, base_url))
     after = _state_after(base, before, owner, records, planned_paths, shared, stamp)
-    writes = tuple(
-        Write(p.path, p.source_path, contents[p.path]) for p in planned
-        if not _already_there(previous.get(p.path), contents[p.path], p.path in present)
-    )
-    return Plan(decision, key, bundle_path, writes, _deletes(decision, omitted, planned_paths, present, shared), before, after, retained)
+    writes, resettles = [], []
+    for item in planned:
+        recorded, content, here = previous.get(item.path), contents[item.path], item.path in present
+        if not _already_there(recorded, content, here):
+            (resettles if _resettled(recorded, content, here) else writes).append(Write(item.path, item.source_path, content))
+    deletes = _deletes(decision, omitted, planned_paths, present, shared)
+    return Plan(decision, key, bundle_path, tuple(writes), deletes, before, after, retained, resettles=tuple(resettles))
 
 
 def _created_at(old: Output | None, keep_created: bool, stamp: str) -> str:
@@ -230,6 +235,14 @@ def _state_after(base: State | None, before: State | None, owner: Owner, records
                      COLLECTION_VERSION, owners, others + records)
     created_at = before.created_at if before is not None and before.mode == SINGLE_OWNER else stamp
     return State(SINGLE_OWNER, schema_version_for(SINGLE_OWNER), created_at, stamp, stamp, COLLECTION_VERSION, (owner,), records)
+
+
+def _resettled(recorded: Output | None, content: Content, present: bool) -> bool:
+    """A managed output whose bytes are the planned ones but whose storage settings changed is
+    given the new settings in place (Storage.resettle), no byte written, where the settings allow
+    it (attributes.resettable)."""
+    return present and recorded is not None and (
+        (recorded.sha256, recorded.size) == (content.sha256, content.size) and resettable(recorded.attributes, content.attributes))
 
 
 def _already_there(recorded: Output | None, content: Content, present: bool) -> bool:

@@ -50,7 +50,15 @@ def reusable(state, key: OwnerKey) -> dict:
     return {o.path: o for o in state.outputs_of(key) if o.kind == "generated" and o.render_key} if state else {}
 
 
-def render_contents(bundle: Bundle, planned, page: Page, storage: dict, recorded: dict) -> dict:
+def page_keys_of(planned, manifest, page: Page) -> dict:
+    """The render key of each planned page with the pipeline's page settings now: what decides
+    whether a page of an unchanged source is rendered again (decide.settings_changed) and whether
+    its render is reused (render_contents)."""
+    return {item.path: render_key(item.transform, manifest.file(item.source_path).sha256, item.source_path, page)
+            for item in planned if item.kind == "generated"}
+
+
+def render_contents(bundle: Bundle, planned, page: Page, storage: dict, recorded: dict, page_keys: dict) -> dict:
     """Content for each planned output: copies are described by the manifest and streamed later;
     generated outputs are rendered now (reading verifies their source) so the plan knows them,
     unless their render key equals the one `recorded` for their path (reusable): then the
@@ -64,7 +72,7 @@ def render_contents(bundle: Bundle, planned, page: Page, storage: dict, recorded
         if item.kind == "source":
             contents[item.path] = Content(entry.sha256, entry.size, attributes=attributes)
             continue
-        key = render_key(item.transform, entry.sha256, item.source_path, page)
+        key = page_keys[item.path]
         record = recorded.get(item.path)
         if record is not None and record.render_key == key:
             contents[item.path] = Content(record.sha256, record.size, None, attributes, key)
@@ -79,7 +87,8 @@ def _rendered(bundle: Bundle, source_path: str, page: Page, attributes: tuple, k
 
 
 def pages_rendered(make_plan, contents: dict, bundle: Bundle, page: Page) -> Plan:
-    """`make_plan(contents)` with every page it writes or repairs rendered: a page whose render
+    """`make_plan(contents)` with every page it writes, repairs or resettles rendered (a resettle
+    writes the page after all when the file there is not the one recorded): a page whose render
     was reused is rendered only now that the plan writes it (absent at the destination, drifted,
     its settings changed), in check mode too, so both make the same plan. Should a page's bytes
     differ from the record it was reused from, the plan is made again from the rendered content:
@@ -87,7 +96,8 @@ def pages_rendered(make_plan, contents: dict, bundle: Bundle, page: Page) -> Pla
     the_plan = make_plan(contents)
     while True:
         late = {w.path: _rendered(bundle, w.source_path, page, w.content.attributes, w.content.render_key)
-                for w in the_plan.writes + the_plan.repairs if w.content.render_key is not None and w.content.data is None}
+                for w in the_plan.writes + the_plan.repairs + the_plan.resettles
+                if w.content.render_key is not None and w.content.data is None}
         if all((c.sha256, c.size) == (contents[p].sha256, contents[p].size) for p, c in late.items()):
             return with_data(the_plan, late)
         contents = dict(contents, **late)
@@ -116,6 +126,7 @@ def publish(source: str, pipeline: dict, destination: dict, *, force: bool = Fal
     bundle = Bundle.load(source, manifest_option)
     manifest = bundle.manifest
     planned = plan_outputs(manifest, pipeline_cfg)
+    page_keys = page_keys_of(planned, manifest, page)
     bundle_path = render_bundle_path(destination_cfg, pipeline_cfg.id, manifest.id, manifest.created_at)
     base_url = render_url(destination_cfg, pipeline_cfg.id, manifest.id, manifest.created_at)
     key = OwnerKey(pipeline_cfg.id, destination_cfg.id)
@@ -123,7 +134,7 @@ def publish(source: str, pipeline: dict, destination: dict, *, force: bool = Fal
     with opened(destination_cfg, bundle_path, lock_timeout, check_mode, opener) as storage:
         state, state_error, journal = read_records(storage)
         facts = dict(manifest=manifest, key=key, destination=destination_cfg, state=state, state_error=state_error,
-                     planned=frozenset(p.path for p in planned), force=force, where=storage.describe())
+                     planned=frozenset(p.path for p in planned), force=force, where=storage.describe(), page_keys=page_keys)
         decision = decide_from_state(**facts) if journal is None else None
         present, listing, leftovers = None, None, []
         if decision is None or verify != "none":
@@ -135,7 +146,7 @@ def publish(source: str, pipeline: dict, destination: dict, *, force: bool = Fal
                 present -= set(leftovers)
             decision = decide(present=present, **facts)
         rendered = decision.rewrites_outputs or verify != "none"
-        contents = render_contents(bundle, planned, page, destination_cfg.storage, reusable(state, key)) if rendered else {}
+        contents = render_contents(bundle, planned, page, destination_cfg.storage, reusable(state, key), page_keys) if rendered else {}
 
         def make_plan(chosen: dict) -> Plan:
             made = plan(decision=decision, key=key, destination=destination_cfg, manifest=manifest, planned=planned,
@@ -162,7 +173,7 @@ def read_sources(the_plan: Plan, bundle: Bundle) -> None:
     """Check mode reads every bundle file a run would stream, verified against the manifest as
     the run verifies it (Bundle.chunks): a bundle edited after its manifest fails
     verification_failed in the review, not in the approved run. Pages were read when rendered."""
-    for write in the_plan.writes + the_plan.repairs:
+    for write in the_plan.writes + the_plan.repairs + the_plan.resettles:
         if write.content.data is None:
             for _chunk in bundle.chunks(write.source_path):
                 pass
@@ -176,7 +187,7 @@ def with_repairs(the_plan: Plan, planned, contents: dict, listing, measure, veri
         return the_plan
     key = the_plan.owner
     kept = {o.path for o in the_plan.before.outputs_of(key)} if the_plan.before else set()
-    kept -= {w.path for w in the_plan.writes} | set(the_plan.deletes)
+    kept -= {w.path for w in the_plan.writes + the_plan.resettles} | set(the_plan.deletes)
     mine = {o.path: o for o in the_plan.outputs()}
     return replace(the_plan, repairs=repairs(planned, contents, mine, kept, listing, measure, verify))
 
@@ -224,6 +235,7 @@ def result(the_plan, warnings: list, where: str, review: tuple, full: bool = Tru
         "primary_url": owner.primary_url if owner else None,
         "written": [w.path for w in the_plan.writes],
         "repaired": [w.path for w in the_plan.repairs],
+        "resettled": [w.path for w in the_plan.resettles],
         "deleted": list(the_plan.deletes),
         "retained": list(the_plan.retained),
         "taken_over": sorted(decision.taken_over),

@@ -135,6 +135,19 @@ class Storage:
         for path, factory in items:
             self.write(path, factory())
 
+    def resettle(self, path: str, sha256: str, size: int) -> bool:
+        """Give the output at `path` the storage settings now configured, its bytes left as they
+        are (local and SFTP on an open descriptor or handle; S3 by copying the object onto itself
+        with its settings replaced), when it is the file distributor wrote: a regular file of one
+        link whose size and digest are `size` and `sha256`. False otherwise, and the executor
+        writes it again: no setting lands on content distributor cannot vouch for. This base
+        knows no way, so every output is written again."""
+        return False
+
+    def resettle_many(self, items: Iterable[tuple[str, str, int]]) -> list[str]:
+        """resettle() of (path, sha256, size) items; the paths that must be written again."""
+        return [path for path, sha256, size in items if not self.resettle(path, sha256, size)]
+
     def check_writable(self, directories: Iterable[str]) -> None:
         """Check mode's look ahead at the storage_error a run would meet: each directory (relative
         to the base, '' the base itself) must let the publishing account create, rename and remove

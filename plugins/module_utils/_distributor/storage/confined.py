@@ -104,6 +104,14 @@ class ConfinedStorage(Storage):
         with self._reported("write outputs under"):
             self.inner.write_many((self._inside(path), self._held_chunks(path, factory)) for path, factory in items)
 
+    def resettle_many(self, items: Iterable[tuple[str, str, int]]) -> list[str]:
+        """Confined and under the lease, like a write: settings change what readers get."""
+        checked = [(self._inside(path), sha256, size) for path, sha256, size in items]
+        if checked:
+            self._held("changing the settings of " + checked[0][0])
+        with self._reported("change the settings of files under"):
+            return self.inner.resettle_many(checked)
+
     def check_writable(self, directories: Iterable[str]) -> None:
         """Confined like a read: '' is the bundle path itself."""
         checked = [self._inside(d) if d else d for d in directories]

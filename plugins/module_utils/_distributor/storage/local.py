@@ -130,6 +130,10 @@ class LocalStorage(Storage):
         if self.ids != (-1, -1):
             os.fchown(fd, *self.ids)
 
+    def _settle_output(self, fd: int) -> None:
+        """An output's settings: the configured mode, else 0644 whatever the umask."""
+        self._settle(fd, 0o644 if self.file_mode is None else self.file_mode)
+
     def _split(self, path: str) -> tuple[str, str]:
         """(directory under the root, file name) of a path under the bundle path. ConfinedStorage
         refuses unclean paths first; this backend refuses them too, since a `..` handed to a
@@ -204,6 +208,22 @@ class LocalStorage(Storage):
             return [] if top is None else sorted(list_tree(top, self.describe))
         finally:
             self._release()
+
+    def resettle(self, path: str, sha256: str, size: int) -> bool:
+        """On the descriptor whose content was just hashed: a link put at the name is refused by
+        the open, a hard link by its count, and the settings are synced like a written file."""
+        with self._reading(path) as fd:
+            if fd is None:
+                return False
+            with os_errors("change the settings of", self.describe(path)):
+                found = os.fstat(fd)
+                if found.st_nlink != 1 or found.st_size != size:
+                    return False
+                if hash_stream(lambda count: os.read(fd, count), size + 1) != sha256:
+                    return False
+                self._settle_output(fd)
+                os.fsync(fd)
+        return True
 
     def check_writable(self, directories: Iterable[str]) -> None:
         """The kernel's own answer for this account (faccessat with the effective ids), on each
@@ -306,7 +326,7 @@ class LocalStorage(Storage):
             for chunk in chunks:
                 write_fully(fd, chunk)
                 size += len(chunk)
-            self._settle(fd, 0o644 if self.file_mode is None else self.file_mode)
+            self._settle_output(fd)
             info = os.fstat(fd)
         except BaseException as exc:
             if fd is not None:

@@ -37,6 +37,7 @@ from .s3_lock import EMPTY_RANGE, NOT_FOUND, S3Lock
 PART_SIZE = 8 * 1024 * 1024
 DELETE_BATCH = 1000
 WORKERS = 32  # small files cost a round trip each: 2,000 files wait 63 round trips (8 workers: 250)
+COPY_LIMIT = 5 * 1024 ** 3  # the largest object one CopyObject copies
 SMALL_BODY = 256 * 1024  # read whole by any of the WORKERS: WORKERS x SMALL_BODY = 8 MiB at most
 LARGE_BODIES = 8  # bodies of up to PART_SIZE held at once: 64 MiB at most, as with 8 workers before
 PARTS_IN_FLIGHT = 3  # per storage, across all files: bounds memory to a few parts whatever the file count
@@ -154,9 +155,9 @@ class S3Storage(Storage):
         found = head["ContentLength"]
         if not digest or found != size:
             return found, None
-        stored = head.get("ChecksumSHA256") or ""
-        if stored and "-" not in stored and head.get("ChecksumType", "FULL_OBJECT") == "FULL_OBJECT":
-            return found, "sha256:" + base64.b64decode(stored).hex()
+        stored = _full_object_digest(head)
+        if stored:
+            return found, stored
         if not found:
             return found, "sha256:" + hashlib.sha256(b"").hexdigest()
         reply = self._call("read", key, "get_object", NOT_FOUND, Key=key, Range="bytes=0-%d" % size)
@@ -270,6 +271,27 @@ class S3Storage(Storage):
         """
         in_parallel(WORKERS, lambda item: self.write(item[0], item[1]()), items)
 
+    def resettle(self, path: str, sha256: str, size: int) -> bool:
+        """A copy of the object onto itself with its settings replaced: S3 copies the bytes
+        inside the bucket, none are uploaded. Only an object whose full-object ChecksumSHA256 and
+        length are the recorded ones, and only that very object (the copy is conditional on the
+        ETag the HEAD saw); one over S3's 5 GiB copy limit is written again instead."""
+        key = self._key(path)
+        head = self._call("inspect", key, "head_object", NOT_FOUND, Key=key, ChecksumMode="ENABLED")
+        if head is None or head["ContentLength"] != size or size > COPY_LIMIT or _full_object_digest(head) != sha256:
+            return False
+        copied = self._call("change the settings of", key, "copy_object", ("PreconditionFailed",), Key=key,
+                            CopySource={"Bucket": self.bucket, "Key": key}, CopySourceIfMatch=head["ETag"],
+                            MetadataDirective="REPLACE", ChecksumAlgorithm="SHA256",
+                            **s3_object_args(self._settings, path))
+        return copied is not None
+
+    def resettle_many(self, items: Iterable[tuple[str, str, int]]) -> list[str]:
+        """resettle() WORKERS at a time, as writes go: each is a round trip or two."""
+        again: list[str] = []
+        in_parallel(WORKERS, lambda item: None if self.resettle(*item) else again.append(item[0]), items)
+        return sorted(again)
+
     def delete(self, path: str) -> bool:
         """S3 deletes a missing key without complaint; asking first keeps the contract that delete
         says whether something was removed."""
@@ -337,6 +359,15 @@ def _gather(stream: Iterator[bytes], chunks: list, size: int, limit: int) -> int
         chunks.append(chunk)
         size += len(chunk)
     return size
+
+
+def _full_object_digest(head: dict) -> str | None:
+    """`sha256:<hex>` of the whole object from a HEAD's stored ChecksumSHA256; None when S3 keeps
+    none, or only a multipart upload's composite "<digest>-<parts>"."""
+    stored = head.get("ChecksumSHA256") or ""
+    if stored and "-" not in stored and head.get("ChecksumType", "FULL_OBJECT") == "FULL_OBJECT":
+        return "sha256:" + base64.b64decode(stored).hex()
+    return None
 
 
 def checksum(data) -> str:

@@ -27,7 +27,7 @@ from .sftp_lock import SftpLock
 from .refusals import too_deep
 from .sftp_batch import SftpBatch
 from .sftp_paths import SftpPaths
-from .sftp_wire import identity, listdir_attr, read_ahead
+from .sftp_wire import Pipe, identity, listdir_attr, read_ahead
 from .sftp_wire import wire as _wire
 
 READ_ATTEMPTS = 3  # looks at a file that changed between the look and the open (see read_bytes)
@@ -154,6 +154,26 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
         with self._errors("read", remote), handle:
             chunks = read_ahead(handle.sftp, handle.handle, size, size + 1)
             return found, hash_stream(lambda _count: next(chunks, b""), size + 1)
+
+    def resettle(self, path: str, sha256: str, size: int) -> bool:
+        """Hashed and settled through one handle opened as it was looked at (FSETSTAT: no name
+        resolved between the digest and the change). SFTP shows no link count: a hard link is
+        not seen here (docs/operations.md)."""
+        remote = self._remote(path)
+        attrs = self._looked_at(remote)
+        if attrs is None or (attrs.st_size or 0) != size:
+            return False
+        handle = self._open_as_seen(remote, attrs)
+        if handle is None:
+            return False
+        with self._errors("change the settings of", remote), handle:
+            chunks = read_ahead(handle.sftp, handle.handle, size, size + 1)
+            if hash_stream(lambda _count: next(chunks, b""), size + 1) != sha256:
+                return False
+            pipe = Pipe(handle.sftp)
+            for number in self._settle(pipe, handle.handle):
+                pipe.status(number)
+        return True
 
     def _remove(self, remote: str, action: str) -> bool:
         """Remove a file by name, the way to it looked at again right before: True when it was there."""
