@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import getpass
 import os
+import socket
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterator
@@ -112,12 +113,18 @@ class Chain:
         """paramiko's SSHClient for the SFTP server, through every jump host."""
         try:
             for endpoint in self._endpoints:
-                sock = self._forwarded(endpoint) if self.clients else None
                 client = self._paramiko.SSHClient()
+                trust_known_hosts(client, endpoint)
+                sock = self._forwarded(endpoint) if self.clients else None
                 self.clients.append(client)
                 with self._failures(endpoint):
-                    trust_known_hosts(client, endpoint)
-                    client.connect(**self._options(endpoint, sock))
+                    if sock is None:
+                        sock = Prompt(socket.create_connection((endpoint.host, endpoint.port), endpoint.connect_timeout))
+                    try:
+                        client.connect(**self._options(endpoint, sock))
+                    except BaseException:
+                        sock.close()  # paramiko leaves open a socket it was handed
+                        raise
         except BaseException:
             self.close()
             raise
@@ -202,6 +209,31 @@ class Chain:
     def _kept(self, exc: BaseException) -> BaseException | None:
         """The cause our error may carry: none when it quotes a password, which a traceback would print."""
         return None if self.mentions_secret(exc) else exc
+
+
+class Prompt:
+    """The TCP connection to the first server, acknowledging what it receives at once.
+
+    An sshd relaying a forwarded connection (a jump host) sends each reply as it comes, in small
+    segments, and with Nagle's algorithm holds the next until the last is acknowledged, while
+    Linux delays acknowledgements up to 40 ms hoping to carry them on data: a publish of small
+    files through a jump host spent most of its time in those waits (issue #33). Linux leaves
+    TCP_QUICKACK mode on its own, so it is asked for before every read; and requests go out
+    without Nagle's wait (TCP_NODELAY), which paramiko already sends a packet at a time."""
+
+    def __init__(self, sock):
+        self._sock = sock
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._quickack = getattr(socket, "TCP_QUICKACK", None)
+
+    def recv(self, size: int) -> bytes:
+        """One read, acknowledged as soon as it arrives."""
+        if self._quickack is not None:
+            self._sock.setsockopt(socket.IPPROTO_TCP, self._quickack, 1)
+        return self._sock.recv(size)
+
+    def __getattr__(self, name):
+        return getattr(self._sock, name)
 
 
 def _refused_forward(endpoint: Endpoint, exc) -> str:
