@@ -260,6 +260,33 @@ def test_a_bastion_that_forbids_forwarding_is_named_and_leaves_nothing_open(
     assert settled(made, sockets_before) == (0, 0)
 
 
+# -- the server alone: the same settings and words without jump hosts (issue #31) ------------
+
+
+def test_a_refused_login_names_the_methods_tried_and_those_the_server_accepts(sshd_server, tmp_path):
+    cases = {
+        "tried password; the server accepts only publickey": {"private_key_file": None, "password": SECRET},
+        "tried publickey with private_key_file %s" % sshd_server.other_key_file: {
+            "private_key_file": sshd_server.other_key_file},
+    }
+    for words, settings in cases.items():
+        error = expect_error("storage_error", SftpStorage(sshd_server.storage(str(tmp_path), **settings), "", "t1").list_files)
+        assert "cannot log in to sftp://%s@127.0.0.1:%d as %s: authentication failed; %s" % (
+            sshd_server.username, sshd_server.port, sshd_server.username, words) in error.message
+        assert SECRET not in error.message and SECRET not in repr(error.__cause__)
+
+
+def test_connect_timeout_bounds_a_server_that_never_answers(sshd_server, tmp_path):
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        settings = sshd_server.storage(str(tmp_path), port=listener.getsockname()[1], connect_timeout=1)
+        started = time.monotonic()
+        error = expect_error("storage_error", SftpStorage(settings, "", "t1").list_files)
+    assert time.monotonic() - started < 5
+    assert "cannot connect to sftp://" in error.message and "(connect_timeout: 1 s)" in error.message
+
+
 # -- host keys as values, and first use -------------------------------------------------------
 
 
