@@ -100,7 +100,7 @@ class JumpNetwork:
         subnet = free_subnet()
         # Our own end of the first link: the jump hosts reach this namespace there.
         self.here, jump1_address = link(None, outer, subnet)
-        _, jump2_address = link(outer, inner, subnet[:-1] + "4")
+        _near, jump2_address = link(outer, inner, subnet[:-1] + "4")
         # Free here now, so a direct attempt at a server behind is refused rather than answered.
         port = free_port()
         self.jump1 = self._sshd(outer, jump1_address, 22)

@@ -47,8 +47,8 @@ def test_publish_review_state_info_and_prune_go_through_two_jump_hosts(playbook,
     assert sorted(p.name for p in (root / "site").iterdir() if not p.name.startswith(".")) == ["a.txt"]
 
 
-def test_no_password_of_any_hop_reaches_verbose_output_or_results(playbook, make_bundle, jump_network, tmp_path,
-                                                                    monkeypatch):
+def test_no_password_of_any_hop_reaches_verbose_output_or_results(
+        playbook, make_bundle, jump_network, tmp_path, monkeypatch):
     """Each hop carries a password besides its key (the key logs in; the password is still a
     module argument), and one run fails at the second hop, where the password is offered too."""
     monkeypatch.setenv("ANSIBLE_DISPLAY_TRACEBACK", "error")

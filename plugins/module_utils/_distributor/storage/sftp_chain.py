@@ -36,7 +36,7 @@ UNFINISHED = {"Error reading SSH protocol banner": "no SSH protocol banner came 
 @dataclass(frozen=True)
 class Endpoint:
     """One SSH server on the way to the files: a jump host or the SFTP server itself, which take
-    the same settings. `name` is how messages call it, `field` where its settings are written,
+    the same settings. `name` is how messages call it, `where` where its settings are written,
     `via` the endpoint it is reached through (None: directly)."""
 
     host: str
@@ -47,7 +47,7 @@ class Endpoint:
     host_key_policy: str
     connect_timeout: float
     name: str
-    field: str
+    where: str
     via: str | None
     password: str | None = field(default=None, repr=False)
     private_key_file: str | None = None
@@ -79,7 +79,7 @@ def _endpoint(settings: dict, name: str, where: str, via: str | None) -> Endpoin
         host_key_policy=settings.get("host_key_policy") or "reject",
         connect_timeout=float(settings.get("connect_timeout") or CONNECT_TIMEOUT),
         name=name,
-        field=where,
+        where=where,
         via=via,
         password=settings.get("password"),
         private_key_file=settings.get("private_key_file"),
@@ -90,13 +90,13 @@ def check_endpoints(found) -> None:
     """Settings refused before any connection is made, so a bad one costs no handshake."""
     for endpoint in found:
         if not endpoint.host:
-            raise DistributorError("invalid_config", "%s.host is required for sftp storage" % endpoint.field)
+            raise DistributorError("invalid_config", "%s.host is required for sftp storage" % endpoint.where)
         if endpoint.host_key_policy not in HOST_KEY_POLICIES:
             raise DistributorError("invalid_config", "%s.host_key_policy %r must be one of %s" % (
-                endpoint.field, endpoint.host_key_policy, ", ".join(HOST_KEY_POLICIES)))
+                endpoint.where, endpoint.host_key_policy, ", ".join(HOST_KEY_POLICIES)))
         if endpoint.connect_timeout <= 0:
             raise DistributorError("invalid_config", "%s.connect_timeout must be a number of seconds above 0"
-                                   % endpoint.field)
+                                   % endpoint.where)
 
 
 class Chain:

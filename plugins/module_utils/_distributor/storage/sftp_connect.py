@@ -16,7 +16,7 @@ from typing import Iterator
 from ..errors import DistributorError
 from ..paths import join
 from .refusals import relative_root, root_refused
-from .sftp_chain import Chain, cause, check_endpoints
+from .sftp_chain import cause, check_endpoints
 from .sftp_wire import session_class
 
 

@@ -22,7 +22,7 @@ def trust_known_hosts(client, endpoint) -> None:
             check_known_hosts(path)
             client.get_host_keys().load(path)
     if endpoint.known_hosts:
-        add_known_hosts(client.get_host_keys(), endpoint.known_hosts, "%s.known_hosts" % endpoint.field)
+        add_known_hosts(client.get_host_keys(), endpoint.known_hosts, "%s.known_hosts" % endpoint.where)
     if not endpoint.known_hosts_file and not endpoint.known_hosts:
         system = os.path.expanduser(SYSTEM_KNOWN_HOSTS)
         if os.path.exists(system):
@@ -142,7 +142,7 @@ def key_store(endpoint) -> str:
     if endpoint.known_hosts_file:
         stores.append(endpoint.known_hosts_file)
     if endpoint.known_hosts:
-        stores.append("%s.known_hosts" % endpoint.field)
+        stores.append("%s.known_hosts" % endpoint.where)
     return " or ".join(stores) or SYSTEM_KNOWN_HOSTS
 
 
