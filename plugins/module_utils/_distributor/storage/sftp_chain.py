@@ -70,6 +70,7 @@ def _port(settings: dict) -> int:
 
 
 def _endpoint(settings: dict, name: str, where: str, via: str | None) -> Endpoint:
+    timeout = settings.get("connect_timeout")
     return Endpoint(
         host=settings.get("host") or "",
         port=_port(settings),
@@ -77,7 +78,7 @@ def _endpoint(settings: dict, name: str, where: str, via: str | None) -> Endpoin
         known_hosts_file=settings.get("known_hosts_file"),
         known_hosts=settings.get("known_hosts"),
         host_key_policy=settings.get("host_key_policy") or "reject",
-        connect_timeout=float(settings.get("connect_timeout") or CONNECT_TIMEOUT),
+        connect_timeout=float(CONNECT_TIMEOUT if timeout is None else timeout),
         name=name,
         where=where,
         via=via,
