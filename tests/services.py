@@ -109,6 +109,9 @@ class SshServer:
     username: str = field(default_factory=getpass.getuser)
     sftp_command: str = "internal-sftp"
     process: subprocess.Popen | None = None
+    # A network namespace to run in (tests/network.py), listening on `host`:`port` there.
+    namespace: object = None
+    extra_config: tuple = ()
 
     @property
     def private_key_file(self) -> str:
@@ -134,21 +137,24 @@ class SshServer:
     def known_hosts_line(self) -> str:
         with open(self.host_key_file + ".pub") as handle:
             kind, key = handle.read().split()[:2]
-        return "[%s]:%d %s %s\n" % (self.host, self.port, kind, key)
+        name = self.host if self.port == 22 else "[%s]:%d" % (self.host, self.port)
+        return "%s %s %s\n" % (name, kind, key)
 
-    def storage(self, root: str, **overrides) -> dict:
+    def connection(self, **overrides) -> dict:
+        """The settings that reach this server, as SFTP storage and each of its jump_hosts take them."""
         config = {
-            "type": "sftp",
             "host": self.host,
             "port": self.port,
             "username": self.username,
             "private_key_file": self.private_key_file,
             "known_hosts_file": self.known_hosts_file,
             "host_key_policy": "reject",
-            "root": root,
         }
         config.update(overrides)
         return config
+
+    def storage(self, root: str, **overrides) -> dict:
+        return dict(self.connection(type="sftp", root=root), **overrides)
 
     def _config(self, port: int) -> str:
         path = os.path.join(self.directory, "sshd_config")
@@ -172,6 +178,7 @@ class SshServer:
                         "Subsystem sftp %s" % self.sftp_command,
                         "MaxStartups 100",
                         "LogLevel ERROR",
+                        *self.extra_config,
                         "",
                     ]
                 )
@@ -187,12 +194,31 @@ class SshServer:
             # sshd started as root insists on its privilege separation directory, which
             # containers without systemd-tmpfiles lack.
             os.makedirs(PRIVSEP_DIR, mode=0o755, exist_ok=True)
-        self.process, self.port = _start(
-            lambda port: [SSHD, "-D", "-e", "-f", self._config(port)], b"SSH-", self.log_file
-        )
+        if self.namespace is None:
+            self.process, self.port = _start(
+                lambda port: [SSHD, "-D", "-e", "-f", self._config(port)], b"SSH-", self.log_file
+            )
+        else:
+            self._start_inside()
         with open(self.known_hosts_file, "w") as handle:
             handle.write(self.known_hosts_line())
         return self
+
+    def _start_inside(self) -> None:
+        """In a namespace of its own there is no port to race for, and the server may be out of
+        this namespace's reach: it is up once sshd writes its pid file, which it does after binding."""
+        pid_file = os.path.join(self.directory, "sshd.pid")
+        with open(self.log_file, "ab") as log:
+            self.process = subprocess.Popen(self.namespace.command([SSHD, "-D", "-e", "-f", self._config(self.port)]),
+                                            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                            preexec_fn=_die_with_parent)
+        deadline = time.monotonic() + START_TIMEOUT
+        while not (os.path.exists(pid_file) and os.path.getsize(pid_file)):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                _stop(self.process)
+                with open(self.log_file, "rb") as log:
+                    raise RuntimeError("sshd did not start in its namespace; log:\n%s" % log.read().decode(errors="replace"))
+            time.sleep(0.02)
 
     def stop(self) -> None:
         if self.process is not None:
@@ -208,8 +234,9 @@ DROP_ROOT_PERMISSIONS = ("/usr/bin/setpriv", "--inh-caps=-dac_override,-dac_read
                          "--bounding-set=-dac_override,-dac_read_search")
 
 
-def start_sshd(sftp_command: str = "internal-sftp") -> SshServer:
-    return SshServer(tempfile.mkdtemp(prefix="distributor-sshd-"), sftp_command=sftp_command).start()
+def start_sshd(sftp_command: str = "internal-sftp", **settings) -> SshServer:
+    """An sshd on 127.0.0.1 (or `host`:`port` in `namespace`), `extra_config` lines added to its config."""
+    return SshServer(tempfile.mkdtemp(prefix="distributor-sshd-"), sftp_command=sftp_command, **settings).start()
 
 
 @dataclass

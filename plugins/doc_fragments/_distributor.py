@@ -59,14 +59,66 @@ options:
             description: SFTP private key file.
             type: path
           known_hosts_file:
-            description: known_hosts file holding the SFTP server's host key.
+            description:
+              - known_hosts file holding the SFTP server's host key.
+              - When neither this nor O(destination.storage.known_hosts) is set, C(~/.ssh/known_hosts) of the user
+                running the module.
             type: path
+          known_hosts:
+            description:
+              - known_hosts lines holding the SFTP server's host key, given as a value (what C(ssh-keyscan) prints),
+                for example from an AWX credential. Used with O(destination.storage.known_hosts_file) when both are set.
+            type: str
           host_key_policy:
             description:
               - C(reject) refuses an SFTP server whose key is not in I(known_hosts_file); C(accept_new) records it.
               - C(reject) when unset.
             type: str
             choices: [reject, accept_new]
+          connect_timeout:
+            description:
+              - Seconds each step of connecting to the SFTP server may wait (TCP connection or the last jump host's
+                forward, SSH banner, key exchange, authentication). V(30) when unset.
+            type: float
+          jump_hosts:
+            description:
+              - C(sftp) only. SSH servers crossed in this order to reach O(destination.storage.host), like
+                OpenSSH's C(ProxyJump), without an ssh binary or ssh config file. Each connection runs inside a
+                forwarded (C(direct-tcpip)) channel of the one before, so each jump host must allow TCP forwarding.
+              - Each jump host's host key is checked like the server's, C(reject) by default.
+              - One chain of connections serves a whole run.
+            type: list
+            elements: dict
+            suboptions:
+              host:
+                description: Jump host name or address, as the previous jump host (or, for the first, this host) resolves it.
+                type: str
+                required: true
+              port:
+                description: SSH port; 22 when unset.
+                type: int
+              username:
+                description: User name on the jump host; the user running the module when unset.
+                type: str
+              password:
+                description: Password. Never logged.
+                type: str
+              private_key_file:
+                description: Private key file. With neither this nor a password, ssh-agent and C(~/.ssh) keys are tried.
+                type: path
+              known_hosts_file:
+                description: known_hosts file holding the jump host's key.
+                type: path
+              known_hosts:
+                description: known_hosts lines holding the jump host's key, given as a value.
+                type: str
+              host_key_policy:
+                description: Like O(destination.storage.host_key_policy), for this jump host; C(reject) when unset.
+                type: str
+                choices: [reject, accept_new]
+              connect_timeout:
+                description: Seconds each step of connecting to this jump host may wait; V(30) when unset.
+                type: float
           require_private_directories:
             description:
               - C(sftp) only. SFTP acts by path, so an account that can write a directory on the way to an output

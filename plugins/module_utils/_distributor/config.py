@@ -86,9 +86,14 @@ class Destination:
         return self.state_mode == SHARED_ROOT
 
 
-def _without_none(data: dict) -> dict:
-    """Ansible passes every unset suboption as None; the schemas describe what a user wrote."""
-    return {k: (_without_none(v) if isinstance(v, dict) else v) for k, v in data.items() if v is not None}
+def _without_none(data):
+    """Ansible passes every unset suboption as None, in lists of options too (jump_hosts); the
+    schemas describe what a user wrote."""
+    if isinstance(data, dict):
+        return {k: _without_none(v) for k, v in data.items() if v is not None}
+    if isinstance(data, list):
+        return [_without_none(v) for v in data]
+    return data
 
 
 _STORAGE_ALIASES = {alias: name for name, spec in STORAGE.items() for alias in spec.get("aliases", ())}

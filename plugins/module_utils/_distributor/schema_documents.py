@@ -197,8 +197,24 @@ _STR = {"type": "string"}
 _OPT_STR = {"type": ["string", "null"]}
 _MODE = {"type": "string", "pattern": "^0?[0-7]{3,4}$", "description": "an octal mode string such as \"0640\""}
 _ID_OR_NAME = {"type": ["string", "integer"]}
+# Beyond an hour a host that does not answer is down, not slow.
+CONNECT_TIMEOUT_MAXIMUM = 3600
 # The settings of the backends that write files (local, sftp).
 _FILE_SETTINGS = {"root": _STR, "file_mode": _MODE, "directory_mode": _MODE, "owner": _ID_OR_NAME, "group": _ID_OR_NAME}
+# How to reach one SSH server: the SFTP server itself and each of its jump hosts.
+_SSH_CONNECTION = {
+    "host": {"type": "string", "minLength": 1},
+    "port": {"type": "integer", "minimum": 1, "maximum": 65535},
+    "username": _OPT_STR,
+    "password": _OPT_STR,
+    "private_key_file": _OPT_STR,
+    "known_hosts_file": _OPT_STR,
+    "known_hosts": {"type": ["string", "null"], "description": "known_hosts lines (what ssh-keyscan prints)"},
+    "host_key_policy": {"enum": list(vocabulary.HOST_KEY_POLICIES)},
+    "connect_timeout": {"type": "number", "exclusiveMinimum": 0, "maximum": CONNECT_TIMEOUT_MAXIMUM,
+                        "description": "seconds each step of connecting to this server may wait"},
+}
+_JUMP_HOST = {"type": "object", "required": ["host"], "properties": _SSH_CONNECTION, "additionalProperties": False}
 # A lock renewed every third of its expiry over a slow link needs a second at least; a lock that
 # outlives a dead holder by more than a day helps nobody.
 LOCK_EXPIRY_MINIMUM = 1
@@ -231,13 +247,9 @@ DESTINATION = {
                         "required": ["host", "root"],
                         "properties": {
                             "type": True,
-                            "host": _STR,
-                            "port": {"type": "integer", "minimum": 1, "maximum": 65535},
-                            "username": _OPT_STR,
-                            "password": _OPT_STR,
-                            "private_key_file": _OPT_STR,
-                            "known_hosts_file": _OPT_STR,
-                            "host_key_policy": {"enum": list(vocabulary.HOST_KEY_POLICIES)},
+                            **_SSH_CONNECTION,
+                            "jump_hosts": {"type": "array", "items": _JUMP_HOST,
+                                           "description": "SSH servers crossed in this order to reach host"},
                             "require_private_directories": {"type": "boolean"},
                             **_FILE_SETTINGS,
                         },

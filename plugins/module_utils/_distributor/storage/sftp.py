@@ -9,7 +9,6 @@ sftp_private and docs/operations.md.
 
 from __future__ import annotations
 
-import getpass
 import posixpath
 import stat
 import traceback
@@ -22,6 +21,7 @@ from ..paths import is_reserved
 from ..regular import kind_of
 from .base import Storage, hash_stream, not_a_record
 from .lease import Lease, held
+from .sftp_chain import Chain, endpoints
 from .sftp_connect import SftpConnection, check_config
 from .sftp_lock import SftpLock
 from .refusals import too_deep
@@ -38,15 +38,11 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
     (sftp_paths) and the batched writes (sftp_batch) are its parts, the lock is sftp_lock's."""
     def __init__(self, storage: dict, base: str, token: str):
         super().__init__(token)
-        self.host = storage.get("host") or ""
-        self.port = int(storage.get("port") or 22)
-        self.username = storage.get("username") or getpass.getuser()
+        self.endpoints = endpoints(storage)
+        server = self.endpoints[-1]
+        self.host, self.port, self.username = server.host, server.port, server.username
         self.root = storage.get("root") or ""
         self.base = base
-        self.known_hosts_file = storage.get("known_hosts_file")
-        self.host_key_policy = storage.get("host_key_policy") or "reject"
-        self._password = storage.get("password")
-        self._private_key_file = storage.get("private_key_file")
         self.file_mode = parse_mode(storage.get("file_mode"), "file_mode")
         self.directory_mode = parse_mode(storage.get("directory_mode"), "directory_mode")
         self.ids = tuple(int(storage[f]) if storage.get(f) is not None else -1 for f in ("owner", "group"))
@@ -58,6 +54,7 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
             raise MissingLibrary("paramiko", "sftp storage", traceback.format_exc()) from None
         self._paramiko = paramiko
         self._sdk_errors = (OSError, EOFError, paramiko.SSHException)
+        self._chain = Chain(paramiko, self.endpoints)
         self._client = None
         self._session = None
         self._dirs: set[str] = set()
@@ -68,9 +65,8 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
         self._staging_dirs: set[str] = set()
 
     def close(self) -> None:
-        """The run's one connection is closed with the storage, and what it remembered of the tree."""
-        if self._client is not None:
-            self._client.close()
+        """The run's one connection chain is closed with the storage, and what it remembered of the tree."""
+        self._chain.close()
         self._client = self._session = None
         self._dirs.clear()
         self._staging_dirs.clear()

@@ -185,7 +185,7 @@ class SftpPaths:
         if why is None:
             return
         if self.require_private_directories:
-            raise DistributorError("storage_error", self._redact(shared_refusal(where, why, self.username)))
+            raise DistributorError("storage_error", self._chain.redact(shared_refusal(where, why, self.username)))
         self._shared.append((where, why))
 
     def _name_of(self, uid: int) -> str | None:
