@@ -198,7 +198,8 @@ _OPT_STR = {"type": ["string", "null"]}
 _MODE = {"type": "string", "pattern": "^0?[0-7]{3,4}$", "description": "an octal mode string such as \"0640\""}
 _ID_OR_NAME = {"type": ["string", "integer"]}
 # The settings of the backends that write files (local, sftp).
-_FILE_SETTINGS = {"root": _STR, "file_mode": _MODE, "directory_mode": _MODE, "owner": _ID_OR_NAME, "group": _ID_OR_NAME}
+_FILE_SETTINGS = {"root": _STR, "file_mode": _MODE, "directory_mode": _MODE, "owner": _ID_OR_NAME, "group": _ID_OR_NAME,
+                  "require_private_directories": {"type": "boolean"}}
 # A lock renewed every third of its expiry over a slow link needs a second at least; a lock that
 # outlives a dead holder by more than a day helps nobody.
 LOCK_EXPIRY_MINIMUM = 1
@@ -238,7 +239,6 @@ DESTINATION = {
                             "private_key_file": _OPT_STR,
                             "known_hosts_file": _OPT_STR,
                             "host_key_policy": {"enum": list(vocabulary.HOST_KEY_POLICIES)},
-                            "require_private_directories": {"type": "boolean"},
                             **_FILE_SETTINGS,
                         },
                         "additionalProperties": False,

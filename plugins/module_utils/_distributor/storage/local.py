@@ -22,6 +22,7 @@ from .descriptors import (
 from .durability import Directory, FsyncEach, Staged, durability_for, root_parent
 from .lease import Lease
 from .local_lock import flocked
+from .private import Exposure, read_sysctl
 from .refusals import (
     failure, link_refused, not_private, os_errors, relative_root, root_refused, staged_replaced, staging_taken)
 
@@ -34,7 +35,7 @@ class LocalStorage(Storage):
     by their path under the root), so the files of one directory cost no further walks; they are
     closed when the operation ends, and the next one walks from the root again."""
 
-    def __init__(self, root: str, base: str, token: str, storage: dict | None = None):
+    def __init__(self, root: str, base: str, token: str, storage: dict | None = None, sysctl=read_sysctl):
         super().__init__(token)
         storage = storage or {}
         self.file_mode = parse_mode(storage.get("file_mode"), "file_mode")
@@ -44,6 +45,8 @@ class LocalStorage(Storage):
             raise relative_root(root)
         if os.path.realpath(root) == "/":
             raise root_refused()
+        # `sysctl` reads a kernel setting; tests pass their own (see private.py).
+        self._exposure = Exposure(bool(storage.get("require_private_directories")), self.directory_mode, self.ids, sysctl)
         self.root = root
         self.base = base
         self._root_fd: int | None = None
@@ -79,6 +82,7 @@ class LocalStorage(Storage):
                     return None
                 except NotADirectoryError:
                     raise DistributorError("storage_error", "storage.root %s is not a directory" % self.root) from None
+        self._exposure.judge(self.root, self._root_fd)
         return self._root_fd
 
     def _directory(self, rel: str, create: bool, needed_by: str) -> int | None:
@@ -104,6 +108,7 @@ class LocalStorage(Storage):
                         self._settle(child, self.directory_mode)
             if child is not None:
                 self._dirs[key] = child
+                self._exposure.judge(self._where(key), child)
             fd = child
         return fd
 
@@ -434,6 +439,11 @@ class LocalStorage(Storage):
                 yield lease
         finally:
             os.close(base)
+
+    @property
+    def warnings(self) -> list[str]:
+        """Directories another account can write, on a host that lets it plant links (private.py)."""
+        return self._exposure.warnings
 
     def close(self) -> None:
         """The root's descriptor is kept between operations; closed with the storage."""
