@@ -28,6 +28,11 @@ def publish(source: str, root, task: dict | None = None, **options) -> dict:
         **options)}, **(task or {}))
 
 
+def state_info(root, verify: str) -> dict:
+    return {"distributor.core.distributor_state_info": dict(destination=destination(root), pipeline_id="reports",
+                                                            verify=verify)}
+
+
 @pytest.fixture
 def secret(tmp_path):
     outside = tmp_path / "outside"
@@ -45,8 +50,8 @@ def fingerprint(path) -> tuple:
     return info.st_ino, info.st_size, info.st_mtime_ns, info.st_atime_ns
 
 
-def test_a_hard_linked_output_is_not_shown_by_check_diff_and_verify_replaces_it_by_rename(playbook, make_bundle,
-                                                                                             tmp_path, secret):
+def test_a_hard_linked_output_is_not_shown_by_check_diff_and_verify_replaces_it_by_rename(
+        playbook, make_bundle, tmp_path, secret):
     root = tmp_path / "root"
     first = make_bundle({"a.txt": OURS, "b.txt": b"b\n"}, created="2026-06-03T00:00:00Z")
     playbook.run([publish(first, root)])
@@ -67,10 +72,8 @@ def test_a_hard_linked_output_is_not_shown_by_check_diff_and_verify_replaces_it_
     assert fingerprint(secret) == before
 
     info_size, info_digest, repaired, again = playbook.run([
-        {"distributor.core.distributor_state_info": {"destination": destination(root), "pipeline_id": "reports",
-                                                      "verify": "size"}},
-        {"distributor.core.distributor_state_info": {"destination": destination(root), "pipeline_id": "reports",
-                                                      "verify": "sha256"}},
+        state_info(root, "size"),
+        state_info(root, "sha256"),
         publish(first, root, verify="sha256"),
         publish(first, root, verify="sha256"),
     ])
@@ -83,8 +86,8 @@ def test_a_hard_linked_output_is_not_shown_by_check_diff_and_verify_replaces_it_
     assert secret.read_bytes() == SECRET
 
 
-def test_a_lock_hard_linked_to_a_file_outside_fails_every_module_and_is_left_as_it_was(playbook, make_bundle,
-                                                                                        tmp_path, secret):
+def test_a_lock_hard_linked_to_a_file_outside_fails_every_module_and_is_left_as_it_was(
+        playbook, make_bundle, tmp_path, secret):
     root = tmp_path / "root"
     bundle = make_bundle({"a.txt": OURS})
     playbook.run([publish(bundle, root)])
@@ -93,8 +96,8 @@ def test_a_lock_hard_linked_to_a_file_outside_fails_every_module_and_is_left_as_
     before = fingerprint(secret)
     results = playbook.run([
         publish(bundle, root),
-        {"distributor.core.distributor_prune": {"pipeline_id": "reports",
-                                                "destination": dict(destination(root), retention={"max_outputs": 1})}},
+        {"distributor.core.distributor_prune": dict(pipeline_id="reports",
+                                                    destination=dict(destination(root), retention={"max_outputs": 1}))},
         {"distributor.core.distributor_reconcile_state": {"pipeline_id": "reports", "destination": destination(root)}},
     ])
     for result in results:
