@@ -121,11 +121,15 @@ options:
                 type: float
           require_private_directories:
             description:
-              - C(sftp) only. SFTP acts by path, so an account that can write a directory on the way to an output
-                can swap a directory for a symbolic link between distributor's check and its request (see the
-                operations guide). Without this option, such directories (writable by their group or by all, or
-                owned by another account than O(destination.storage.username)) are named in a warning of the
-                result; with V(true) the run refuses them with C(storage_error) before it changes anything.
+              - C(sftp) and C(local). Refuse, with C(storage_error) before the run changes anything, a directory
+                on the way to an output that another account can write (writable by its group or by all, or owned
+                by another account), instead of naming it in a warning of the result.
+              - C(sftp) acts by path, so such an account can swap a directory for a symbolic link between
+                distributor's check and its request (see the operations guide); directories owned by another
+                account than O(destination.storage.username) count.
+              - C(local) judges directories only when the module runs as root on a host whose kernel lets other
+                accounts plant links (C(fs.protected_hardlinks) or C(fs.protected_symlinks) set to 0); directories
+                owned by another account than root count. Elsewhere nothing is judged or warned of.
               - V(false) when unset.
             type: bool
           bucket:

@@ -4,11 +4,12 @@
 
 With `--diff` the listing of paths and digests comes first; then each written output has an
 entry of its own: the old and the new text, which Ansible renders as a unified diff, or one line
-saying why it is not shown (binary content, over a bound, or content distributor does not manage,
-which it never reads). The old content is read from the destination before anything is written,
-in check mode as in a real run, and only for outputs a state record manages there: what is found
-at a destination is untrusted, so nothing is read that is larger than a bound allows, as far as
-the record tells, and bytes that are not UTF-8 text are only called binary.
+saying why it is not shown (binary content, over a bound, content distributor does not manage,
+which it never reads, or a file with a name distributor did not make: regular.ForeignLinks). The
+old content is read from the destination before anything is written, in check mode as in a real
+run, and only for outputs a state record manages there: what is found at a destination is
+untrusted, so nothing is read that is larger than a bound allows, as far as the record tells, and
+bytes that are not UTF-8 text are only called binary.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 from typing import Callable, Iterable
 
 from .plan import Write
+from .regular import ForeignLinks
 from .state import Output
 
 # Bytes of one output's old or new content shown at most, and of all contents one task shows
@@ -68,7 +70,10 @@ def _texts(write: Write, record: Output | None, present: bool, read_old, read_ne
     after = _text(new, "new")
     if not present:
         return "", after, len(new)
-    old = read_old(write.path, FILE_BOUND) or b""
+    try:
+        old = read_old(write.path, FILE_BOUND) or b""
+    except ForeignLinks as links:
+        raise _Skip("old content not shown: " + links.shown) from None
     if len(old) > FILE_BOUND:
         raise _Skip("old content has grown past its record's %d bytes, over the bound of %d bytes per file"
                     % (old_size, FILE_BOUND))

@@ -200,7 +200,8 @@ _ID_OR_NAME = {"type": ["string", "integer"]}
 # Beyond an hour a host that does not answer is down, not slow.
 CONNECT_TIMEOUT_MAXIMUM = 3600
 # The settings of the backends that write files (local, sftp).
-_FILE_SETTINGS = {"root": _STR, "file_mode": _MODE, "directory_mode": _MODE, "owner": _ID_OR_NAME, "group": _ID_OR_NAME}
+_FILE_SETTINGS = {"root": _STR, "file_mode": _MODE, "directory_mode": _MODE, "owner": _ID_OR_NAME, "group": _ID_OR_NAME,
+                  "require_private_directories": {"type": "boolean"}}
 # How to reach one SSH server: the SFTP server itself and each of its jump hosts.
 _SSH_CONNECTION = {
     "host": {"type": "string", "minLength": 1},
@@ -250,7 +251,6 @@ DESTINATION = {
                             **_SSH_CONNECTION,
                             "jump_hosts": {"type": "array", "items": _JUMP_HOST,
                                            "description": "SSH servers crossed in this order to reach host"},
-                            "require_private_directories": {"type": "boolean"},
                             **_FILE_SETTINGS,
                         },
                         "additionalProperties": False,

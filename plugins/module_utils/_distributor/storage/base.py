@@ -104,7 +104,8 @@ class Storage:
         """The file's first `limit + 1` bytes at most, or None when it does not exist (state,
         journal, lock, the old content a diff shows). Whatever is at a destination may be of any
         size: never more than that is read from storage or held in memory, and the extra byte
-        tells the caller that the file is over its bound (see limits.py)."""
+        tells the caller that the file is over its bound (see limits.py). An output with a name
+        distributor did not make is not read: regular.ForeignLinks (local: any file)."""
         raise NotImplementedError
 
     def measure(self, path: str, size: int, digest: bool) -> tuple[int, str | None] | None:
@@ -113,7 +114,8 @@ class Storage:
         taken only when `digest` is asked and the size found is the recorded `size`: a file of
         another size has drifted already, so a planted file of any size costs a look, never a
         read. The content is streamed through a bounded buffer, at most `size + 1` bytes, never
-        held whole; S3 answers from the full-object checksum it keeps when there is one."""
+        held whole; S3 answers from the full-object checksum it keeps when there is one. A file with
+        a name distributor did not make is not measured: regular.ForeignLinks (local and SFTP)."""
         raise NotImplementedError
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
@@ -182,9 +184,10 @@ class Storage:
 
     @property
     def warnings(self) -> list[str]:
-        """What the operator should know of this destination that stops nothing (SFTP: directories
-        another account can write, see sftp_private); publish, reconcile-state and prune add them
-        to their result's warnings. Still there after close()."""
+        """What the operator should know of this destination that stops nothing (directories
+        another account can write: SFTP, see sftp_private; local, on a host that lets that account
+        plant links, see private.py); publish, reconcile-state and prune add them to their
+        result's warnings. Still there after close()."""
         return []
 
 

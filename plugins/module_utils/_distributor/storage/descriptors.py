@@ -20,7 +20,7 @@ import stat
 from typing import Callable, Iterator
 
 from ..limits import DEPTH_LIMIT
-from ..regular import kind_of
+from ..regular import ForeignLinks, kind_of, links_not_ours
 from .refusals import disappeared, link_refused, not_a_directory, os_errors, too_deep
 
 DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -95,7 +95,9 @@ def identity_at(top: int, parts: list[str], where: Callable[[int], str]) -> tupl
 def open_regular_at(parent: int, name: str, where: str, flags: int = READ_FLAGS, action: str = "read") -> int | None:
     """A regular file in `parent` opened with `flags` (reading, by default); None when absent.
     Anything else (a link, a FIFO, a device, a directory) is refused unread, without blocking on
-    it: `flags` must hold O_NOFOLLOW and O_NONBLOCK."""
+    it: `flags` must hold O_NOFOLLOW and O_NONBLOCK. So is a file with a name distributor did not
+    make (ForeignLinks): judged on the open descriptor, by the fstat that tells its kind, so a
+    name swapped after the check cannot lead the read or write that follows elsewhere."""
     with os_errors(action, where):
         try:
             fd = os.open(name, flags, 0o644, dir_fd=parent)
@@ -106,10 +108,11 @@ def open_regular_at(parent: int, name: str, where: str, flags: int = READ_FLAGS,
             if mode is not None and kind_of(mode):
                 raise NotRegular(where, kind_of(mode)) from None
             raise
-    kind = kind_of(os.fstat(fd).st_mode)
-    if kind:
+    info = os.fstat(fd)
+    kind = kind_of(info.st_mode)
+    if kind or links_not_ours(info.st_nlink):
         os.close(fd)
-        raise NotRegular(where, kind)
+        raise NotRegular(where, kind) if kind else ForeignLinks(where, info.st_nlink)
     return fd
 
 

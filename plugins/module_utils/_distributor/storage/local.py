@@ -15,6 +15,7 @@ from ..attributes import ownership, parse_mode
 from ..errors import DistributorError
 from ..limits import LOCK_EXPIRY_SECONDS, LOCK_LIMIT
 from ..paths import LOCK_NAME, is_reserved, join, path_problem
+from ..regular import ForeignLinks
 from .base import Storage, hash_stream, not_a_record, staging_dir
 from .descriptors import (
     CREATE_FLAGS, NotRegular, entry_mode, identity_at, list_tree, make_directory, open_directory, open_regular_at,
@@ -22,6 +23,7 @@ from .descriptors import (
 from .durability import Directory, FsyncEach, Staged, durability_for, root_parent
 from .lease import Lease
 from .local_lock import flocked
+from .private import Exposure, read_sysctl
 from .refusals import (
     failure, link_refused, not_private, not_writable, os_errors, relative_root, root_refused, staged_replaced, staging_taken)
 
@@ -34,7 +36,7 @@ class LocalStorage(Storage):
     by their path under the root), so the files of one directory cost no further walks; they are
     closed when the operation ends, and the next one walks from the root again."""
 
-    def __init__(self, root: str, base: str, token: str, storage: dict | None = None):
+    def __init__(self, root: str, base: str, token: str, storage: dict | None = None, sysctl=read_sysctl):
         super().__init__(token)
         storage = storage or {}
         self.file_mode = parse_mode(storage.get("file_mode"), "file_mode")
@@ -44,6 +46,8 @@ class LocalStorage(Storage):
             raise relative_root(root)
         if os.path.realpath(root) == "/":
             raise root_refused()
+        # `sysctl` reads a kernel setting; tests pass their own (see private.py).
+        self._exposure = Exposure(bool(storage.get("require_private_directories")), self.directory_mode, self.ids, sysctl)
         self.root = root
         self.base = base
         self._root_fd: int | None = None
@@ -79,6 +83,7 @@ class LocalStorage(Storage):
                     return None
                 except NotADirectoryError:
                     raise DistributorError("storage_error", "storage.root %s is not a directory" % self.root) from None
+        self._exposure.judge(self.root, self._root_fd)
         return self._root_fd
 
     def _directory(self, rel: str, create: bool, needed_by: str) -> int | None:
@@ -104,6 +109,7 @@ class LocalStorage(Storage):
                         self._settle(child, self.directory_mode)
             if child is not None:
                 self._dirs[key] = child
+                self._exposure.judge(self._where(key), child)
             fd = child
         return fd
 
@@ -211,18 +217,19 @@ class LocalStorage(Storage):
 
     def resettle(self, path: str, sha256: str, size: int) -> bool:
         """On the descriptor whose content was just hashed: a link put at the name is refused by
-        the open, a hard link by its count, and the settings are synced like a written file."""
-        with self._reading(path) as fd:
-            if fd is None:
-                return False
-            with os_errors("change the settings of", self.describe(path)):
-                found = os.fstat(fd)
-                if found.st_nlink != 1 or found.st_size != size:
+        the open, and so is a file with names distributor did not make (ForeignLinks); the
+        settings are synced like a written file's."""
+        try:
+            with self._reading(path) as fd:
+                if fd is None:
                     return False
-                if hash_stream(lambda count: os.read(fd, count), size + 1) != sha256:
-                    return False
-                self._settle_output(fd)
-                os.fsync(fd)
+                with os_errors("change the settings of", self.describe(path)):
+                    if os.fstat(fd).st_size != size or hash_stream(lambda count: os.read(fd, count), size + 1) != sha256:
+                        return False
+                    self._settle_output(fd)
+                    os.fsync(fd)
+        except ForeignLinks:
+            return False
         return True
 
     def check_writable(self, directories: Iterable[str]) -> None:
@@ -484,6 +491,11 @@ class LocalStorage(Storage):
                 yield lease
         finally:
             os.close(base)
+
+    @property
+    def warnings(self) -> list[str]:
+        """Directories another account can write, on a host that lets it plant links (private.py)."""
+        return self._exposure.warnings
 
     def close(self) -> None:
         """The root's descriptor is kept between operations; closed with the storage."""

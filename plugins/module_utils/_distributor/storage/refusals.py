@@ -85,6 +85,14 @@ def not_writable(where: str, why: str) -> DistributorError:
                             "account write access, or publish with an account that has it" % (where, why))
 
 
+def lock_not_ours(where: str, owner: int, account: int) -> DistributorError:
+    """A lock file of another account: distributor writes its lock record only into a file its
+    own account made, whatever the other account put there (or linked there) to be overwritten."""
+    return DistributorError("storage_error", "%s is owned by uid %d, not by uid %d that distributor runs as; it writes "
+                            "its lock only into a file its own account made. A publisher running as that account may "
+                            "hold it: when none does, remove it" % (where, owner, account))
+
+
 def too_deep(where: str) -> DistributorError:
     """A tree deeper than any a bundle makes, planted to exhaust the walk: refused, not walked."""
     return DistributorError("storage_error", "%s is more than %d directories deep; distributor lists trees at most "

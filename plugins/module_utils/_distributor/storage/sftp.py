@@ -18,7 +18,7 @@ from ..attributes import parse_mode
 from ..errors import DistributorError, MissingLibrary
 from ..limits import DEPTH_LIMIT, LOCK_EXPIRY_SECONDS
 from ..paths import is_reserved
-from ..regular import kind_of
+from ..regular import ForeignLinks, kind_of, links_not_ours
 from .base import Storage, hash_stream, not_a_record
 from .lease import Lease, held
 from .sftp_chain import Chain, endpoints
@@ -27,10 +27,11 @@ from .sftp_lock import SftpLock
 from .refusals import too_deep
 from .sftp_batch import SftpBatch
 from .sftp_paths import SftpPaths
-from .sftp_wire import Pipe, identity, listdir_attr, read_ahead
+from .sftp_wire import Pipe, identity, link_count, listdir_attr, read_ahead
 from .sftp_wire import wire as _wire
 
 READ_ATTEMPTS = 3  # looks at a file that changed between the look and the open (see read_bytes)
+COUNTED_DIRECTORIES = 4  # listings kept for their link counts (see _alone): measured outputs come sorted by path
 
 
 class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
@@ -63,6 +64,7 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
         self._names: dict[int, str | None] = {}
         self._extensions: frozenset = frozenset()
         self._staging_dirs: set[str] = set()
+        self._counted: dict[str, dict] = {}
 
     def close(self) -> None:
         """The run's one connection chain is closed with the storage, and what it remembered of the tree."""
@@ -70,26 +72,28 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
         self._client = self._session = None
         self._dirs.clear()
         self._staging_dirs.clear()
+        self._counted.clear()
 
     # -- files ----------------------------------------------------------------------------
 
-    def _read(self, remote: str, limit: int) -> bytes | None:
+    def _read(self, remote: str, limit: int, counted: bool) -> bytes | None:
         """Every block is asked for at once (read_ahead); read block by block, a large file would
         take one round trip per 32 KiB. It stops at `limit + 1` bytes: the server sends no more,
-        whatever the file's size."""
-        attrs = self._looked_at(remote)
+        whatever the file's size. An output's links are `counted` (see _alone)."""
+        attrs = self._looked_at(remote, counted)
         handle = None if attrs is None else self._open_as_seen(remote, attrs)
         if handle is None:
             return None
         with self._errors("read", remote), handle:
             return b"".join(read_ahead(handle.sftp, handle.handle, attrs.st_size or 0, limit + 1))
 
-    def _looked_at(self, remote: str):
+    def _looked_at(self, remote: str, counted: bool):
         """The attributes of a regular file at `remote` whose way there is still the checked one;
         None when absent. Only the reserved names and managed outputs are read, and what is there
         is looked at first: anything else at the name is refused rather than opened (the server
         would block opening a FIFO, and the whole session with it; SFTP has no non-blocking open:
-        docs/operations.md states the window left)."""
+        docs/operations.md states the window left). When `counted`, a file with a name
+        distributor did not make is refused too (_alone)."""
         attrs = self._lstat(remote)
         if attrs is None:
             return None
@@ -98,7 +102,42 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
             raise not_a_record(self._url(remote), kind)
         if not self._check_directories(posixpath.dirname(remote)):
             return None
+        if counted:
+            self._alone(remote, attrs)
         return attrs
+
+    def _alone(self, remote: str, attrs) -> None:
+        """ForeignLinks unless the file looked at (`attrs`) has only the names distributor made.
+        SFTP version 3 attributes carry no link count; OpenSSH's server writes it into each entry
+        of a directory listing (sftp_wire.link_count). So the count is the one of the entry at
+        the name whose attributes are the file's, in a listing of its directory kept for the run
+        (COUNTED_DIRECTORIES of them) and read afresh when the entry differs. The file opened next
+        is compared with the same attributes (_open_as_seen): the file read is the file counted.
+        A server whose listing gives no count has every output refused (ForeignLinks, None)."""
+        directory, name = posixpath.split(remote)
+        for fresh in (False, True):
+            links, seen = self._counted_in(directory, fresh).get(name, (None, None))
+            if seen == identity(attrs):
+                if links is None or links_not_ours(links):
+                    raise ForeignLinks(self._url(remote), links)
+                return
+        raise _NotAsSeen("storage_error", "cannot read %s: the file listed at that name is not the one looked at; "
+                         "something else changed the destination during this run" % self._url(remote))
+
+    def _counted_in(self, directory: str, fresh: bool) -> dict:
+        """name -> (link count or None, identity) of every entry of `directory`, as listed now
+        when `fresh` or not yet listed this run."""
+        if fresh or directory not in self._counted:
+            with self._errors("list", directory):
+                [(_remote, entries)] = listdir_attr(self._open(), [directory])
+                if isinstance(entries, Exception):
+                    raise entries
+            self._counted.pop(directory, None)
+            if len(self._counted) >= COUNTED_DIRECTORIES:
+                del self._counted[next(iter(self._counted))]
+            self._counted[directory] = {entry.filename: (link_count(getattr(entry, "longname", None)), identity(entry))
+                                        for entry in entries or ()}
+        return self._counted[directory]
 
     def _open_as_seen(self, remote: str, attrs):
         """The file at `remote` opened for reading, when it is the one `attrs` were looked at
@@ -123,22 +162,26 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
 
     def read_bytes(self, path: str, limit: int) -> bytes | None:
         """A file rewritten in place between the look and the open (the lock, which its holder
-        renews while distributor_state_info reads it) is looked at again, a few times."""
+        renews while distributor_state_info reads it) is looked at again, a few times. An
+        output's links are counted (_alone); distributor's records are not (a listing of the
+        bundle path for every record read would cost a skip more than the rest of it)."""
         remote = self._remote(path)
+        counted = not is_reserved(path)
         for _attempt in range(READ_ATTEMPTS - 1):
             try:
-                return self._read(remote, limit)
+                return self._read(remote, limit, counted)
             except _NotAsSeen:
                 continue
-        return self._read(remote, limit)
+        return self._read(remote, limit, counted)
 
     def measure(self, path: str, size: int, digest: bool) -> tuple[int, str | None] | None:
         """The lstat gives the size, once the way to it is checked as _read checks it (a directory
         swapped for a link must not report a file outside the root). Only a file of the recorded
         `size` is opened, and no more than it and one byte is asked for: a planted file of any
-        size is never buffered."""
+        size is never buffered. A file with a name distributor did not make is not measured at
+        all (_alone): it counts as drifted."""
         remote = self._remote(path)
-        attrs = self._looked_at(remote)
+        attrs = self._looked_at(remote, True)
         if attrs is None:
             return None
         found = attrs.st_size or 0
@@ -153,10 +196,13 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
 
     def resettle(self, path: str, sha256: str, size: int) -> bool:
         """Hashed and settled through one handle opened as it was looked at (FSETSTAT: no name
-        resolved between the digest and the change). SFTP shows no link count: a hard link is
-        not seen here (docs/operations.md)."""
+        resolved between the digest and the change), counted like a measured output (_alone): a
+        file with names distributor did not make, or a count the server does not give, is not."""
         remote = self._remote(path)
-        attrs = self._looked_at(remote)
+        try:
+            attrs = self._looked_at(remote, True)
+        except ForeignLinks:
+            return False
         if attrs is None or (attrs.st_size or 0) != size:
             return False
         handle = self._open_as_seen(remote, attrs)

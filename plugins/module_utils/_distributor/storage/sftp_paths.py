@@ -21,7 +21,8 @@ from ..errors import DistributorError
 from ..paths import join
 from .base import staging_dir
 from .refusals import disappeared, link_refused, not_a_directory, not_private, not_writable, staging_taken
-from .sftp_private import foreign_owner, shared_refusal, shared_warning, unwritable, writable_by_others
+from .private import writable_by_others
+from .sftp_private import foreign_owner, shared_refusal, shared_warning, unwritable
 from .sftp_wire import LSETSTAT, USERS_GROUPS_BY_ID, Pipe, lsetstat, lstat_many, user_names
 from .sftp_wire import wire as _wire
 
