@@ -89,6 +89,11 @@ class ConfinedStorage(Storage):
         with self._reported("inspect", self._inside(path)):
             return self.inner.measure(path, size, digest)
 
+    def doubt(self, path: str, size: int | None = None, sha256: str | None = None) -> str | None:
+        """Confined like a read: the path comes from a journal."""
+        with self._reported("inspect", self._inside(path)):
+            return self.inner.doubt(path, size, sha256)
+
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
         """Confined, under the lease, and a record only after a fresh look at the lock."""
         with self._reported("write", self._writing(path)):
