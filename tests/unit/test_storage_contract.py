@@ -238,6 +238,17 @@ def test_doubt_vouches_only_for_the_file_written_with_that_size_and_digest(backe
     assert storage.doubt("nowhere/page.html", 4, sha(b"ours")) == "is gone"
 
 
+def test_doubt_many_answers_each_in_order(backend):
+    storage = backend.open()
+    names = ["p%02d.html" % i for i in range(40)]
+    for name in names:
+        storage.write_bytes(name, name.encode())
+    asked = [(name, 8, sha(name.encode() if i % 3 else b"other!!!")) for i, name in enumerate(names)] + [("gone.html", 1, sha(b"g"))]
+    assert storage.doubt_many(asked) == [storage.doubt(*item) for item in asked]
+    assert storage.doubt_many(asked)[:4] == ["holds other bytes than the interrupted publish wrote", None, None,
+                                             "holds other bytes than the interrupted publish wrote"]
+
+
 @only("local", "sftp")
 def test_doubt_refuses_a_file_of_another_account_whatever_its_content(backend):
     storage = backend.open()

@@ -53,16 +53,18 @@ class Leftovers:
 
 
 def find_leftovers(storage: Storage, journal: Journal | None, managed: set, listed: frozenset) -> Leftovers:
-    """Leftovers of dead attempts, each asked of storage.doubt. Only what the listing shows is
-    considered, so a name the attempt could never create (too long for the filesystem, say)
-    cannot make every later recovery fail. But a journaled path whose directory is listed as
-    something else (a link or file put there since) may be hidden, not absent: then nothing is
-    deleted and the journal stays, so the attempt's files are found once the directory is back.
+    """Leftovers of dead attempts, each judged by Storage.doubt (all asked at once: S3 asks
+    them concurrently). Only what the listing shows is considered, so a name the attempt could
+    never create (too long for the filesystem, say) cannot make every later recovery fail. But a
+    journaled path whose directory is listed as something else (a link or file put there since)
+    may be hidden, not absent: then nothing is deleted and the journal stays, so the attempt's
+    files are found once the directory is back.
 
     Under the lock, a staging directory is a dead attempt's: staging directories are made only
-    by runs holding the bundle path's lock, and this one has made none when it lists. rmdir
-    removes only an empty one, so even a run that lost its lock meanwhile loses no file."""
-    outputs, staged, left = [], [], []
+    by runs holding the bundle path's lock, and a publish lists before it makes any (a failed
+    attempt's clean-up, after it removed its own). rmdir removes only an empty one, so even a
+    run that lost its lock meanwhile loses no file."""
+    unrecorded, staged, old = [], [], []
     if journal is not None:
         hidden = next((p for p in journal.paths if p not in listed and inside_any(p, listed)), None)
         if hidden is not None:
@@ -71,39 +73,30 @@ def find_leftovers(storage: Storage, journal: Journal | None, managed: set, list
                 "cannot resolve the interrupted publish (attempt %s): %s cannot be looked at, because %s is not a directory "
                 "now; put the directory back, then run again" % (journal.token, hidden, sorted(directories((hidden,)) & listed)[0]),
             )
-        for entry in journal.writes:
-            if entry.path in listed and entry.path not in managed:
-                why = (storage.doubt(entry.path, entry.size, entry.sha256) if entry.sha256 is not None
-                       else "is named by a journal of an earlier distributor, which recorded no digest")
-                if why:
-                    left.append((entry.path, why))
-                else:
-                    outputs.append(entry)
-        for name in (temp_name(p, journal.token) for p in journal.paths + (STATE_NAME, JOURNAL_NAME)):
-            if name in listed:
-                why = storage.doubt(name)
-                if why:
-                    left.append((name, why))
-                else:
-                    staged.append(name)
-    staging, staging_left = _dead_staging(storage, listed, frozenset(staged))
-    return Leftovers(journal.token if journal else None, tuple(outputs), tuple(staged), staging, tuple(left), staging_left)
+        writes = [e for e in journal.writes if e.path in listed and e.path not in managed]
+        unrecorded = [e for e in writes if e.sha256 is not None]
+        old = [(e.path, "is named by a journal of an earlier distributor, which recorded no digest") for e in writes if e.sha256 is None]
+        staged = [n for n in (temp_name(p, journal.token) for p in journal.paths + (STATE_NAME, JOURNAL_NAME)) if n in listed]
+    empty = sorted(p for p in listed if STAGING_PREFIX in p and _staging_of(p) == p)
+    asked = [(e.path, e.size, e.sha256) for e in unrecorded] + [(name, None, None) for name in staged + empty]
+    why = dict(zip((path for path, _size, _sha256 in asked), storage.doubt_many(asked)))
+    removed = frozenset(name for name in staged if why[name] is None)
+    full = {_staging_of(p) for p in listed if STAGING_PREFIX in p and p not in removed} - {None, *empty}
+    return Leftovers(
+        journal.token if journal else None,
+        tuple(e for e in unrecorded if why[e.path] is None),
+        tuple(sorted(removed)),
+        tuple(path for path in empty if why[path] is None),
+        tuple(sorted([(path, why[path]) for path in [e.path for e in unrecorded] + staged if why[path]] + old)),
+        tuple(sorted([(path, why[path]) for path in empty if why[path]] + [(path, "is not empty") for path in full])),
+    )
 
 
-def _dead_staging(storage: Storage, listed: frozenset, staged: frozenset) -> tuple[tuple, tuple]:
-    """(empty staging directories distributor can vouch for, (path, why) of those that stay): a
-    staging directory holding anything recovery does not delete is left, whoever made it."""
-    empty, full = [], set()
-    for path in (p for p in listed if STAGING_PREFIX in p):
-        parts = path.split("/")
-        at = next((i for i, part in enumerate(parts) if is_staging(part)), None)
-        if at == len(parts) - 1:
-            empty.append(path)
-        elif at is not None and path not in staged:
-            full.add("/".join(parts[:at + 1]))
-    doubts = [(path, storage.doubt(path)) for path in sorted(empty)]
-    return (tuple(path for path, why in doubts if why is None),
-            tuple(sorted([(path, why) for path, why in doubts if why] + [(path, "is not empty") for path in full])))
+def _staging_of(path: str) -> str | None:
+    """The staging directory `path` lies in, or is; None when none."""
+    parts = path.split("/")
+    at = next((i for i, part in enumerate(parts) if is_staging(part)), None)
+    return None if at is None else "/".join(parts[:at + 1])
 
 
 def recover(storage: Storage, found: Leftovers, outputs: list[str], journal_stays: bool = False) -> tuple[list, list]:

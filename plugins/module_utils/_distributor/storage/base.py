@@ -160,6 +160,11 @@ class Storage:
         phrase for a warning ("is owned by uid 1000, not by uid 0")."""
         raise NotImplementedError
 
+    def doubt_many(self, asked: list[tuple[str, int | None, str | None]]) -> list[str | None]:
+        """doubt of each (path, size, sha256), in order. Backends where latency dominates (S3)
+        ask several at once."""
+        return [self.doubt(*item) for item in asked]
+
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
         """Stream `chunks` to `path` atomically: staged under temp_name(path, token) and renamed.
 

@@ -175,6 +175,17 @@ class S3Storage(Storage):
         distributor gives is one it may remove."""
         return verdict(None, None, None, size, sha256, lambda: self.measure(path, size, True))
 
+    def doubt_many(self, asked: list[tuple[str, int | None, str | None]]) -> list[str | None]:
+        """One HEAD per object (and a ranged GET where no full-object checksum is stored),
+        WORKERS at a time, as delete_many asks: recovery of a killed publish of thousands of
+        files would otherwise wait for each in turn."""
+        answers: list = [None] * len(asked)
+
+        def ask(index: int) -> None:
+            answers[index] = self.doubt(*asked[index])
+        in_parallel(WORKERS, ask, range(len(asked)))
+        return answers
+
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
         """A file of one part is one PUT; larger files go multipart, PARTS_IN_FLIGHT at a time.
         Reading on past SMALL_BODY waits for a LARGE_BODIES slot (see the module docstring).
