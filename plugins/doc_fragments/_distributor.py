@@ -251,8 +251,8 @@ options:
             choices: [fail, replace]
           max_deletes:
             description:
-              - The most outputs one publish may delete (replacement, takeover, forced replacement); C(256) when unset,
-                C(-1) for no limit.
+              - The most outputs one publish may delete (replacement, takeover, forced replacement, and the outputs of an
+                interrupted publish that recovery deletes); C(256) when unset, C(-1) for no limit.
               - A plan over it fails with C(delete_limit) before anything is written, in check mode too.
               - C(distributor.core.distributor_prune) is not limited.
             type: int

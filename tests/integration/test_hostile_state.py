@@ -5,6 +5,7 @@ no traceback, nothing outside the bundle path changes, and the next run converge
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 
@@ -100,3 +101,34 @@ def test_non_utf8_names_are_reported_readably_and_force_removes_them(root, playb
     assert forced["deleted"] == ["caf\\xe9.html"]
     assert sorted(os.listdir(site)) == [b".distributor.json", b"index.html"]
     assert outside(root) == OUTSIDE
+
+
+def test_a_planted_journal_naming_another_accounts_files_deletes_none_of_them(root, playbook, published):
+    """Issue 29: a journal planted (by uid 65534) names 300 files of uid 1000 in a directory the
+    planter cannot write, with their true digests and sizes. Check mode and the real run are a
+    skip that deletes nothing, under a guard of 5 deletes, and say so: `recovered` is empty and
+    a warning names the files and why they stay."""
+    data = root.local_root / "site" / "data"
+    data.mkdir()
+    writes = []
+    for i in range(300):
+        path = data / ("f%03d.txt" % i)
+        path.write_bytes(b"uid 1000's row %d" % i)
+        os.chown(path, 1000, 1000)
+        writes.append({"path": "data/" + path.name, "sha256": "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest(),
+                       "size": path.stat().st_size})
+    os.chown(data, 1000, 1000)
+    journal = root.local_root / "site" / ".distributor.journal.json"
+    journal.write_text(json.dumps({"token": "planted", "writes": writes}))
+    os.chown(journal, 65534, 65534)
+    before = tree(root.local_root / "site" / "data")
+    guarded = destination(root, transfer={"max_deletes": 5})
+    for check in (True, False):
+        result = playbook.publish(source=published, pipeline={"id": "reports"}, destination=guarded, check=check)
+        assert not result.get("failed"), result
+        assert (result["action"], result["changed"], result["deleted"], result["recovered"]) == ("skip", False, [], [])
+        [left] = [w for w in result["warnings"] if "left alone" in w]
+        assert "300 file(s) that the journal of the interrupted publish (attempt planted) names" in left
+        assert "data/f000.txt (is owned by uid 1000, not by " in left
+    assert tree(root.local_root / "site" / "data") == before and outside(root) == OUTSIDE
+    assert not journal.exists()

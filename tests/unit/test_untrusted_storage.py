@@ -16,7 +16,7 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.stor
     describe_holder, lock_is_expired)
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.sftp import SftpStorage
 
-from builders import LATER, MEMORY_STORAGE, NOW, write_bundle
+from builders import LATER, MEMORY_STORAGE, NOW, sha, write_bundle
 from memory_storage import MemoryStorage
 
 JOURNAL = "site/.distributor.journal.json"
@@ -61,7 +61,9 @@ def test_a_planted_journal_is_invalid_state_naming_the_entry_and_deletes_nothing
 def test_check_mode_names_the_outputs_a_real_run_recovers(published, tmp_path):
     store, bundle = published
     store["site/stray.html"] = b"left by a killed run"
-    store[JOURNAL] = json.dumps({"token": "dead", "writes": ["stray.html", "index.html"]}).encode()
+    writes = [{"path": "stray.html", "sha256": sha(b"left by a killed run"), "size": 20},
+              {"path": "index.html", "sha256": sha(b"<p>hi</p>"), "size": 9}]
+    store[JOURNAL] = json.dumps({"token": "dead", "writes": writes}).encode()
     checked = publish(bundle, {"id": "reports"}, dest(), now=LATER, check_mode=True, opener=memory(store))
     real = publish(bundle, {"id": "reports"}, dest(), now=LATER, opener=memory(store))
     assert checked["warnings"] == ["a real run first removes 1 output(s) left by an interrupted publish (attempt dead): stray.html"]

@@ -22,10 +22,9 @@ from .contentdiff import content_diffs
 from .decide import decide, decide_from_state
 from .drift import repairs
 from .digest import check_expected, plan_digest, publish_facts
-from .execute import execute, output_chunks, recover, recovery_deletes
+from .execute import Leftovers, execute, find_leftovers, output_chunks, recover
 from .guards import check_delete_limit, first_paths
 from .invalidation import changed_urls, invalidation_paths
-from .journal import Journal
 from .paths import STATE_NAME
 from .plan import Content, Plan, plan, plan_outputs, with_data
 from .root import opened, present_in, read_records
@@ -130,20 +129,19 @@ def publish(source: str, pipeline: dict, destination: dict, *, force: bool = Fal
     bundle_path = render_bundle_path(destination_cfg, pipeline_cfg.id, manifest.id, manifest.created_at)
     base_url = render_url(destination_cfg, pipeline_cfg.id, manifest.id, manifest.created_at)
     key = OwnerKey(pipeline_cfg.id, destination_cfg.id)
-    warnings = []
     with opened(destination_cfg, bundle_path, lock_timeout, check_mode, opener) as storage:
         state, state_error, journal = read_records(storage)
         facts = dict(manifest=manifest, key=key, destination=destination_cfg, state=state, state_error=state_error,
                      planned=frozenset(p.path for p in planned), force=force, where=storage.describe(), page_keys=page_keys)
         decision = decide_from_state(**facts) if journal is None else None
-        present, listing, leftovers = None, None, []
+        present, listing, found = None, None, Leftovers()
         if decision is None or verify != "none":
             listing = frozenset(storage.list_files())
             present = present_in(listing)
+            if state_error is None:
+                found = find_leftovers(storage, journal, set(state.by_path()) if state else set(), listing)
+                present -= {entry.path for entry in found.outputs}
         if decision is None:
-            if journal is not None and state_error is None:
-                leftovers = _leftovers(journal, state, listing, check_mode, warnings)
-                present -= set(leftovers)
             decision = decide(present=present, **facts)
         rendered = decision.rewrites_outputs or verify != "none"
         contents = render_contents(bundle, planned, page, destination_cfg.storage, reusable(state, key), page_keys) if rendered else {}
@@ -151,22 +149,24 @@ def publish(source: str, pipeline: dict, destination: dict, *, force: bool = Fal
         def make_plan(chosen: dict) -> Plan:
             made = plan(decision=decision, key=key, destination=destination_cfg, manifest=manifest, planned=planned,
                         contents=chosen, before=state, present=present, bundle_path=bundle_path, base_url=base_url, now=now)
-            check_delete_limit(made, destination_cfg, manifest)
+            check_delete_limit(made, destination_cfg, manifest, found.deletes(made))
             return with_repairs(made, planned, chosen, listing, storage.measure, verify)
         the_plan = pages_rendered(make_plan, contents, bundle, page)
-        review = plan_review(the_plan, manifest, present, leftovers)
+        recovered, staging = found.deletes(the_plan), list(found.staging)
+        review = plan_review(the_plan, manifest, present, recovered)
         check_expected(expect_plan_digest, *review)
         if check_mode:
             read_sources(the_plan, bundle)
             storage.check_writable(the_plan.directories_changed())
         shown = _content_diffs(the_plan, present, storage, bundle) if diff_contents else []
         if not check_mode:
-            if journal is not None and state_error is None:
-                recover(storage, journal, set(state.by_path()) if state else set(), listing)
+            if found.token is not None or staging:
+                recovered, staging = recover(storage, found, recovered, len(recovered) < len(found.outputs))
             if the_plan.changed:
                 execute(the_plan, storage, bundle)
     stale = invalidation_paths(changed_urls(the_plan, base_url), destination_cfg.invalidation_limit)
-    return result(the_plan, storage.warnings + warnings, storage.describe(STATE_NAME), review, full_result, shown, stale)
+    warnings = storage.warnings + leftover_warnings(found, the_plan, recovered, staging, check_mode)
+    return result(the_plan, warnings, storage.describe(STATE_NAME), review, full_result, shown, stale, recovered, staging)
 
 
 def read_sources(the_plan: Plan, bundle: Bundle) -> None:
@@ -202,13 +202,28 @@ def _content_diffs(the_plan, present, storage, bundle) -> list:
                          lambda write: b"".join(output_chunks(write, bundle)), storage.describe)
 
 
-def _leftovers(journal: Journal, state, listing: frozenset, check_mode: bool, warnings: list) -> list:
-    """The outputs a dead attempt left: a real run removes them once the plan is made (and its
-    digest checked) and plans as if they were gone; check mode names the same ones."""
-    leftovers = recovery_deletes(journal, set(state.by_path()) if state else set(), listing)[0]
-    warnings.append("%s %d output(s) left by an interrupted publish (attempt %s)%s" % (
-        "a real run first removes" if check_mode else "removed", len(leftovers), journal.token, first_paths(leftovers)))
-    return leftovers
+def leftover_warnings(found: Leftovers, the_plan: Plan, recovered: list, staging: list, check_mode: bool) -> list[str]:
+    """What recovery did (check mode: would do) and what it leaves, for the operator: the files
+    a journal names that distributor cannot vouch for are named with why, since nobody else
+    will remove them."""
+    done = "a real run first removes" if check_mode else "removed"
+    warnings = []
+    if found.token is not None:
+        again = len(found.outputs) - len(found.deletes(the_plan))
+        warnings.append("%s %d output(s) left by an interrupted publish (attempt %s)%s%s" % (
+            done, len(recovered), found.token, first_paths(recovered),
+            "; this publish writes %d more of them again" % again if again > 0 else ""))
+    if found.left:
+        warnings.append(
+            "%d file(s) that the journal of the interrupted publish (attempt %s) names are left alone, as distributor "
+            "cannot vouch it wrote them%s. Remove them by hand if that publish left them" % (
+                len(found.left), found.token, first_paths(["%s (%s)" % pair for pair in found.left])))
+    if staging:
+        warnings.append("%s %d empty staging director(ies) of interrupted publishes%s" % (done, len(staging), first_paths(staging)))
+    if found.staging_left:
+        warnings.append("%d staging director(ies) of interrupted publishes are left%s. Remove them by hand once you know "
+                        "what they hold" % (len(found.staging_left), first_paths(["%s (%s)" % pair for pair in found.staging_left])))
+    return warnings
 
 
 def plan_review(the_plan, manifest, present, leftovers) -> tuple:
@@ -219,10 +234,11 @@ def plan_review(the_plan, manifest, present, leftovers) -> tuple:
 
 
 def result(the_plan, warnings: list, where: str, review: tuple, full: bool = True, contents: list = (),
-           invalidation: list = ()) -> dict:
+           invalidation: list = (), recovered: list = (), staging: list = ()) -> dict:
     """The module's return values, as distributor_publish's RETURN documents them. The `diff` is a
     list: the listing of managed outputs and state, then the `contents` diffs of the outputs written.
-    `invalidation` is the CDN paths the plan makes stale."""
+    `invalidation` is the CDN paths the plan makes stale; `recovered` and `staging` what recovery
+    removed (check mode: would remove) of interrupted attempts."""
     decision = the_plan.decision
     after = the_plan.after
     shared = after is not None and after.mode == SHARED_ROOT
@@ -237,6 +253,8 @@ def result(the_plan, warnings: list, where: str, review: tuple, full: bool = Tru
         "repaired": [w.path for w in the_plan.repairs],
         "resettled": [w.path for w in the_plan.resettles],
         "deleted": list(the_plan.deletes),
+        "recovered": list(recovered),
+        "staging_removed": list(staging),
         "retained": list(the_plan.retained),
         "taken_over": sorted(decision.taken_over),
         "forced": sorted(decision.forced),

@@ -1,5 +1,6 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The JSON Schemas of everything distributor reads: manifest, state records, pipeline, destination.
+"""The JSON Schemas of everything distributor reads: manifest, state records, journal, pipeline,
+destination.
 
 They live here as Python data because Ansible ships only Python to the host that runs a module;
 `make schemas` exports them to `schemas/*.schema.json` for people and other tools, and a test keeps
@@ -152,6 +153,40 @@ STATE_V3 = _state(3, "shared root", ["created_at", "updated_at", "state", "owner
         "items": _output(dict(_TIMESTAMPS, **_OWNER_FIELDS, **_RENDER_KEY), ["created_at", "updated_at"] + sorted(_OWNER_FIELDS)),
     },
 })
+
+# journal.parse_journal reads the journal by hand, stopping at its first fault (a planted journal
+# costs no more than a valid one), and also applies the manifest's path rules, which this cannot
+# state; tests/unit/test_journal.py holds the two to the same verdicts on journals of clean paths.
+JOURNAL = {
+    "$schema": DRAFT,
+    "$id": "journal.schema.json",
+    "title": "distributor journal of a publish in progress (.distributor.journal.json)",
+    "type": "object",
+    "required": ["token", "writes"],
+    "properties": {
+        # `$` also matches before a trailing newline (Python's re, which jsonschema uses): `not` closes that gap.
+        "token": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$", "not": {"pattern": "\\n"}},
+        "writes": {
+            "type": "array",
+            "items": {
+                "anyOf": [
+                    {
+                        "type": "object",
+                        "required": ["path", "sha256", "size"],
+                        "properties": {"path": {"type": "string", "minLength": 1}, "sha256": SHA256,
+                                       "size": {"type": "integer", "minimum": 0}},
+                    },
+                    {
+                        "type": "string",
+                        "minLength": 1,
+                        "description": "a path without the digest of what was written there (the first format): "
+                                       "recovery never deletes it",
+                    },
+                ],
+            },
+        },
+    },
+}
 
 PIPELINE = {
     "$schema": DRAFT,
@@ -349,6 +384,7 @@ SCHEMAS = {
     "state-v1": STATE_V1,
     "state-v2": STATE_V2,
     "state-v3": STATE_V3,
+    "journal": JOURNAL,
     "pipeline": PIPELINE,
     "destination": DESTINATION,
 }

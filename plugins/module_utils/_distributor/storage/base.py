@@ -17,7 +17,7 @@ from urllib.parse import quote, quote_plus
 
 from ..errors import DistributorError
 from ..limits import LOCK_EXPIRY_SECONDS
-from ..paths import RESERVED_PREFIX
+from ..paths import STAGING_PREFIX
 from .lease import Lease
 
 Item = TypeVar("Item")
@@ -33,7 +33,7 @@ def staging_dir(path: str, token: str) -> str:
     staged file is not behind the link) instead of landing where the link points.
     """
     head = path.rpartition("/")[0]
-    name = "%s.tmp.%s" % (RESERVED_PREFIX, token)
+    name = STAGING_PREFIX + token
     return "%s/%s" % (head, name) if head else name
 
 
@@ -58,6 +58,36 @@ def hash_stream(read: Callable[[int], bytes], limit: int) -> str:
         digest.update(chunk)
         limit -= len(chunk)
     return "sha256:" + digest.hexdigest()
+
+
+def verdict(kind: str | None, owner: str | None, links: int | None, size: int | None, sha256: str | None,
+            measured: Callable[[], tuple[int, str | None] | None]) -> str | None:
+    """Storage.doubt's answer, from what a backend saw at the path: `kind` (regular.kind_of; a
+    directory passes only as a name distributor gives, without `sha256`), `owner` (owner_doubt,
+    None when an account distributor writes as owns it), `links` (None where the storage cannot
+    tell: SFTP) and `measured()`, measure's answer, asked only once all else agrees."""
+    if kind is not None and not (kind == "a directory" and sha256 is None):
+        return "is " + kind
+    if owner is not None:
+        return owner
+    if kind is None and links not in (None, 1):
+        return "has %d links, and a file distributor writes has one" % links
+    if sha256 is None:
+        return None
+    found = measured()
+    if found is None:
+        return "is gone"
+    if found[0] != size:
+        return "is %d bytes, not the %d the interrupted publish wrote" % (found[0], size)
+    if found[1] != sha256:
+        return "holds other bytes than the interrupted publish wrote"
+    return None
+
+
+def owner_doubt(uid: int | None, accounts: str) -> str:
+    """The doubt of an entry owned by an account distributor does not write as (`accounts`
+    names the ones it does)."""
+    return "is owned by %s, not by %s" % ("an unknown account" if uid is None else "uid %d" % uid, accounts)
 
 
 def in_parallel(workers: int, task: Callable[[Item], None], items: Iterable[Item]) -> None:
@@ -118,6 +148,25 @@ class Storage:
         a name distributor did not make is not measured: regular.ForeignLinks (local and SFTP)."""
         raise NotImplementedError
 
+    def doubt(self, path: str, size: int | None = None, sha256: str | None = None) -> str | None:
+        """Why the entry at `path` cannot be vouched for as one distributor made, or None when it
+        can: recovery deletes nothing else (execute.find_leftovers), whatever a journal says.
+
+        With `sha256`, an output an interrupted publish wrote: a regular file with one link,
+        owned by the account distributor writes as (local and SFTP: its own, or storage.owner),
+        of `size` bytes and that digest. The content is read as measure reads it (a file of
+        another size is not read, one of that size read to `size` + 1 bytes at most), and only
+        once everything else agrees. Without, a name only distributor gives (a staged file, a
+        staging directory): its owner decides. S3 has no owner that tells one writer of a bucket
+        from another, so there the digest alone vouches (S3Storage.doubt). The answer is a
+        phrase for a warning ("is owned by uid 1000, not by uid 0")."""
+        raise NotImplementedError
+
+    def doubt_many(self, asked: list[tuple[str, int | None, str | None]]) -> list[str | None]:
+        """doubt of each (path, size, sha256), in order. Backends where latency dominates (S3)
+        ask several at once."""
+        return [self.doubt(*item) for item in asked]
+
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
         """Stream `chunks` to `path` atomically: staged under temp_name(path, token) and renamed.
 
@@ -160,7 +209,9 @@ class Storage:
     def delete(self, path: str) -> bool:
         """Remove a file; a missing file is not an error. True when something was removed.
 
-        Local and SFTP also remove directories left empty below the base.
+        Local and SFTP also remove directories left empty below the base, and remove an empty
+        directory at a reserved path (a staging directory list_files shows) as rmdir does: one
+        that is not empty stays (False).
         """
         raise NotImplementedError
 
@@ -169,7 +220,9 @@ class Storage:
         return [p for p in paths if self.delete(p)]
 
     def list_files(self) -> list[str]:
-        """Every file under the base, sorted, as base-relative paths (reserved names included)."""
+        """Every file under the base, sorted, as base-relative paths (reserved names included).
+        Local and SFTP also list each empty staging directory (see paths.is_staging), which holds no
+        file to show it: an attempt that died leaves them (see execute.find_leftovers)."""
         raise NotImplementedError
 
     def lock(self, timeout: float, expiry: float = LOCK_EXPIRY_SECONDS) -> ContextManager[Lease]:

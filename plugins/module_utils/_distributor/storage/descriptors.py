@@ -20,6 +20,7 @@ import stat
 from typing import Callable, Iterator
 
 from ..limits import DEPTH_LIMIT
+from ..paths import is_staging
 from ..regular import ForeignLinks, kind_of, links_not_ours
 from .refusals import disappeared, link_refused, not_a_directory, os_errors, too_deep
 
@@ -155,11 +156,12 @@ def write_fully(fd: int, data: bytes) -> None:
 
 def list_tree(top: int, where: Callable[[str], str]) -> Iterator[str]:
     """Every entry below the directory `top` that is not a directory (links included, never
-    followed), as slash-separated relative paths, depth first and without recursion: a planted
-    tree of any depth is refused past DEPTH_LIMIT levels, and only that many directories are open
-    at once. A directory that cannot be listed fails the listing (taken as empty, its files would
-    be overwritten unseen); one removed while the walk runs is gone, which is no error."""
-    stack = [(os.dup(top), "", _subdirectories_of(top, "", where))]
+    followed), and every empty staging directory (paths.is_staging: a dead attempt's, which no
+    file below shows), as slash-separated relative paths, depth first and without recursion: a
+    planted tree of any depth is refused past DEPTH_LIMIT levels, and only that many directories
+    are open at once. A directory that cannot be listed fails the listing (taken as empty, its
+    files would be overwritten unseen); one removed while the walk runs is gone, which is no error."""
+    stack = [(os.dup(top), "", iter(_subdirectories_of(top, "", where)))]
     try:
         while stack:
             fd, prefix, pending = stack[-1]
@@ -185,18 +187,23 @@ def list_tree(top: int, where: Callable[[str], str]) -> Iterator[str]:
             if child is None:
                 yield prefix + name
                 continue
-            stack.append((child, prefix + name + "/", _subdirectories_of(child, prefix + name, where)))
+            entries = _subdirectories_of(child, prefix + name, where)
+            if not entries and is_staging(name):
+                os.close(child)
+                yield prefix + name
+                continue
+            stack.append((child, prefix + name + "/", iter(entries)))
     finally:
         for fd, _prefix, _pending in stack:
             os.close(fd)
 
 
-def _subdirectories_of(fd: int, rel: str, where: Callable[[str], str]) -> Iterator[tuple[str, bool]]:
+def _subdirectories_of(fd: int, rel: str, where: Callable[[str], str]) -> list[tuple[str, bool]]:
     """(name, is a directory) of each entry of the open directory `fd`, read at once so that the
     walk holds one descriptor per level, not one per directory seen."""
     with os_errors("list", where(rel), "distributor does not write where it cannot see what is there"):
         try:
             with os.scandir(fd) as entries:
-                return iter([(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries])
+                return [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries]
         except FileNotFoundError:
-            return iter([])
+            return []

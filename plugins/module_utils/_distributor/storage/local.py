@@ -15,8 +15,8 @@ from ..attributes import ownership, parse_mode
 from ..errors import DistributorError
 from ..limits import LOCK_EXPIRY_SECONDS, LOCK_LIMIT
 from ..paths import LOCK_NAME, is_reserved, join, path_problem
-from ..regular import ForeignLinks
-from .base import Storage, hash_stream, not_a_record, staging_dir
+from ..regular import ForeignLinks, kind_of
+from .base import Storage, hash_stream, not_a_record, owner_doubt, staging_dir, verdict
 from .descriptors import (
     CREATE_FLAGS, NotRegular, entry_mode, identity_at, list_tree, make_directory, open_directory, open_regular_at,
     read_at_most, write_fully)
@@ -178,17 +178,43 @@ class LocalStorage(Storage):
             with os_errors("read", self.describe(path)):
                 return read_at_most(fd, limit)
 
-    def measure(self, path: str, size: int, digest: bool) -> tuple[int, str | None] | None:
+    def measure(self, path: str, size: int, digest: bool, seen: tuple | None = None) -> tuple[int, str | None] | None:
         """Opened like read_bytes: a link put in an output's place is refused as a read is. The
-        size is the open file's own, so the file hashed is the file measured."""
+        size is the open file's own, so the file hashed is the file measured; with `seen`
+        (st_dev, st_ino: doubt's), only that file is hashed, not another put at the name since."""
         with self._reading(path) as fd:
             if fd is None:
                 return None
             with os_errors("read", self.describe(path)):
-                found = os.fstat(fd).st_size
-                if not digest or found != size:
-                    return found, None
-                return found, hash_stream(lambda count: os.read(fd, count), size + 1)
+                info = os.fstat(fd)
+                if not digest or info.st_size != size or seen not in (None, (info.st_dev, info.st_ino)):
+                    return info.st_size, None
+                return size, hash_stream(lambda count: os.read(fd, count), size + 1)
+
+    def doubt(self, path: str, size: int | None = None, sha256: str | None = None) -> str | None:
+        """Looked at through the walked descriptors, never through a link; the file hashed is
+        the one looked at (measure checks its identity on the descriptor it reads)."""
+        head, name = self._split(path)
+        try:
+            parent = self._directory(head, False, self.describe(path))
+            with os_errors("inspect", self.describe(path)):
+                try:
+                    info = None if parent is None else os.stat(name, dir_fd=parent, follow_symlinks=False)
+                except FileNotFoundError:
+                    info = None
+            if info is None:
+                return "is gone"
+            return verdict(kind_of(info.st_mode), self._foreign(info.st_uid), info.st_nlink, size, sha256,
+                           lambda: self.measure(path, size, True, (info.st_dev, info.st_ino)))
+        finally:
+            self._release()
+
+    def _foreign(self, uid: int) -> str | None:
+        """None for the accounts distributor writes as here: its own, and storage.owner."""
+        mine = os.geteuid()
+        if uid in (mine, self.ids[0]):
+            return None
+        return owner_doubt(uid, "uid %d" % mine + (" or uid %d (storage.owner)" % self.ids[0] if self.ids[0] != -1 else ""))
 
     def exists(self, path: str) -> bool:
         """Walked from the root descriptor like every other look: a link on the way is refused, not followed.
@@ -442,7 +468,9 @@ class LocalStorage(Storage):
 
     def _delete(self, path: str) -> bool:
         """A staged file already gone still tidies its staging directory: an attempt that died
-        after its renames left that directory empty, and recovery deletes staged names."""
+        after its renames left that directory empty, and recovery deletes staged names. A
+        directory at a reserved path (an empty staging directory the listing showed) is removed
+        with rmdir, which leaves one that is not empty."""
         head, name = self._split(path)
         parent = self._directory(head, False, self.describe(path))
         found = parent is not None
@@ -452,9 +480,26 @@ class LocalStorage(Storage):
                     os.unlink(name, dir_fd=parent)
                 except FileNotFoundError:
                     found = False
+                except OSError as exc:
+                    if not (exc.errno in (errno.EISDIR, errno.EPERM) and is_reserved(path)
+                            and stat.S_ISDIR(entry_mode(parent, name) or 0)):
+                        raise
+                    found = self._rmdir(parent, name)
         if found or is_reserved(path):
             self._remove_empty_parents(path)
         return found
+
+    @staticmethod
+    def _rmdir(parent: int, name: str) -> bool:
+        """rmdir of `name` in `parent`; False when what is there is not an empty directory (not
+        empty, gone, or swapped for a link or a file), which stays."""
+        try:
+            os.rmdir(name, dir_fd=parent)
+        except OSError as exc:
+            if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT, errno.ENOTDIR):
+                return False
+            raise
+        return True
 
     def _remove_empty_parents(self, path: str) -> None:
         """Deleting the last file of a directory deletes the directory, up to (not including) the base;
@@ -466,12 +511,8 @@ class LocalStorage(Storage):
             if parent is None:
                 return
             with os_errors("remove directory", self.describe(head)):
-                try:
-                    os.rmdir(name, dir_fd=parent)
-                except OSError as exc:
-                    if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT, errno.ENOTDIR):
-                        return
-                    raise
+                if not self._rmdir(parent, name):
+                    return
             self._forget(join(self.base, head))
             head = head.rpartition("/")[0]
 

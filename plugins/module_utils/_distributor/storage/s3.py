@@ -30,7 +30,7 @@ from ..attributes import s3_object_args, s3_record_args
 from ..errors import DistributorError, MissingLibrary
 from ..limits import LOCK_EXPIRY_SECONDS
 from ..paths import is_reserved, join
-from .base import Storage, hash_stream, in_parallel, mentions_secret, redact
+from .base import Storage, hash_stream, in_parallel, mentions_secret, redact, verdict
 from .lease import Lease, held
 from .s3_lock import EMPTY_RANGE, NOT_FOUND, S3Lock
 
@@ -168,6 +168,24 @@ class S3Storage(Storage):
                 return found, hash_stream(reply["Body"].read, size + 1)
             finally:
                 reply["Body"].close()
+
+    def doubt(self, path: str, size: int | None = None, sha256: str | None = None) -> str | None:
+        """An object's owner in S3 is the bucket's owner (with Object Ownership's default,
+        BucketOwnerEnforced), whoever wrote it: the digest alone vouches, the ChecksumSHA256
+        every upload of distributor carries (measure). S3 has no staging, so a name only
+        distributor gives is one it may remove."""
+        return verdict(None, None, None, size, sha256, lambda: self.measure(path, size, True))
+
+    def doubt_many(self, asked: list[tuple[str, int | None, str | None]]) -> list[str | None]:
+        """One HEAD per object (and a ranged GET where no full-object checksum is stored),
+        WORKERS at a time, as delete_many asks: recovery of a killed publish of thousands of
+        files would otherwise wait for each in turn."""
+        answers: list = [None] * len(asked)
+
+        def ask(index: int) -> None:
+            answers[index] = self.doubt(*asked[index])
+        in_parallel(WORKERS, ask, range(len(asked)))
+        return answers
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
         """A file of one part is one PUT; larger files go multipart, PARTS_IN_FLIGHT at a time.

@@ -17,9 +17,9 @@ from typing import ContextManager, Iterable
 from ..attributes import parse_mode
 from ..errors import DistributorError, MissingLibrary
 from ..limits import DEPTH_LIMIT, LOCK_EXPIRY_SECONDS
-from ..paths import is_reserved
+from ..paths import is_reserved, is_staging
 from ..regular import ForeignLinks, kind_of, links_not_ours
-from .base import Storage, hash_stream, not_a_record
+from .base import Storage, hash_stream, not_a_record, owner_doubt, verdict
 from .lease import Lease, held
 from .sftp_chain import Chain, endpoints
 from .sftp_connect import SftpConnection, check_config
@@ -182,8 +182,10 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
         all (_alone): it counts as drifted."""
         remote = self._remote(path)
         attrs = self._looked_at(remote, True)
-        if attrs is None:
-            return None
+        return None if attrs is None else self._measured(remote, attrs, size, digest)
+
+    def _measured(self, remote: str, attrs, size: int, digest: bool) -> tuple[int, str | None] | None:
+        """measure's answer for the file looked at as `attrs`: only that file is opened."""
         found = attrs.st_size or 0
         if not digest or found != size:
             return found, None
@@ -217,15 +219,45 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
                 pipe.status(number)
         return True
 
-    def _remove(self, remote: str, action: str) -> bool:
-        """Remove a file by name, the way to it looked at again right before: True when it was there."""
+    def doubt(self, path: str, size: int | None = None, sha256: str | None = None) -> str | None:
+        """From the lstat of the name, the way to it checked as _read checks it; the content read
+        as measure reads it, from that file only. SFTP version 3 tells no link count, so links
+        are not judged here."""
+        remote = self._remote(path, look_at_name=False)
+        attrs = self._lstat(remote)
+        if attrs is None or not self._check_directories(posixpath.dirname(remote)):
+            return "is gone"
+        return verdict(kind_of(attrs.st_mode or 0), self._foreign(attrs.st_uid), None, size, sha256,
+                       lambda: self._measured(remote, attrs, size, True))
+
+    def _foreign(self, uid: int | None) -> str | None:
+        """None for the accounts distributor writes as here: the SFTP account (the uid the server
+        names so), and storage.owner."""
+        if uid is not None and (uid == self.ids[0] or self._name_of(uid) == self.username):
+            return None
+        accounts = self.username + (" or uid %d (storage.owner)" % self.ids[0] if self.ids[0] != -1 else "")
+        unnamed = uid is not None and self._name_of(uid) is None
+        return owner_doubt(uid, accounts) + (" (the server does not name uid %d, so distributor cannot tell it is %s)"
+                                             % (uid, self.username) if unnamed else "")
+
+    def _remove(self, remote: str, action: str, directory: bool = False) -> bool:
+        """Remove a file (or an empty directory) by name, the way to it looked at again right
+        before: True when it was there. SFTP reports a directory that is not empty only as a
+        generic failure, so a directory that stays is not removed (False), whatever the reason."""
         if not self._check_directories(posixpath.dirname(remote)):
             return False
         with self._errors(action, remote):
             try:
-                self._open().remove(_wire(remote))
+                if not directory:
+                    self._open().remove(_wire(remote))
+                    return True
+                self._open().rmdir(_wire(remote))
             except FileNotFoundError:
                 return False
+            except OSError:
+                if directory:
+                    return False
+                raise
         return True
 
     def delete(self, path: str) -> bool:
@@ -261,7 +293,7 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
         if attrs is None:
             return False
         if is_reserved(path) or stat.S_ISDIR(attrs.st_mode or 0):
-            return self._remove(remote, "delete")
+            return self._remove(remote, "delete", is_reserved(path) and stat.S_ISDIR(attrs.st_mode or 0))
         parked = posixpath.join(self._staging(path), posixpath.basename(remote))
         if not self._check_directories(posixpath.dirname(remote)):
             return False
@@ -308,7 +340,8 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
         sftp_wire.listdir_attr), so a planted tree of any depth is refused past DEPTH_LIMIT
         levels (storage_error) instead of exhausting Python's recursion. A directory that cannot
         be listed fails the listing (storage_error): taken as empty, its files would be
-        overwritten unseen. Each directory is judged (see _judge) before it is listed."""
+        overwritten unseen. Each directory is judged (see _judge) before it is listed. Empty
+        staging directories are listed too (see Storage.list_files)."""
         found: list[str] = []
         prefixes = {self._remote(""): ""}
         while prefixes:
@@ -320,6 +353,8 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
                     with self._errors("list", remote):
                         raise entries
                 prefix = level[remote]
+                if entries == [] and is_staging(posixpath.basename(remote)) and prefix:
+                    found.append(prefix[:-1])  # an empty staging directory: no file below shows it
                 for entry in entries or ():
                     if not stat.S_ISDIR(entry.st_mode or 0):
                         found.append(prefix + entry.filename)
