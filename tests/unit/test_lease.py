@@ -82,8 +82,8 @@ def test_a_live_lock_holds_whatever_the_holders_clock_says(offset):
     assert json.loads(store["site/" + LOCK_NAME])["token"] == "holder"
 
 
-@pytest.mark.parametrize("declared, contender, waited", [(10.0, 600.0, 11.0), (None, 10.0, 11.0), (600.0, 10.0, 11.0),
-                                                       (1e300, 10.0, 11.0)])
+@pytest.mark.parametrize("declared, contender, waited",
+                         [(10.0, 600.0, 11.0), (None, 10.0, 11.0), (600.0, 10.0, 11.0), (1e300, 10.0, 11.0)])
 def test_a_lock_is_broken_once_the_storage_dates_it_older_than_its_lease(declared, contender, waited):
     """The lease the holder declared counts (it renews within it) up to the contender's
     `lock.expiry`: a record may make its lock expire sooner, never later. One second more for
