@@ -272,7 +272,10 @@ options:
         type: dict
         suboptions:
           base_url:
-            description: URL of the bundle path; takes the same placeholders as I(path).
+            description:
+              - Absolute http(s) URL of the bundle path, without a query, fragment, backslash or C(.)/C(..) segment (output paths are joined to it);
+                takes the same placeholders as I(path).
+              - Every URL a result returns or invalidates is made from an output's path and this URL, never read from the state.
             type: str
           primary:
             description: Patterns choosing the primary output, tried in order; C([index.html, "*.html"]) when unset.

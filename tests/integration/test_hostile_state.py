@@ -71,8 +71,22 @@ def test_a_planted_state_is_invalid_state_and_force_converges(root, playbook, ma
     assert again["action"] == "skip" and outside(root) == OUTSIDE
 
 
+@pytest.mark.parametrize("url", ["https://docs.example.com/*", "https://docs.example.com/docs/site/../../admin/index.html"])
+def test_a_state_whose_url_was_rewritten_is_invalid_state_and_invalidates_nothing(root, playbook, make_bundle, url):
+    links = {"base_url": "https://docs.example.com/docs/site/"}
+    first = make_bundle({"index.html": b"<p>v1</p>"})
+    assert playbook.publish(source=first, pipeline={"id": "reports"}, destination=destination(root, links=links))["changed"]
+    state = root.state("site")
+    state["outputs"][0]["url"] = url
+    root.put("site/.distributor.json", json.dumps(state).encode())
+    second = make_bundle({"other.html": b"<p>v2</p>"}, created="2026-06-05T11:55:00Z")
+    result = playbook.publish(source=second, pipeline={"id": "reports"}, destination=destination(root, links=links))
+    assert_refused(result, "invalid_state")
+    assert url in result["msg"] and "'index.html'" in result["msg"] and not result.get("invalidation_paths")
+
+
 def test_a_hostile_source_id_stays_in_the_url_path_and_the_state_stays_valid(root, playbook, make_bundle):
-    bundle = make_bundle({"index.html": b"<p>hi</p>"}, id="x@evil.example/../ ?#")
+    bundle = make_bundle({"index.html": b"<p>hi</p>"}, id="x@evil.example/.. ?#")  # a `..` segment is refused
     links = {"base_url": "https://docs.example.com/{source_id}/"}
     first = playbook.publish(source=bundle, pipeline={"id": "reports"}, destination=destination(root, links=links))
     assert first["changed"] and first["primary_url"].startswith("https://docs.example.com/x%40evil.example/"), first

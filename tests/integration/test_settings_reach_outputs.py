@@ -1,5 +1,5 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Settings changes reach published outputs through ansible-playbook (decision 44): a new
+"""Settings changes reach published outputs through ansible-playbook (decision 45): a new
 stylesheet rewrites every page of an unchanged bundle, and a new file mode or S3 Cache-Control
 is set on the published outputs in place, reviewed with --check --diff and approved by digest,
 without one byte uploaded again."""

@@ -256,11 +256,18 @@ def test_schema_1_has_no_render_key_and_an_extra_one_is_ignored():
 GOLDEN_PAGES = {  # RENDERER_VERSION -> sha256 of each sample page's bytes, as that version renders it
     1: ("4deead37ab9fc2c38ecec100c1b177473adc88a56edeacded9848823043bad40",
         "2967778554d6a6ed6fe9d68c3f08b3e17078c089c50e5da491c206886011eaee"),
+    # 2 escapes the title's quotes: pages whose title has none (the first two) kept their bytes; the
+    # third sample, a title in a template's attributes, was added with it.
+    2: ("4deead37ab9fc2c38ecec100c1b177473adc88a56edeacded9848823043bad40",
+        "2967778554d6a6ed6fe9d68c3f08b3e17078c089c50e5da491c206886011eaee",
+        "728788d84b06f774bc71fea97f3663e5c7c251229d4cddc7500a1d4a226a80da"),
 }
 SAMPLES = (
     (b"# Release notes\n\nSee [the guide](guide/intro.md#setup), [home](https://example.com/a.md) and "
      b"[bad](javascript:alert(1)).\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n<b>raw</b> & more\n", "notes/release.md", Page()),
     (b"no heading here\n", "notes/plain-page.md", Page(stylesheet="/site.css")),
+    (b"# It's' onload='alert(1)\" & <b>\n", "notes/quoted.md",
+     Page(template="<title>{title}</title><meta content='{title}'><meta content=\"{title}\">{stylesheet}{content}")),
 )
 
 

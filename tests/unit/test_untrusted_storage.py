@@ -121,7 +121,7 @@ def test_a_planted_lock_record_never_raises_and_never_holds_forever(raw):
     assert lock_is_expired(raw, 0.0) or b"1e300" in raw
 
 
-@pytest.mark.parametrize("source_id", ["x@evil.example", "../../evil", "a b?c#d", "//evil.example/x", "é"])
+@pytest.mark.parametrize("source_id", ["x@evil.example", "a b?c#d", "//evil.example/x", "é", "%2e%2e"])
 def test_a_producer_id_is_percent_encoded_into_the_path_and_state_stays_valid(tmp_path, source_id):
     store = {}
     bundle = write_bundle(tmp_path / "b", {"index.html": b"<p>hi</p>"}, id=source_id)
@@ -130,6 +130,18 @@ def test_a_producer_id_is_percent_encoded_into_the_path_and_state_stays_valid(tm
     assert result["primary_url"].startswith("https://docs.example.com/")
     assert "@" not in result["primary_url"] and " " not in result["primary_url"]
     parse_state(store[STATE], STATE)
+
+
+@pytest.mark.parametrize("source_id", ["../../evil", "..", "a/./b"])
+def test_a_producer_id_that_would_climb_out_of_the_urls_path_is_invalid_config(tmp_path, source_id):
+    """`..` stays `..` when percent-encoded, and many servers decode `%2e%2e` too: a URL made
+    from such an id would name another directory of the site."""
+    bundle = write_bundle(tmp_path / "b", {"index.html": b"<p>hi</p>"}, id=source_id)
+    with pytest.raises(DistributorError) as failure:
+        publish(bundle, {"id": "reports"}, dest(links={"base_url": "https://docs.example.com/r/{source_id}/"}),
+                now=NOW, opener=memory({}))
+    assert failure.value.reason == "invalid_config" and "'.' or '..' segment" in failure.value.message
+    assert repr(source_id) in failure.value.message
 
 
 @pytest.mark.parametrize("base_url", ["https://{source_id}.example.com/", "https://example.com{source_id}/",

@@ -105,7 +105,7 @@ def publish_facts(the_plan: Plan, manifest, recovered, changes: list) -> dict:
         "recorded_source": _recorded_source(the_plan.before, key),
         "state_mode": the_plan.after.mode if the_plan.after else None,
         "reconciliation": after_owner.reconciliation if after_owner else None,
-        "primary_url": after_owner.primary_url if after_owner else None,
+        "primary_url": the_plan.primary_url,
         "writes": [{"path": w.path, "change": kinds[w.path], "sha256": w.content.sha256, "size": w.content.size,
                     "owner": str(key), "attributes": list(map(list, w.content.attributes))}
                    for w in the_plan.writes + the_plan.repairs + the_plan.resettles],

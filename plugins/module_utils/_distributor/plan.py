@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from .attributes import resettable
-from .config import Destination, Pipeline, output_url
+from .config import Destination, Pipeline
 from .decide import Decision
 from .errors import DistributorError
 from .globs import glob_match, glob_matcher
@@ -17,6 +17,7 @@ from .paths import is_reserved, path_problem
 from .state import Output, Owner, OwnerKey, State, schema_version_for
 from .timestamps import format_rfc3339
 from .transforms import output_kind, output_path
+from .urls import output_url
 from .version import COLLECTION_VERSION
 from .vocabulary import SHARED_ROOT, SINGLE_OWNER
 
@@ -69,6 +70,7 @@ class Plan:
     retained: tuple[str, ...]
     repairs: tuple[Write, ...] = ()  # drifted outputs rewritten as they are recorded (drift.py)
     resettles: tuple[Write, ...] = ()  # outputs whose bytes stay and whose storage settings change
+    primary_url: str | None = None  # made from a path and links.base_url, never read (plan.primary_url)
 
     @property
     def changed(self) -> bool:
@@ -180,16 +182,19 @@ def plan(
     """The complete plan for `decision`; `contents` maps each planned path to its Content and may
     be empty when nothing is written (skip, or a migration of an unchanged source)."""
     stamp = format_rfc3339(now)
+    planned_paths = frozenset(p.path for p in planned)
     if decision.action == "skip":
-        return Plan(decision, key, bundle_path, (), (), before, before, ())
+        return Plan(decision, key, bundle_path, (), (), before, before, (),
+                    primary_url=_kept_primary_url(before, key, planned_paths, destination, base_url))
     base = decision.state
     if not decision.rewrites_outputs:
-        after = replace(base, updated_at=stamp, distributor_version=COLLECTION_VERSION)
-        return Plan(decision, key, bundle_path, (), (), before, after, ())
+        made = _kept_primary_url(base, key, planned_paths, destination, base_url)
+        owners = tuple(replace(o, primary_url=made) if o.key == key else o for o in base.owners)
+        after = replace(base, updated_at=stamp, distributor_version=COLLECTION_VERSION, owners=owners)
+        return Plan(decision, key, bundle_path, (), (), before, after, (), primary_url=made)
     shared = destination.shared_root
     previous = base.by_path() if base else {}
     mine = {o.path: o for o in base.outputs if o.owner == key or not shared} if base else {}
-    planned_paths = frozenset(p.path for p in planned)
     omitted = sorted(set(mine) - planned_paths)
     retained = tuple(omitted) if decision.reconciliation == "merge" else ()
     keep_created = shared or decision.reconciliation == "merge"
@@ -205,7 +210,17 @@ def plan(
         if not _already_there(recorded, content, here):
             (resettles if _resettled(recorded, content, here) else writes).append(Write(item.path, item.source_path, content))
     deletes = _deletes(decision, omitted, planned_paths, present, shared)
-    return Plan(decision, key, bundle_path, tuple(writes), deletes, before, after, retained, resettles=tuple(resettles))
+    return Plan(decision, key, bundle_path, tuple(writes), deletes, before, after, retained, resettles=tuple(resettles),
+                primary_url=owner.primary_url)
+
+
+def _kept_primary_url(state: State, key: OwnerKey, planned_paths: frozenset, destination: Destination,
+                      base_url: str | None) -> str | None:
+    """The primary URL of a publication whose outputs stay as recorded (skip, a migration of an
+    unchanged source): made again from the planned outputs this owner has recorded, not read
+    from its record, which anyone who can write the state could have pointed elsewhere."""
+    recorded = {o.path for o in state.outputs_of(key)}
+    return primary_url(planned_paths & recorded, destination.primary, base_url)
 
 
 def _created_at(old: Output | None, keep_created: bool, stamp: str) -> str:

@@ -242,13 +242,12 @@ def result(the_plan, warnings: list, where: str, review: tuple, full: bool = Tru
     decision = the_plan.decision
     after = the_plan.after
     shared = after is not None and after.mode == SHARED_ROOT
-    owner = after.owner(the_plan.owner) if after else None
     values = {
         "changed": the_plan.changed,
         "action": decision.action,
         "reason": decision.reason,
         "bundle_path": the_plan.bundle_path,
-        "primary_url": owner.primary_url if owner else None,
+        "primary_url": the_plan.primary_url,
         "written": [w.path for w in the_plan.writes],
         "repaired": [w.path for w in the_plan.repairs],
         "resettled": [w.path for w in the_plan.resettles],

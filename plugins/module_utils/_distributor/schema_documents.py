@@ -22,6 +22,10 @@ SHA256 = {
 TIMESTAMP = {"type": "string", "minLength": 1}
 ID = {"type": "string", "minLength": 1}
 HTTP_URL = {"type": "string", "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://[^\\s]+$"}
+# The URL output paths are joined to (links.base_url, placeholders and all): a query or fragment
+# would end up in the middle of every output's URL.
+BASE_URL = {"type": "string", "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://[^\\s?#]+$",
+            "description": "an absolute http:// or https:// URL without spaces, a query ('?') or a fragment ('#')"}
 
 MANIFEST = {
     "$schema": DRAFT,
@@ -354,7 +358,7 @@ DESTINATION = {
         "links": {
             "type": "object",
             "properties": {
-                "base_url": _STR,
+                "base_url": BASE_URL,
                 "primary": {"type": "array", "items": _STR},
                 "invalidation_limit": {"type": "integer", "minimum": 1},
             },

@@ -12,6 +12,7 @@ import re
 import traceback
 from dataclasses import dataclass
 from functools import lru_cache
+from html.parser import HTMLParser
 
 from .errors import DistributorError, MissingLibrary
 from .regular import NotRegularFile, open_regular
@@ -63,6 +64,8 @@ DEFAULT_TEMPLATE = """<!DOCTYPE html>
 """
 PLACEHOLDERS = ("title", "content", "stylesheet")
 _PLACEHOLDER = re.compile(r"\{(%s)\}" % "|".join(PLACEHOLDERS))
+# One attribute of a start tag as written: its name, then its value with the quotes it has.
+_ATTRIBUTE = re.compile(r"""([^\s/>"'=][^\s/>"'=]*)(?:\s*=\s*("[^"]*"|'[^']*'|[^\s>]*))?""")
 TEMPLATE_MAX_BYTES = 1024 * 1024
 
 # The built-in stylesheet, inline so a page published anywhere (a web root, S3, a file opened
@@ -121,8 +124,9 @@ BUILTIN_STYLESHEET = (
 # distributor's own part of a page's bytes: the built-in template and stylesheet, the extensions
 # and options of the renderer, the link rewriting, the title rule. Bump it with every change that
 # changes what render_markdown returns for the same input, or outputs recorded with an older key
-# keep the old bytes (render_key reuses a record's digest without rendering).
-RENDERER_VERSION = 1
+# keep the old bytes (render_key reuses a record's digest without rendering). 2: the title is
+# escaped with its quotes (`'` is `&#x27;`, `"` is `&quot;`).
+RENDERER_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -158,7 +162,46 @@ def read_template(path: str, where: str) -> str:
         raise DistributorError("invalid_config", "%s has no {content} placeholder, so pages would lose their text; "
                                "put {content} where the rendered Markdown goes ({title} and {stylesheet} are optional)"
                                % field)
+    problem = _TagPlaceholders.problem(text)
+    if problem:
+        raise DistributorError("invalid_config", "%s %s" % (field, problem))
     return text
+
+
+class _TagPlaceholders(HTMLParser):
+    """Finds placeholders inside a template's tags that no escaping can make safe: {title} is
+    escaped for text and quoted attribute values (fill_template), so in an unquoted value a
+    producer's heading `x onload=alert(1)` adds an attribute; {content} and {stylesheet} are
+    HTML, which inside a tag breaks it open whatever it holds."""
+
+    def __init__(self):
+        super().__init__()
+        self.found: str | None = None
+
+    @classmethod
+    def problem(cls, template: str) -> str | None:
+        """What the first such placeholder is, as the end of a sentence naming the template."""
+        finder = cls()
+        finder.feed(template)
+        finder.close()
+        return finder.found
+
+    def handle_starttag(self, tag: str, attrs) -> None:
+        raw = self.get_starttag_text() or ""
+        for name, value in _ATTRIBUTE.findall(raw[len(tag) + 1:]):
+            for placeholder in _PLACEHOLDER.findall(name + value):
+                if placeholder != "title":
+                    self._found("puts {%s} inside the tag %s; it is HTML and goes only where elements go" % (
+                        placeholder, raw))
+                elif value[:1] not in ("'", '"'):
+                    self._found("puts {title} in the tag %s outside a quoted attribute value; quote the value "
+                                "('{title}' or \"{title}\"): {title} is escaped for text and quoted values only" % raw)
+
+    handle_startendtag = handle_starttag
+
+    def _found(self, problem: str) -> None:
+        if self.found is None:
+            self.found = problem
 
 
 def stylesheet_element(url: str | None) -> str:
@@ -171,8 +214,10 @@ def stylesheet_element(url: str | None) -> str:
 def fill_template(template: str, title: str, content: str, stylesheet: str) -> str:
     """Each `{title}`, `{content}` and `{stylesheet}` replaced in one pass, so a page whose text
     says `{title}` keeps saying it; every other brace (CSS, scripts) stays as written. `title` is
-    text and is escaped here; `content` and `stylesheet` are HTML."""
-    values = {"title": html.escape(title, quote=False), "content": content, "stylesheet": stylesheet}
+    a producer's text and is escaped here, quotes too: an operator's template may put it in an
+    attribute (`content='{title}'`), where a heading `It's' onload='…` must stay one value.
+    `content` and `stylesheet` are HTML (read_template keeps them out of tags)."""
+    values = {"title": html.escape(title, quote=True), "content": content, "stylesheet": stylesheet}
     return _PLACEHOLDER.sub(lambda match: values[match.group(1)], template)
 
 
