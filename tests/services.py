@@ -73,7 +73,7 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None).prctl(pr_set_pdeathsig, signal.SIGTERM)
 
 
-def _start(command_for_port, expect: bytes, log_path: str) -> tuple[subprocess.Popen, int]:
+def _start(command_for_port, expect: bytes, log_path: str, env: dict | None = None) -> tuple[subprocess.Popen, int]:
     """Start a server on a free port, retrying when another process grabbed the port first."""
     for _attempt in range(START_ATTEMPTS):
         port = free_port()
@@ -84,6 +84,7 @@ def _start(command_for_port, expect: bytes, log_path: str) -> tuple[subprocess.P
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 preexec_fn=_die_with_parent,
+                env=env,
             )
         if _wait_until_listening(process, port, expect):
             return process, port
@@ -241,9 +242,12 @@ def start_sshd(sftp_command: str = "internal-sftp", **settings) -> SshServer:
 
 @dataclass
 class S3Server:
-    """moto's S3 HTTP server in its own process, reached through boto3 exactly like AWS."""
+    """moto's S3 HTTP server in its own process, reached through boto3 exactly like AWS. With
+    `check_credentials` it refuses every request whose access key it does not know, as AWS would
+    (moto's INITIAL_NO_AUTH_ACTION_COUNT=0); it knows none, so nothing can be created there."""
 
     directory: str
+    check_credentials: bool = False
     host: str = HOST
     port: int = 0
     process: subprocess.Popen | None = None
@@ -294,6 +298,7 @@ class S3Server:
             lambda port: [sys.executable, "-m", "moto.server", "-H", self.host, "-p", str(port)],
             b"",
             os.path.join(self.directory, "moto.log"),
+            dict(os.environ, INITIAL_NO_AUTH_ACTION_COUNT="0") if self.check_credentials else None,
         )
         return self
 
@@ -304,5 +309,5 @@ class S3Server:
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
-def start_s3() -> S3Server:
-    return S3Server(tempfile.mkdtemp(prefix="distributor-moto-")).start()
+def start_s3(check_credentials: bool = False) -> S3Server:
+    return S3Server(tempfile.mkdtemp(prefix="distributor-moto-"), check_credentials).start()

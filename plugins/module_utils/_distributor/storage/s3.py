@@ -32,6 +32,7 @@ from ..limits import LOCK_EXPIRY_SECONDS
 from ..paths import is_reserved, join
 from .base import Storage, hash_stream, in_parallel, mentions_secret, redact, verdict
 from .lease import Lease, held
+from .s3_errors import explain
 from .s3_lock import EMPTY_RANGE, NOT_FOUND, S3Lock
 
 PART_SIZE = 8 * 1024 * 1024
@@ -58,6 +59,8 @@ class S3Storage(Storage):
         self._part_buffers: list[bytearray] = []  # free part buffers, reused (see _multipart)
         self._large_bodies = threading.BoundedSemaphore(LARGE_BODIES)
         self._settings = storage
+        self._session = None
+        self.client = None
         try:
             import boto3
             from botocore.config import Config
@@ -68,7 +71,8 @@ class S3Storage(Storage):
         self._sdk_errors = (ClientError, BotoCoreError)
         with self._errors("connect to", self.prefix):
             try:
-                self.client = _session(boto3, storage).client(
+                self._session = _session(boto3, storage)
+                self.client = self._session.client(
                     "s3",
                     endpoint_url=storage.get("endpoint_url") or None,
                     config=Config(max_pool_connections=WORKERS + PARTS_IN_FLIGHT + 1),
@@ -92,20 +96,32 @@ class S3Storage(Storage):
 
     @contextmanager
     def _errors(self, action: str, key: str) -> Iterator[None]:
-        """botocore errors leave as storage_error naming s3://bucket/key and the error code."""
+        """botocore errors leave as storage_error naming s3://bucket/key and the error code; a
+        missing bucket and credential failures say so first (s3_errors.explain)."""
         try:
             yield
         except self._sdk_errors as exc:
+            location = "s3://%s/%s" % (self.bucket, key)
             if _refused_checksum(getattr(exc, "response", None) or {}):
                 reason = "verification_failed"
-                message = ("s3://%s/%s: S3 refused the upload because the bytes it received do not match the "
-                           "SHA-256 distributor sent with them (%s); nothing was stored under that key"
-                           % (self.bucket, key, exc))
+                message = ("%s: S3 refused the upload because the bytes it received do not match the "
+                           "SHA-256 distributor sent with them (%s); nothing was stored under that key" % (location, exc))
             else:
-                reason, message = "storage_error", "cannot %s s3://%s/%s: %s" % (action, self.bucket, key, exc)
+                endpoint = self.client.meta.endpoint_url if self.client is not None else None
+                reason = "storage_error"
+                message = (explain(exc, action, location, self._settings, endpoint, self._credentials_method)
+                           or "cannot %s %s: %s" % (action, location, exc))
             error = DistributorError(reason, self._redact(message))
             # A cause quoting a secret would print it in a traceback: the message says enough.
             raise error from (None if mentions_secret(exc, self._secrets) else exc)
+
+    def _credentials_method(self) -> str | None:
+        """Which of boto3's providers gave the credentials in use (resolved once, by the client)."""
+        try:
+            credentials = self._session.get_credentials() if self._session is not None else None
+        except self._sdk_errors:
+            return None
+        return getattr(credentials, "method", None)
 
     def _redact(self, text: str) -> str:
         return redact(text, self._secrets)
