@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Callable, ContextManager, Iterable, TypeVar
 from urllib.parse import quote, quote_plus
 
-from ..errors import DistributorError
+from ..errors import DistributorError, Unreadable
 from ..limits import LOCK_EXPIRY_SECONDS
 from ..paths import RESERVED_PREFIX
 from .lease import Lease
@@ -75,16 +75,16 @@ def in_parallel(workers: int, task: Callable[[Item], None], items: Iterable[Item
             raise
 
 
-def not_a_record(where: str, kind: str) -> DistributorError:
+def not_a_record(where: str, kind: str) -> Unreadable:
     """Refusal of a reserved name (state, journal, lock) that holds something other than a regular
     file, never opened for reading (a FIFO would block the run for good). `storage_error`, like
     any other thing in distributor's way at the destination: no record was read, so there is no
-    state to call invalid (and nothing `force` could replace)."""
-    return DistributorError(
-        "storage_error",
+    state to call invalid (and nothing `force` could replace). Raised for an output's name too,
+    where the callers that read outputs (drift, content diffs) take it as an output that is not
+    what its record says (see errors.Unreadable)."""
+    return Unreadable(
         "%s is %s, not a regular file; distributor keeps its state, journal and lock there as regular "
-        "files and opens nothing else at those names. Find out who put it there, then remove it." % (where, kind),
-    )
+        "files and opens nothing else at those names. Find out who put it there, then remove it." % (where, kind), kind)
 
 
 class Storage:
@@ -104,7 +104,8 @@ class Storage:
         """The file's first `limit + 1` bytes at most, or None when it does not exist (state,
         journal, lock, the old content a diff shows). Whatever is at a destination may be of any
         size: never more than that is read from storage or held in memory, and the extra byte
-        tells the caller that the file is over its bound (see limits.py)."""
+        tells the caller that the file is over its bound (see limits.py). Anything but a regular
+        file there is errors.Unreadable, never opened."""
         raise NotImplementedError
 
     def measure(self, path: str, size: int, digest: bool) -> tuple[int, str | None] | None:
@@ -113,7 +114,8 @@ class Storage:
         taken only when `digest` is asked and the size found is the recorded `size`: a file of
         another size has drifted already, so a planted file of any size costs a look, never a
         read. The content is streamed through a bounded buffer, at most `size + 1` bytes, never
-        held whole; S3 answers from the full-object checksum it keeps when there is one."""
+        held whole; S3 answers from the full-object checksum it keeps when there is one. Anything
+        but a regular file there is errors.Unreadable, never opened."""
         raise NotImplementedError
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
