@@ -267,6 +267,18 @@ def test_a_fifo_socket_or_device_at_an_output_is_drift_never_opened(published, b
     assert (root / BASE / "a.html").read_bytes() == FIRST["a.html"]
 
 
+@pytest.mark.parametrize("backend", ["local", "sftp"])
+def test_a_link_at_an_output_stays_refused_in_every_operation_that_reads_it(published, tmp_path, backend):
+    """Unlike a FIFO, which a rename replaces: a link is refused wherever it is, as publish refuses it."""
+    destination, root, first, second = published(backend)
+    os.unlink(root / BASE / "a.html")
+    os.symlink(tmp_path / "first" / "a.html", root / BASE / "a.html")
+    calls = operations(destination, first, second)
+    for operation in ("publish", "check_diff", "verify", "state_info"):
+        error = expect_error("storage_error", calls[operation])
+        assert "/site/a.html is a symbolic link" in error.message, (operation, error.message)
+
+
 def test_sftp_gives_up_an_open_that_a_fifo_swapped_in_after_the_look_holds(request, tmp_path, monkeypatch):
     """SFTP has no non-blocking open: the server blocks opening a FIFO. One swapped in between
     the look and the open ends the read with a reason after OPEN_TIMEOUT, not a hang."""

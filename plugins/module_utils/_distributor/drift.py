@@ -21,7 +21,7 @@ from .state import Output
 def find_drift(records: Iterable[Output], listed: frozenset, measure: Callable, verify: str) -> tuple[list, list]:
     """(missing, drifted) paths among `records`: missing when not listed (or gone when measured),
     drifted when the size (or, for sha256, the digest) differs from the record, or when what is
-    there is not a regular file (a FIFO, a device, a link: never opened, see errors.Unreadable).
+    there is not a regular file (a FIFO, a device: never opened, see errors.Unreadable).
     `measure` is Storage.measure, which takes no digest of a file whose size already differs."""
     missing, drifted = [], []
     for record in sorted(records, key=lambda o: o.path):

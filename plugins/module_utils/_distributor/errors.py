@@ -43,8 +43,8 @@ class MissingLibrary(DistributorError):
 
 
 class Unreadable(DistributorError):
-    """Something other than a regular file (a FIFO, a device, a socket, a link, a directory) at a
-    name distributor reads at a destination, refused unopened: a FIFO would block the run. At a
+    """Something other than a regular file (a FIFO, a device, a socket, a directory) at a name
+    distributor reads at a destination, refused unopened: a FIFO would block the run. At a
     record's name the run stops on it (`storage_error`); at an output's name the output is just
     not what its record says, so drift counts it drifted and a content diff does not show it.
     `kind` says what was found."""
