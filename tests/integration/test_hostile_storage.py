@@ -262,8 +262,8 @@ def test_every_module_ends_in_a_reason_naming_a_fifo_at_the_lock_never_in_a_hang
          "check_mode": True, "diff": True},
         {"distributor.core.distributor_state_info": dict(owner, verify="sha256")},
         {"distributor.core.distributor_reconcile_state": owner},
-        {"distributor.core.distributor_publish": dict(source=bundle, pipeline={"id": "reports"}, destination=destination,
-                                                      verify="sha256")},
+        {"distributor.core.distributor_publish": dict(source=bundle, pipeline={"id": "reports"},
+                                                      destination=destination, verify="sha256")},
         {"distributor.core.distributor_prune": owner},
     )])
     assert not results[0].get("failed") and results[0]["changed"], results[0]

@@ -164,8 +164,8 @@ def _round(arena: dict, destination: dict, created: datetime, settle):
     --check --diff of `changed` (reads them), prune (deletes three of them), a publish of `other`
     (replaces them), reconcile-state and state_info's verify."""
     def published(name, check=False, stamp=1):
-        create_manifest(arena["bundles"][name], "race", (created + timedelta(seconds=stamp)).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                        sorted(BUNDLES[name]))
+        stamped = (created + timedelta(seconds=stamp)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        create_manifest(arena["bundles"][name], "race", stamped, sorted(BUNDLES[name]))
         return publish(arena["bundles"][name], {"id": "p"}, destination, check_mode=check, force=True,
                        diff_contents=check, lock_timeout=5, verify="sha256")
 
@@ -243,4 +243,5 @@ def test_a_racing_swapper_never_moves_an_operation_outside_the_bundle_path(arena
     assert sum(result.outcomes.values()) >= 30, result.outcomes
     assert {kind.split()[0] for kind in result.outcomes} == {"settle", "republish", "check", "prune", "publish",
                                                             "reconcile", "state_info"}
-    assert all(outcome.endswith((" ok", " storage_error", " unmanaged")) for outcome in result.outcomes), result.outcomes
+    assert all(outcome.endswith((" ok", " storage_error", " unmanaged")) for outcome in result.outcomes), \
+        result.outcomes

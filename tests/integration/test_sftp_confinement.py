@@ -82,8 +82,8 @@ def test_sftp_publishes_raced_by_a_swapper_never_change_the_outside_directory(ar
     print("\nSFTP race: %d rounds, %d runs, swapper %d exchanges of %d tried, %d runs after which the outside "
           "differed %s; outcomes %s; changed %s; outside: %d made %s, %d gone %s, %d changed %s, %d diffs showing it"
           % (result.rounds, sum(outcomes.values()), result.swaps, result.tries, sum(result.wins.values()),
-             dict(result.wins), dict(outcomes), dict(result.changed), len(made), made[:6], len(gone), gone, len(changed),
-             changed, result.shown))
+             dict(result.wins), dict(outcomes), dict(result.changed), len(made), made[:6], len(gone), gone,
+             len(changed), changed, result.shown))
     assert sum(outcomes.values()) >= 10, outcomes  # each SFTP run costs round trips a local one does not
     assert after["."][:3] == before["."][:3], "the mode or owner of the directory outside the root changed"
     assert result.shown == 0, "a diff showed content from outside the root"

@@ -23,7 +23,8 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.path
 from ansible_collections.distributor.core.plugins.module_utils._distributor.prune import prune
 from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
 from ansible_collections.distributor.core.plugins.module_utils._distributor.reconcile import reconcile_state
-from ansible_collections.distributor.core.plugins.module_utils._distributor.regular import NotRegularFile, kind_of, open_regular
+from ansible_collections.distributor.core.plugins.module_utils._distributor.regular import (
+    NotRegularFile, kind_of, open_regular)
 from ansible_collections.distributor.core.plugins.module_utils._distributor.stateinfo import state_info
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage import sftp
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.base import staging_dir
@@ -165,7 +166,8 @@ ENDS = {
     JOURNAL_NAME: REFUSED,
     LOCK_NAME: dict(REFUSED, check_diff="ok"),  # check mode takes no lock
     staging_dir("a.html", TOKEN): dict(ENDED, publish="storage_error", prune="storage_error"),
-    staging_dir("docs/b.html", TOKEN): dict(ENDED, publish="storage_error", prune={"local": "ok", "sftp": "storage_error"}),
+    staging_dir("docs/b.html", TOKEN): dict(ENDED, publish="storage_error",
+                                            prune={"local": "ok", "sftp": "storage_error"}),
 }
 # Every kind at every name locally; over SFTP, where each run costs round trips and the kinds
 # differ only in the st_mode the server reports, FIFOs (what would hang) everywhere.
