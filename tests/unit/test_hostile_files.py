@@ -26,7 +26,7 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.reco
 from ansible_collections.distributor.core.plugins.module_utils._distributor.regular import (
     NotRegularFile, kind_of, open_regular)
 from ansible_collections.distributor.core.plugins.module_utils._distributor.stateinfo import state_info
-from ansible_collections.distributor.core.plugins.module_utils._distributor.storage import sftp
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage import sftp, sftp_lock
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.base import staging_dir
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
 
@@ -309,6 +309,33 @@ def test_sftp_gives_up_an_open_that_a_fifo_swapped_in_after_the_look_holds(reque
             os.rename(root / BASE / "a.html", root / "pipe")
             storage.close()
         assert "/site/a.html: the server did not open it within 1 seconds" in error.message, error.message
+
+
+def test_sftp_gives_up_reading_a_lock_that_a_fifo_was_swapped_for_after_the_look(request, tmp_path, monkeypatch):
+    """The same window on the lock's own channel: a contender reads the holder's record."""
+    monkeypatch.setattr(sftp, "OPEN_TIMEOUT", 1)
+    root = tmp_path / "root"
+    (root / BASE).mkdir(parents=True)
+    (root / BASE / LOCK_NAME).write_bytes(b'{"holder": "another run"}')
+    os.mkfifo(root / "pipe")
+    storage = open_storage(request.getfixturevalue("sshd_server").storage(str(root)), BASE, TOKEN)
+    judged = sftp_lock.kind_of
+
+    def judge_then_swap(mode):
+        """Right after the look at the record (an lstat), right before its open."""
+        if os.path.exists(root / "pipe"):
+            os.rename(root / "pipe", root / BASE / LOCK_NAME)
+        return judged(mode)
+
+    monkeypatch.setattr(sftp_lock, "kind_of", judge_then_swap)
+    try:
+        with no_hang(10, "the server's open of a FIFO held the run"):
+            error = expect_error("storage_error", lambda: storage.lock(timeout=5).__enter__())
+    finally:
+        release = os.open(root / BASE / LOCK_NAME, os.O_WRONLY | os.O_NONBLOCK)  # the server's open returns
+        os.close(release)
+        storage.close()
+    assert "/site/.distributor.lock: the server did not open it within 1 seconds" in error.message, error.message
 
 
 # -- staged files: exclusive, in a directory of the attempt's own -------------------------

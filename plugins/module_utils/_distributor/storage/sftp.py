@@ -127,13 +127,14 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
                              "else changed the destination during this run" % self._url(remote))
         return handle
 
-    def _open_for_reading(self, remote: str):
+    def _open_for_reading(self, remote: str, session=None):
         """The server opens by name, and its open of a FIFO blocks until someone writes into it:
-        one swapped in between the look (_looked_at) and the open would hold the session, and the
-        run, for good (SFTP has no non-blocking open). So the open has OPEN_TIMEOUT seconds to be
-        answered; past them the session is closed (its server process still waits on the FIFO,
-        and a later reply must not be taken for another request's) and the run fails naming it."""
-        session = self._open()
+        one swapped in between the look (_looked_at, SftpLock.read) and the open would hold the
+        session, and the run, for good (SFTP has no non-blocking open). So the open has
+        OPEN_TIMEOUT seconds to be answered; past them the session (the run's, or the one given)
+        is closed (its server process still waits on the FIFO, and a later reply must not be taken
+        for another request's) and the run fails naming the file."""
+        session = session or self._open()
         channel = session.get_channel()
         channel.settimeout(OPEN_TIMEOUT)
         try:
