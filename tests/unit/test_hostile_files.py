@@ -11,6 +11,7 @@ import os
 import shutil
 import socket
 import stat
+import tempfile
 import threading
 
 import pytest
@@ -141,8 +142,10 @@ def test_a_fifo_or_directory_at_the_lock_is_storage_error_without_blocking(place
 
 
 def _socket_at(path) -> None:
-    with socket.socket(socket.AF_UNIX) as bound:
-        bound.bind(str(path))
+    """Bound at a short name, then moved: a socket's path may hold only 107 bytes."""
+    with tempfile.TemporaryDirectory(dir="/tmp") as short, socket.socket(socket.AF_UNIX) as bound:
+        bound.bind(os.path.join(short, "s"))
+        os.rename(os.path.join(short, "s"), path)
 
 
 SPECIAL = {
