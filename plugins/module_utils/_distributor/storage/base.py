@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Callable, ContextManager, Iterable, TypeVar
 from urllib.parse import quote, quote_plus
 
-from ..errors import DistributorError
+from ..errors import DistributorError, Unreadable
 from ..limits import LOCK_EXPIRY_SECONDS
 from ..paths import STAGING_PREFIX
 from .lease import Lease
@@ -105,16 +105,16 @@ def in_parallel(workers: int, task: Callable[[Item], None], items: Iterable[Item
             raise
 
 
-def not_a_record(where: str, kind: str) -> DistributorError:
+def not_a_record(where: str, kind: str) -> Unreadable:
     """Refusal of a reserved name (state, journal, lock) that holds something other than a regular
     file, never opened for reading (a FIFO would block the run for good). `storage_error`, like
     any other thing in distributor's way at the destination: no record was read, so there is no
-    state to call invalid (and nothing `force` could replace)."""
-    return DistributorError(
-        "storage_error",
+    state to call invalid (and nothing `force` could replace). Raised for an output's name too,
+    where the callers that read outputs (drift, content diffs) take it as an output that is not
+    what its record says (see errors.Unreadable)."""
+    return Unreadable(
         "%s is %s, not a regular file; distributor keeps its state, journal and lock there as regular "
-        "files and opens nothing else at those names. Find out who put it there, then remove it." % (where, kind),
-    )
+        "files and opens nothing else at those names. Find out who put it there, then remove it." % (where, kind), kind)
 
 
 class Storage:
@@ -135,7 +135,8 @@ class Storage:
         journal, lock, the old content a diff shows). Whatever is at a destination may be of any
         size: never more than that is read from storage or held in memory, and the extra byte
         tells the caller that the file is over its bound (see limits.py). An output with a name
-        distributor did not make is not read: regular.ForeignLinks (local: any file)."""
+        distributor did not make is not read: regular.ForeignLinks (local: any file). Anything but a regular file there is
+        errors.Unreadable, never opened."""
         raise NotImplementedError
 
     def measure(self, path: str, size: int, digest: bool) -> tuple[int, str | None] | None:
@@ -145,7 +146,8 @@ class Storage:
         another size has drifted already, so a planted file of any size costs a look, never a
         read. The content is streamed through a bounded buffer, at most `size + 1` bytes, never
         held whole; S3 answers from the full-object checksum it keeps when there is one. A file with
-        a name distributor did not make is not measured: regular.ForeignLinks (local and SFTP)."""
+        a name distributor did not make is not measured: regular.ForeignLinks (local and SFTP). Anything but a regular file there is
+        errors.Unreadable, never opened."""
         raise NotImplementedError
 
     def doubt(self, path: str, size: int | None = None, sha256: str | None = None) -> str | None:

@@ -95,10 +95,11 @@ def identity_at(top: int, parts: list[str], where: Callable[[int], str]) -> tupl
 
 def open_regular_at(parent: int, name: str, where: str, flags: int = READ_FLAGS, action: str = "read") -> int | None:
     """A regular file in `parent` opened with `flags` (reading, by default); None when absent.
-    Anything else (a link, a FIFO, a device, a directory) is refused unread, without blocking on
-    it: `flags` must hold O_NOFOLLOW and O_NONBLOCK. So is a file with a name distributor did not
-    make (ForeignLinks): judged on the open descriptor, by the fstat that tells its kind, so a
-    name swapped after the check cannot lead the read or write that follows elsewhere."""
+    Anything else (a FIFO, a device, a directory: NotRegular) is refused unread, without blocking
+    on it: `flags` must hold O_NOFOLLOW and O_NONBLOCK. A link is refused as links are everywhere
+    in a destination, whatever name it holds. So is a file with a name distributor did not make
+    (ForeignLinks): judged on the open descriptor, by the fstat that tells its kind, so a name
+    swapped after the check cannot lead the read or write that follows elsewhere."""
     with os_errors(action, where):
         try:
             fd = os.open(name, flags, 0o644, dir_fd=parent)
@@ -106,6 +107,8 @@ def open_regular_at(parent: int, name: str, where: str, flags: int = READ_FLAGS,
             return None
         except OSError as exc:
             mode = entry_mode(parent, name) if exc.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR) else None
+            if mode is not None and stat.S_ISLNK(mode):
+                raise link_refused(where) from None
             if mode is not None and kind_of(mode):
                 raise NotRegular(where, kind_of(mode)) from None
             raise

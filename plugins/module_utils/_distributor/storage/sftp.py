@@ -10,6 +10,7 @@ sftp_private and docs/operations.md.
 from __future__ import annotations
 
 import posixpath
+import socket
 import stat
 import traceback
 from typing import ContextManager, Iterable
@@ -32,6 +33,7 @@ from .sftp_wire import wire as _wire
 
 READ_ATTEMPTS = 3  # looks at a file that changed between the look and the open (see read_bytes)
 COUNTED_DIRECTORIES = 4  # listings kept for their link counts (see _alone): measured outputs come sorted by path
+OPEN_TIMEOUT = 30.0  # seconds the server has to answer an open for reading (see _open_for_reading)
 
 
 class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
@@ -146,7 +148,7 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
         file's content: a diff or a digest of a file outside the root (_NotAsSeen)."""
         with self._errors("read", remote):
             try:
-                handle = self._open().open(_wire(remote), "rb")
+                handle = self._open_for_reading(remote)
             except FileNotFoundError:
                 return None
             try:
@@ -159,6 +161,28 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
             raise _NotAsSeen("storage_error", "cannot read %s: another file was there when it was opened; something "
                              "else changed the destination during this run" % self._url(remote))
         return handle
+
+    def _open_for_reading(self, remote: str, session=None):
+        """The server opens by name, and its open of a FIFO blocks until someone writes into it:
+        one swapped in between the look (_looked_at, SftpLock.read) and the open would hold the
+        session, and the run, for good (SFTP has no non-blocking open). So the open has
+        OPEN_TIMEOUT seconds to be answered; past them the session (the run's, or the one given)
+        is closed (its server process still waits on the FIFO, and a later reply must not be taken
+        for another request's) and the run fails naming the file."""
+        session = session or self._open()
+        channel = session.get_channel()
+        channel.settimeout(OPEN_TIMEOUT)
+        try:
+            return session.open(_wire(remote), "rb")
+        except socket.timeout:
+            session.close()
+            raise DistributorError(
+                "storage_error", "cannot read %s: the server did not open it within %d seconds. Something other than a "
+                "regular file (a FIFO) was probably put at that name after distributor looked at it, and the server "
+                "waits on it; find out who changes this destination (docs/operations.md, SFTP: what a path-based "
+                "protocol leaves open)" % (self._url(remote), OPEN_TIMEOUT)) from None
+        finally:
+            channel.settimeout(None)
 
     def read_bytes(self, path: str, limit: int) -> bytes | None:
         """A file rewritten in place between the look and the open (the lock, which its holder

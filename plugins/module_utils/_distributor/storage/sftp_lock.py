@@ -124,7 +124,7 @@ class SftpLock(LockFile):
             raise not_a_record(self.storage._url(self.remote), kind)
         with self.storage._errors("read lock", self.remote):
             try:
-                with self._sftp().open(self.remote, "rb") as handle:
+                with self.storage._open_for_reading(self.remote, self._sftp()) as handle:
                     raw = handle.read(LOCK_LIMIT + 1)
                     stamp = handle.stat().st_mtime
             except FileNotFoundError:
