@@ -98,7 +98,7 @@ def open_regular_fd(path: str) -> int:
     if kind:
         raise NotRegularFile(path, kind)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise NotRegularFile(path, "a symbolic link") from None

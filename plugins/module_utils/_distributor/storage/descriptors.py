@@ -25,8 +25,9 @@ from ..regular import ForeignLinks, kind_of, links_not_ours
 from .refusals import disappeared, link_refused, not_a_directory, os_errors, too_deep
 
 DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-# Reading what is found at a destination: never through a link, never blocking on a FIFO.
-READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+# Reading what is found at a destination: never through a link, never blocking on a FIFO, never
+# taking a terminal planted there as the run's controlling one (a device is refused once opened).
+READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 

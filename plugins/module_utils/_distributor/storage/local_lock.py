@@ -25,7 +25,7 @@ from .lease import Lease, holder_record, wait_for_lock
 from .refusals import lock_not_ours, os_errors
 
 FLOCK_ADVICE = "Retry later: the kernel releases this lock when its holder's run ends."
-LOCK_FLAGS = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+LOCK_FLAGS = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
 
 @contextmanager
