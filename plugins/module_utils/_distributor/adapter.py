@@ -30,6 +30,27 @@ class DistributorModule(AnsibleModule):
         """Warnings quote ids and paths from bundles and destinations too: shown like the result."""
         super().warn(shown(warning))
 
+    def _return_formatted(self, kwargs):
+        """Ansible walks the whole result with `remove_values` to strip the no_log options' values
+        (0.13 s for a 10,000-file result); with none given that walk copies the result unchanged.
+        Then the result's own values are held back while Ansible formats the rest (the keys it
+        reads, warnings, deprecations, invocation) and put back as it encodes. With a secret among
+        the options, or an Ansible without the encoding hook, Ansible walks it all."""
+        if self.no_log_values or not _ENCODING_HOOK:
+            super()._return_formatted(kwargs)
+            return
+        self._held = {key: value for key, value in kwargs.items() if key not in ANSIBLE_READS}
+        super()._return_formatted({key: None if key in self._held else value for key, value in kwargs.items()})
+
+    def _record_module_result(self, o):
+        held = getattr(self, "_held", {})
+        super()._record_module_result({key: held.get(key, value) for key, value in o.items()})
+
+
+# The result keys Ansible's formatting reads (`add_path_info` stats `path` or `dest`): never held back.
+ANSIBLE_READS = frozenset(("invocation", "warnings", "deprecations", "path", "dest"))
+_ENCODING_HOOK = hasattr(AnsibleModule, "_record_module_result")
+
 
 def run_module(argument_spec: dict, operation, diff_aware: bool = False) -> None:
     """`operation(params, check_mode)` returns the result dict (with `changed` and `diff`); with
