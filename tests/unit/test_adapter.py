@@ -4,6 +4,7 @@ reach the result, and a result without any comes out as Ansible itself would wri
 
 from __future__ import annotations
 
+import gc
 import json
 
 import pytest
@@ -75,3 +76,14 @@ def test_a_path_in_the_result_is_still_described_by_ansible(capsys, monkeypatch,
     result = {"changed": False, "path": str(tmp_path), "manifest": {"files": []}}
     out = _module_output(capsys, monkeypatch, {"type": "local", "root": "/srv/www"}, result)
     assert out["path"] == str(tmp_path) and out["state"] == "directory" and out["manifest"] == {"files": []}
+
+
+def test_the_collector_is_off_while_the_module_works_and_back_on_after(capsys, monkeypatch):
+    seen = []
+    arguments = {"destination": {"id": "web", "storage": {"type": "local", "root": "/srv/www"}}}
+    monkeypatch.setattr(basic, "_ANSIBLE_ARGS", json.dumps({"ANSIBLE_MODULE_ARGS": arguments}).encode())
+    monkeypatch.setattr(basic, "_ANSIBLE_PROFILE", "legacy")
+    with pytest.raises(SystemExit):
+        adapter.run_module(SPEC, lambda params, check_mode: seen.append(gc.isenabled()) or {"changed": False})
+    assert seen == [False] and gc.isenabled()
+    assert json.loads(capsys.readouterr().out)["changed"] is False

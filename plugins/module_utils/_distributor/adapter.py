@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
@@ -55,8 +56,23 @@ _ENCODING_HOOK = hasattr(AnsibleModule, "_record_module_result")
 def run_module(argument_spec: dict, operation, diff_aware: bool = False) -> None:
     """`operation(params, check_mode)` returns the result dict (with `changed` and `diff`); with
     `diff_aware` it is `operation(params, check_mode, diff_mode)`, for results that are costly
-    to build when nobody asked for the diff."""
+    to build when nobody asked for the diff.
+
+    The cyclic garbage collector is off while the module works: the process lives seconds, and
+    the collector's passes over its records (100,000 at a large destination, none of them
+    garbage) cost a sixth of a 100,000-file skip. Reference counting still frees all but cycles,
+    and the peak memory of a 50,000-file check with diff is the same without the collector."""
     module = DistributorModule(argument_spec=argument_spec, supports_check_mode=True)
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        _run(module, operation, diff_aware)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _run(module: DistributorModule, operation, diff_aware: bool) -> None:
     try:
         extra = (module._diff,) if diff_aware else ()
         result = operation(module.params, module.check_mode, *extra)
