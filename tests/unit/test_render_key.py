@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 
+import markdown
 import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor import publish as publish_module
@@ -85,7 +86,7 @@ def test_each_input_of_the_rendering_changes_the_key(other):
     ("transforms", "PYGMENTS_VERSION", "0.1"), ("markdown", "__version__", "0.0.1")])
 def test_the_renderer_and_library_versions_change_the_key(monkeypatch, owner, name, value):
     before = render_key("markdown_to_html", SHA, "a.md", Page())
-    monkeypatch.setattr(transforms if owner == "transforms" else transforms.markdown, name, value)
+    monkeypatch.setattr(transforms if owner == "transforms" else markdown, name, value)
     transforms._page_facts.cache_clear()
     try:
         assert render_key("markdown_to_html", SHA, "a.md", Page()) != before

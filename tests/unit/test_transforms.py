@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from html.parser import HTMLParser
 
 import pytest
@@ -159,12 +162,27 @@ def test_source_that_is_not_utf8_is_refused():
 
 
 def test_missing_markdown_is_reported_as_a_missing_library(monkeypatch):
-    monkeypatch.setattr(transforms_module, "HAS_MARKDOWN", False)
-    monkeypatch.setattr(transforms_module, "MARKDOWN_IMPORT_ERROR", "Traceback: no markdown")
-    with pytest.raises(MissingLibrary) as caught:
-        render_markdown(b"# x", "a.md")
+    monkeypatch.setitem(sys.modules, "markdown", None)  # what an import finds when it is not installed
+    transforms_module._markdown.cache_clear()
+    transforms_module._renderer.cache_clear()
+    try:
+        with pytest.raises(MissingLibrary) as caught:
+            render_markdown(b"# x", "a.md")
+    finally:
+        monkeypatch.undo()
+        transforms_module._markdown.cache_clear()
+        transforms_module._renderer.cache_clear()
     assert caught.value.message == "markdown is required for the markdown_to_html transform"
-    assert caught.value.traceback == "Traceback: no markdown"
+    assert "ModuleNotFoundError" in caught.value.traceback
+    assert render_markdown(b"# x", "a.md").startswith(b"<!DOCTYPE html>")
+
+
+def test_a_module_start_imports_no_markdown_until_a_page_is_rendered():
+    code = ("import sys; from ansible_collections.distributor.core.plugins.modules import distributor_publish; "
+            "from ansible_collections.distributor.core.plugins.module_utils._distributor import transforms; "
+            "assert 'markdown' not in sys.modules, 'imported at module start'; "
+            "transforms.render_markdown(b'# x', 'a.md'); assert 'markdown' in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
 
 
 # links

@@ -19,19 +19,6 @@ from .regular import NotRegularFile, open_regular
 from .vocabulary import TRANSFORMS
 
 try:
-    import markdown
-    from markdown.extensions import Extension
-    from markdown.extensions.toc import slugify_unicode
-    from markdown.treeprocessors import Treeprocessor
-except ImportError:
-    HAS_MARKDOWN = False
-    MARKDOWN_IMPORT_ERROR = traceback.format_exc()
-    Extension = Treeprocessor = object  # so the classes below still define; render_markdown refuses
-else:
-    HAS_MARKDOWN = True
-    MARKDOWN_IMPORT_ERROR = None
-
-try:
     import pygments
 except ImportError:
     PYGMENTS_VERSION = None  # codehilite then writes plain code blocks: other bytes, so another key
@@ -256,8 +243,6 @@ def render_markdown(source: bytes, source_path: str, page: Page = Page()) -> byt
     Fenced code gets Pygments' highlighting classes when Pygments is installed (codehilite),
     plain `<pre><code class="language-…">` otherwise.
     """
-    if not HAS_MARKDOWN:
-        raise MissingLibrary("markdown", "the markdown_to_html transform", MARKDOWN_IMPORT_ERROR)
     renderer = _renderer(page.allow_raw_html)
     try:
         body = renderer.reset().convert(_decode(source, source_path))
@@ -287,7 +272,7 @@ def _page_facts(page: Page) -> dict:
     return {
         "key_format": 1,
         "renderer": RENDERER_VERSION,
-        "markdown": markdown.__version__ if HAS_MARKDOWN else None,
+        "markdown": _markdown_version(),
         "pygments": PYGMENTS_VERSION,
         "allow_raw_html": page.allow_raw_html,
         "stylesheet": page.stylesheet,
@@ -295,12 +280,32 @@ def _page_facts(page: Page) -> dict:
     }
 
 
+@lru_cache(maxsize=1)
+def _markdown():
+    """Python-Markdown, imported when a page is first rendered or keyed rather than at every
+    module start: a publish of copies never uses it, and its import was a tenth of the module's."""
+    try:
+        import markdown
+    except ImportError:
+        raise MissingLibrary("markdown", "the markdown_to_html transform", traceback.format_exc()) from None
+    return markdown
+
+
+def _markdown_version() -> str | None:
+    try:
+        return _markdown().__version__
+    except MissingLibrary:
+        return None
+
+
 @lru_cache(maxsize=2)
 def _renderer(allow_raw_html: bool):
     """One Markdown instance per option, reset between pages: building one (five extensions) per
     page cost about 6% of rendering."""
+    markdown = _markdown()
+    from markdown.extensions.toc import slugify_unicode
     return markdown.Markdown(
-        extensions=["tables", "fenced_code", "codehilite", "toc", _DistributorExtension(allow_raw_html)],
+        extensions=["tables", "fenced_code", "codehilite", "toc", _extension(allow_raw_html)],
         extension_configs={"toc": {"slugify": slugify_unicode}, "codehilite": {"guess_lang": False}},
         output_format="html",
     )
@@ -321,25 +326,27 @@ def _first_heading(renderer) -> str:
     return html.unescape(tokens[0]["name"]).strip() if tokens else ""
 
 
-class _DistributorExtension(Extension):
-    """Raw HTML off by default, and the link treeprocessor, as one Markdown extension."""
+def _extension(allow_raw_html: bool):
+    """Raw HTML off by default, and the link treeprocessor, as one Markdown extension: a class
+    made here, as Markdown accepts only its own Extension's subclasses, imported for rendering."""
+    from markdown.extensions import Extension
 
-    def __init__(self, allow_raw_html: bool):
-        super().__init__()
-        self.allow_raw_html = allow_raw_html
+    class DistributorExtension(Extension):
+        def extendMarkdown(self, md) -> None:
+            if not allow_raw_html:
+                # Without these two, Markdown treats `<tag>` as text and its serializer escapes it.
+                md.preprocessors.deregister("html_block")
+                md.inlinePatterns.deregister("html")
+            # Below `unescape` (0): backslash escapes are restored in attributes by then, so what
+            # is checked is what the browser gets.
+            md.treeprocessors.register(_LinkTreeprocessor(), "distributor_links", -10)
 
-    def extendMarkdown(self, md) -> None:
-        if not self.allow_raw_html:
-            # Without these two, Markdown treats `<tag>` as text and its serializer escapes it.
-            md.preprocessors.deregister("html_block")
-            md.inlinePatterns.deregister("html")
-        # Below `unescape` (0): backslash escapes are restored in attributes by then, so what
-        # is checked is what the browser gets.
-        md.treeprocessors.register(_LinkTreeprocessor(md), "distributor_links", -10)
+    return DistributorExtension()
 
 
-class _LinkTreeprocessor(Treeprocessor):
-    """Drops script-capable URLs and points relative `.md` links at their `.html` outputs."""
+class _LinkTreeprocessor:
+    """Drops script-capable URLs and points relative `.md` links at their `.html` outputs. Markdown
+    only calls a treeprocessor's `run`, so this needs nothing of Python-Markdown's classes."""
 
     def run(self, root) -> None:
         for element in root.iter():
