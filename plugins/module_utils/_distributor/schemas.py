@@ -16,6 +16,7 @@ from itertools import compress, islice, repeat
 
 from .errors import DistributorError, MissingLibrary
 from .fastcheck import split_items
+from .limits import BYTES_PER_CONTAINER
 from .schema_documents import SCHEMAS
 
 try:
@@ -155,9 +156,26 @@ def check_nesting(data: object, where: str, reason: str) -> None:
         depth += 1
 
 
+def check_density(raw: bytes, where: str, reason: str) -> None:
+    """Refuse JSON text holding more arrays and objects than limits.BYTES_PER_CONTAINER allows,
+    before it is decoded. Brackets are counted in the raw text, which is a pass at memory speed;
+    only when they are too many are those inside strings (a path may hold any number) left out,
+    by dropping escaped backslashes and quotes and then every other piece between quotes."""
+    allowed = len(raw) // BYTES_PER_CONTAINER + 1000  # and a thousand besides: a small record may be dense
+    if raw.count(b"{") + raw.count(b"[") <= allowed:
+        return
+    unquoted = b"".join(raw.replace(b"\\\\", b"").replace(b'\\"', b"").split(b'"')[::2])
+    found = unquoted.count(b"{") + unquoted.count(b"[")
+    if found > allowed:
+        raise DistributorError(reason, "%s holds %d arrays and objects in %d bytes, more than one per %d bytes; "
+                                       "no distributor record or manifest is that dense" % (
+                                           where, found, len(raw), BYTES_PER_CONTAINER))
+
+
 def load_json(raw: bytes, where: str, reason: str) -> object:
     """Decoded UTF-8 JSON read back from storage, or DistributorError(reason) naming `where`:
     Python's parser itself raises RecursionError on deep enough input."""
+    check_density(raw, where, reason)
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
