@@ -165,3 +165,24 @@ def test_owners_recorded_once_each_are_checked_in_linear_time():
     state, cpu = cpu_of(lambda: parse_state(raw, "s"))
     assert len(state.owners) == 20000
     assert cpu < CPU_BOUND, "%.1f s of CPU for 20,000 owners" % cpu
+
+
+def test_a_record_naming_a_path_that_is_not_utf8_never_makes_it_an_output():
+    """Names that are not UTF-8 are listed as surrogate escapes, which JSON can write ("\\udce9"):
+    a planted state or journal naming one is refused, so such a name is never managed and stays
+    unmanaged (force may delete it), and recovery never deletes it."""
+    name = "caf\udce9.txt"
+    m = manifest()
+    record = state_to_dict(single_state(m))
+    record["outputs"][0]["path"] = name
+    with pytest.raises(DistributorError) as failure:
+        parse_state(json.dumps(record).encode(), "s")
+    assert failure.value.message == "s: outputs[0].path 'caf\\udce9.txt' is not valid UTF-8"
+    record = state_to_dict(single_state(m))
+    record["source"]["manifest"]["files"][0]["path"] = record["outputs"][0]["path"] = name
+    with pytest.raises(DistributorError) as failure:
+        parse_state(json.dumps(record).encode(), "s")
+    assert failure.value.message == 's: source.manifest: files[0].path "caf\\udce9.txt" is not valid UTF-8'
+    files = {JOURNAL_NAME: json.dumps({"token": "t0", "writes": [name]}).encode()}
+    result = info_of(dict(files, **{STATE_NAME: serialize_state(single_state(m))}))
+    assert 'writes[0] "caf\\udce9.txt" is not valid UTF-8' in result["error"]
