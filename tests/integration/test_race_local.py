@@ -241,7 +241,7 @@ def test_a_racing_swapper_never_moves_an_operation_outside_the_bundle_path(arena
     assert _snapshot(arena["outside"]) == before, "the directory outside the root changed"
     assert result.shown == 0, "a diff showed content from outside the root"
     assert sum(result.outcomes.values()) >= 30, result.outcomes
-    assert {kind.split()[0] for kind in result.outcomes} == {"settle", "republish", "check", "prune", "publish",
-                                                            "reconcile", "state_info"}
+    operations = {"settle", "republish", "check", "prune", "publish", "reconcile", "state_info"}
+    assert {kind.split()[0] for kind in result.outcomes} == operations
     assert all(outcome.endswith((" ok", " storage_error", " unmanaged")) for outcome in result.outcomes), \
         result.outcomes

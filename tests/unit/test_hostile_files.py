@@ -458,3 +458,24 @@ def test_sftp_lists_and_deletes_names_that_are_not_utf8(place):
     assert storage.exists(name)
     assert storage.delete(name)
     assert os.listdir(site) == []
+
+
+@pytest.mark.parametrize("backend", ["local", "sftp"])
+def test_force_removes_names_that_are_not_utf8_and_invalidates_the_urls_of_their_bytes(backend, tmp_path, request):
+    """A listed name that is not UTF-8 is never an output, so force deletes it; with a base_url
+    the CDN path of each deleted file is made from its bytes (quote refused the surrogate escapes
+    that carry them: a traceback without a reason)."""
+    site = os.path.join(str(tmp_path / "root"), BASE).encode()
+    os.makedirs(os.path.join(site, b"d\xff"))
+    for name in (b"caf\xe9.txt", b"d\xff/caf\xe9.html"):
+        with open(os.path.join(site, name), "wb") as handle:
+            handle.write(b"theirs")
+    storage = ({"type": "local", "root": str(tmp_path / "root")} if backend == "local"
+               else request.getfixturevalue("sshd_server").storage(str(tmp_path / "root")))
+    destination = {"id": "archive", "storage": storage, "path": BASE, "links": {"base_url": "https://cdn.example.com/site/"}}
+    bundle = write_bundle(tmp_path / "b", {"index.html": b"<p>v1</p>"})
+    expect_error("unmanaged", lambda: publish(bundle, {"id": "reports"}, destination))
+    result = publish(bundle, {"id": "reports"}, destination, force=True)
+    assert sorted(result["deleted"]) == ["caf\udce9.txt", "d\udcff/caf\udce9.html"]
+    assert result["invalidation_paths"] == ["/site/", "/site/caf%E9.txt", "/site/d%FF/caf%E9.html", "/site/index.html"]
+    assert sorted(os.listdir(site)) == [b".distributor.json", b"index.html"]

@@ -43,7 +43,7 @@ def test_a_journal_of_the_first_format_is_read_without_digests():
     ({"path": "a.html", "sha256": sha(b"x")}, "writes[0].size"),
     ({"path": "../a.html", "sha256": sha(b"x"), "size": 1}, "writes[0].path"),
     ({"sha256": sha(b"x"), "size": 1}, "writes[0].path"),
-    (7, "writes[0].path"),
+    (7, "writes[0] 7 is not a string"),
 ])
 def test_a_faulty_write_is_invalid_state_naming_its_field(write, field):
     with pytest.raises(DistributorError) as caught:

@@ -70,7 +70,7 @@ def _entry(item: object, field: str, where: str) -> Entry:
     path = item.get("path") if isinstance(item, dict) else item
     problem = publishable_path_problem(path) if isinstance(path, str) else "is not a string"
     if problem:
-        raise _bad_journal(where, "%s %s" % (field if isinstance(item, str) else field + ".path", show(path)), problem)
+        raise _bad_journal(where, "%s %s" % (field + ".path" if isinstance(item, dict) else field, show(path)), problem)
     if not isinstance(item, dict):
         return Entry(path)
     digest, size = item.get("sha256"), item.get("size")

@@ -210,15 +210,15 @@ def _parse_single(data: dict, where: str) -> State:
 
 
 def _parse_shared(data: dict, where: str) -> State:
-    owners = []
+    owners = {}
     for i, record in enumerate(data["owners"]):
         key = OwnerKey(record["pipeline_id"], record["destination_id"])
-        if any(o.key == key for o in owners):
+        if key in owners:
             raise DistributorError("invalid_state", "%s: owners[%d]: owner %s is recorded twice" % (where, i, key))
         manifest = parse_manifest(record["source"]["manifest"], "%s: owners[%d].source.manifest" % (where, i), "invalid_state",
                                   nesting_checked=True)
-        owners.append(Owner(key, record["reconciliation"]["mode"], manifest, record.get("links", {}).get("primary_url")))
-    known = {o.key for o in owners}
+        owners[key] = Owner(key, record["reconciliation"]["mode"], manifest, record.get("links", {}).get("primary_url"))
+    known = owners.keys()
     outputs = []
     for i, record in enumerate(data["outputs"]):
         key = OwnerKey(record["pipeline_id"], record["destination_id"])
@@ -232,7 +232,7 @@ def _parse_shared(data: dict, where: str) -> State:
         updated_at=_timestamp(data["updated_at"], where, "updated_at"),
         published_at=None,
         distributor_version=data.get("distributor_version"),
-        owners=tuple(owners),
+        owners=tuple(owners.values()),
         outputs=tuple(outputs),
     )
 

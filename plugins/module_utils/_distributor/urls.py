@@ -25,10 +25,12 @@ _SOUND_BASES: set = set()
 
 
 def output_url(base_url: str | None, path: str) -> str | None:
-    """The public URL of an output: the rendered base URL joined with the quoted output path."""
+    """The public URL of an output: the rendered base URL joined with the quoted output path. A
+    listed name that is not UTF-8 (a file force deletes; backends carry its bytes as surrogate
+    escapes) is quoted byte for byte, the URL a web server serves that file at."""
     if not base_url:
         return None
-    return base_url.rstrip("/") + "/" + quote(path)
+    return base_url.rstrip("/") + "/" + quote(path, errors="surrogateescape")
 
 
 def url_problem(url: str) -> str | None:

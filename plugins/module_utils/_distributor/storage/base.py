@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Callable, ContextManager, Iterable, TypeVar
 from urllib.parse import quote, quote_plus
 
-from ..errors import DistributorError, Unreadable
+from ..errors import Unreadable
 from ..limits import LOCK_EXPIRY_SECONDS
 from ..paths import STAGING_PREFIX
 from .lease import Lease
