@@ -13,9 +13,9 @@ import os
 import pytest
 import yaml
 
-SECRET = b"root-only: the neighbour must never see this\n"
+from planted import SECRET, fingerprint, plant_secret
+
 OURS = b"x" * (len(SECRET) - 1) + b"\n"  # the planted file's size: only the link count tells them apart unread
-OLD, MODIFIED = 1_000_000_000 * 10 ** 9, 1_500_000_000 * 10 ** 9  # a read would move the access time (relatime)
 
 
 def destination(root, **storage) -> dict:
@@ -35,19 +35,8 @@ def state_info(root, verify: str) -> dict:
 
 @pytest.fixture
 def secret(tmp_path):
-    outside = tmp_path / "outside"
-    outside.mkdir(mode=0o700)
-    path = outside / "secret"
-    path.write_bytes(SECRET)
-    os.chmod(path, 0o600)
-    os.utime(path, ns=(OLD, MODIFIED))
-    return path
+    return plant_secret(tmp_path)
 
-
-def fingerprint(path) -> tuple:
-    """Which file, its size and times, taken without reading it."""
-    info = os.stat(path)
-    return info.st_ino, info.st_size, info.st_mtime_ns, info.st_atime_ns
 
 
 def test_a_hard_linked_output_is_not_shown_by_check_diff_and_verify_replaces_it_by_rename(

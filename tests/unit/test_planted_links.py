@@ -33,30 +33,16 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.stor
 
 import builders
 from builders import write_bundle
+from planted import MODIFIED, OLD, SECRET, fingerprint, plant_secret
 
-SECRET = b"root-only: the neighbour must never see this\n"
 PIPELINE = {"id": "reports", "outputs": [{"match": "*.txt"}]}
 NOBODY = pwd.getpwnam("nobody").pw_uid
-OLD = 1_000_000_000 * 10 ** 9  # an access time older than the modification time below: a read moves it
-MODIFIED = 1_500_000_000 * 10 ** 9
 
 
 @pytest.fixture
 def secret(tmp_path):
-    """A root-only 0600 file in a root-only directory outside every root."""
-    outside = tmp_path / "outside"
-    outside.mkdir(mode=0o700)
-    path = outside / "secret"
-    path.write_bytes(SECRET)
-    os.chmod(path, 0o600)
-    os.utime(path, ns=(OLD, MODIFIED))
-    return path
+    return plant_secret(tmp_path)
 
-
-def fingerprint(path) -> tuple:
-    """What must not change: which file, its times and size (taken without reading it)."""
-    info = os.stat(path)
-    return info.st_ino, info.st_size, info.st_mtime_ns, info.st_atime_ns, info.st_mode
 
 
 def untouched(path, before: tuple) -> bool:
