@@ -38,7 +38,6 @@ def secret(tmp_path):
     return plant_secret(tmp_path)
 
 
-
 def test_a_hard_linked_output_is_not_shown_by_check_diff_and_verify_replaces_it_by_rename(
         playbook, make_bundle, tmp_path, secret):
     root = tmp_path / "root"

@@ -44,7 +44,6 @@ def secret(tmp_path):
     return plant_secret(tmp_path)
 
 
-
 def untouched(path, before: tuple) -> bool:
     """The file is as it was: same inode, size and times (checked before its bytes are read),
     then the same bytes."""

@@ -82,7 +82,6 @@ _OUTPUT_REQUIRED_V2 = _OUTPUT_REQUIRED + ("created_at", "updated_at")
 _OUTPUT_REQUIRED_V3 = _OUTPUT_REQUIRED_V2 + ("destination_id", "pipeline_id", "source_created", "source_digest", "source_id")
 
 
-
 def _owner(item) -> bool:
     """A shared-root owner record; its manifest is checked by manifest.parse_manifest."""
     if not isinstance(item, dict):
