@@ -4,7 +4,7 @@
     python benchmarks/targets.py [--since STAMP]
 
 Reads the newest result of each script in benchmarks/results (run.py, first_publish.py,
-scale.py, shared_root.py, s3_latency.py; with --since, only those written at or after the
+scale.py, shared_root.py, s3_latency.py, jump_host.py; with --since, only those written at or after the
 `YYYYmmddTHHMMSS` stamp `make bench` passes) and prints one row per target: what was measured,
 the peer's figure, the ratio, the goal and whether it is met. A target whose case a run did not
 measure (a `--quick` run stops at 10,000 files) says so instead of a figure. Writes
@@ -44,6 +44,7 @@ class Figures:
         self.shared = newest(("shared",), since)
         self.latency = newest(("s3-latency",), since)
         self.awx = newest(("awx",), since)
+        self.jump = newest(("jump",), since)
 
     def run_row(self, backend: str, bundle: str, phase: str, tool: str) -> dict | None:
         rows = (self.run or {}).get("measurements", [])
@@ -65,6 +66,13 @@ class Figures:
 
     def awx_row(self, files: int, phase: str) -> dict | None:
         return next((r for r in (self.awx or {}).get("rows", []) if (r["files"], r["phase"]) == (files, phase)), None)
+
+    def through_jump_host(self) -> tuple[str, str, float | None]:
+        """jump_host.py's medians (through one jump host, direct) and its median per-round ratio."""
+        line = (self.jump or {}).get("summary")
+        if not line:
+            return "not measured", "-", None
+        return "%.2f s" % line["one jump host wall"], "%.2f s" % line["direct wall"], line["ratio wall"]
 
     def first_line(self, case: str) -> dict | None:
         return next((line for line in (self.first or {}).get("summary", []) if line["case"] == case), None)
@@ -102,6 +110,8 @@ def targets(f: Figures) -> list[tuple[str, tuple, float]]:
                       "cpu_seconds"), 0.2))
     rows.append(("SFTP first publish, small bundle / `sftp -b` `put -r` (wall)",
                  pair(f.run_row("sftp", "small", "first", "distributor"), f.run_row("sftp", "small", "first", "sftp -b put -r"), "seconds"), 1.2))
+    rows.append(("SFTP first publish, 2,000 x 4 KiB, through one jump host / direct (wall, issue #33)",
+                 f.through_jump_host(), 1.3))
     rows.append(("SFTP replace 10% / `rsync -a -e ssh` (wall)",
                  pair(f.run_row("sftp", "small", "replace", "distributor"), f.run_row("sftp", "small", "replace", "rsync -e ssh"), "seconds"), 1.0))
     shared = (f.shared or {}).get("rows", [])

@@ -33,7 +33,8 @@ for _path in (COLLECTIONS_PATH, os.path.dirname(os.path.abspath(__file__))):
     if _path not in sys.path:
         sys.path.insert(0, _path)
 
-from services import start_s3, start_sshd  # noqa: E402  (needs the sys.path set just above)
+from network import JumpNetwork  # noqa: E402  (needs the sys.path set just above)
+from services import start_s3, start_sshd  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -42,6 +43,15 @@ def sshd_server():
     server = start_sshd()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def jump_network():
+    """Two jump hosts in a row, each the only way to the SFTP server behind it: servers in network
+    namespaces of their own (tests/network.py says why), one set per xdist worker."""
+    network = JumpNetwork()
+    yield network
+    network.stop()
 
 
 @pytest.fixture(scope="session")

@@ -73,7 +73,7 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None).prctl(pr_set_pdeathsig, signal.SIGTERM)
 
 
-def _start(command_for_port, expect: bytes, log_path: str) -> tuple[subprocess.Popen, int]:
+def _start(command_for_port, expect: bytes, log_path: str, env: dict | None = None) -> tuple[subprocess.Popen, int]:
     """Start a server on a free port, retrying when another process grabbed the port first."""
     for _attempt in range(START_ATTEMPTS):
         port = free_port()
@@ -84,6 +84,7 @@ def _start(command_for_port, expect: bytes, log_path: str) -> tuple[subprocess.P
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 preexec_fn=_die_with_parent,
+                env=env,
             )
         if _wait_until_listening(process, port, expect):
             return process, port
@@ -109,6 +110,9 @@ class SshServer:
     username: str = field(default_factory=getpass.getuser)
     sftp_command: str = "internal-sftp"
     process: subprocess.Popen | None = None
+    # A network namespace to run in (tests/network.py), listening on `host`:`port` there.
+    namespace: object = None
+    extra_config: tuple = ()
 
     @property
     def private_key_file(self) -> str:
@@ -134,21 +138,24 @@ class SshServer:
     def known_hosts_line(self) -> str:
         with open(self.host_key_file + ".pub") as handle:
             kind, key = handle.read().split()[:2]
-        return "[%s]:%d %s %s\n" % (self.host, self.port, kind, key)
+        name = self.host if self.port == 22 else "[%s]:%d" % (self.host, self.port)
+        return "%s %s %s\n" % (name, kind, key)
 
-    def storage(self, root: str, **overrides) -> dict:
+    def connection(self, **overrides) -> dict:
+        """The settings that reach this server, as SFTP storage and each of its jump_hosts take them."""
         config = {
-            "type": "sftp",
             "host": self.host,
             "port": self.port,
             "username": self.username,
             "private_key_file": self.private_key_file,
             "known_hosts_file": self.known_hosts_file,
             "host_key_policy": "reject",
-            "root": root,
         }
         config.update(overrides)
         return config
+
+    def storage(self, root: str, **overrides) -> dict:
+        return dict(self.connection(type="sftp", root=root), **overrides)
 
     def _config(self, port: int) -> str:
         path = os.path.join(self.directory, "sshd_config")
@@ -172,6 +179,7 @@ class SshServer:
                         "Subsystem sftp %s" % self.sftp_command,
                         "MaxStartups 100",
                         "LogLevel ERROR",
+                        *self.extra_config,
                         "",
                     ]
                 )
@@ -187,12 +195,31 @@ class SshServer:
             # sshd started as root insists on its privilege separation directory, which
             # containers without systemd-tmpfiles lack.
             os.makedirs(PRIVSEP_DIR, mode=0o755, exist_ok=True)
-        self.process, self.port = _start(
-            lambda port: [SSHD, "-D", "-e", "-f", self._config(port)], b"SSH-", self.log_file
-        )
+        if self.namespace is None:
+            self.process, self.port = _start(
+                lambda port: [SSHD, "-D", "-e", "-f", self._config(port)], b"SSH-", self.log_file
+            )
+        else:
+            self._start_inside()
         with open(self.known_hosts_file, "w") as handle:
             handle.write(self.known_hosts_line())
         return self
+
+    def _start_inside(self) -> None:
+        """In a namespace of its own there is no port to race for, and the server may be out of
+        this namespace's reach: it is up once sshd writes its pid file, which it does after binding."""
+        pid_file = os.path.join(self.directory, "sshd.pid")
+        with open(self.log_file, "ab") as log:
+            self.process = subprocess.Popen(self.namespace.command([SSHD, "-D", "-e", "-f", self._config(self.port)]),
+                                            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                            preexec_fn=_die_with_parent)
+        deadline = time.monotonic() + START_TIMEOUT
+        while not (os.path.exists(pid_file) and os.path.getsize(pid_file)):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                _stop(self.process)
+                with open(self.log_file, "rb") as log:
+                    raise RuntimeError("sshd did not start in its namespace; log:\n%s" % log.read().decode(errors="replace"))
+            time.sleep(0.02)
 
     def stop(self) -> None:
         if self.process is not None:
@@ -208,15 +235,19 @@ DROP_ROOT_PERMISSIONS = ("/usr/bin/setpriv", "--inh-caps=-dac_override,-dac_read
                          "--bounding-set=-dac_override,-dac_read_search")
 
 
-def start_sshd(sftp_command: str = "internal-sftp") -> SshServer:
-    return SshServer(tempfile.mkdtemp(prefix="distributor-sshd-"), sftp_command=sftp_command).start()
+def start_sshd(sftp_command: str = "internal-sftp", **settings) -> SshServer:
+    """An sshd on 127.0.0.1 (or `host`:`port` in `namespace`), `extra_config` lines added to its config."""
+    return SshServer(tempfile.mkdtemp(prefix="distributor-sshd-"), sftp_command=sftp_command, **settings).start()
 
 
 @dataclass
 class S3Server:
-    """moto's S3 HTTP server in its own process, reached through boto3 exactly like AWS."""
+    """moto's S3 HTTP server in its own process, reached through boto3 exactly like AWS. With
+    `check_credentials` it refuses every request whose access key it does not know, as AWS would
+    (moto's INITIAL_NO_AUTH_ACTION_COUNT=0); it knows none, so nothing can be created there."""
 
     directory: str
+    check_credentials: bool = False
     host: str = HOST
     port: int = 0
     process: subprocess.Popen | None = None
@@ -267,6 +298,7 @@ class S3Server:
             lambda port: [sys.executable, "-m", "moto.server", "-H", self.host, "-p", str(port)],
             b"",
             os.path.join(self.directory, "moto.log"),
+            dict(os.environ, INITIAL_NO_AUTH_ACTION_COUNT="0") if self.check_credentials else None,
         )
         return self
 
@@ -277,5 +309,5 @@ class S3Server:
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
-def start_s3() -> S3Server:
-    return S3Server(tempfile.mkdtemp(prefix="distributor-moto-")).start()
+def start_s3(check_credentials: bool = False) -> S3Server:
+    return S3Server(tempfile.mkdtemp(prefix="distributor-moto-"), check_credentials).start()

@@ -8,8 +8,10 @@ loop (renameat2 RENAME_EXCHANGE), while distributor publishes. Run as an unprivi
 
 Each DIR is exchanged with a link `DIR-evil` beside it (made when missing) for SECONDS seconds,
 waiting up to PAUSE seconds (at random) after each exchange, so that publishes get far enough
-for the swap to land between a check and the act it guards; prints the number of exchanges. Standard library only: it runs under the system
-Python, which the unprivileged account can execute.
+for the swap to land between a check and the act it guards; prints the number of exchanges made
+and of exchanges tried (a try fails while distributor has removed or not yet made a directory).
+Standard library only: it runs under the system Python, which the unprivileged account can
+execute.
 """
 
 import ctypes
@@ -26,7 +28,7 @@ def main() -> None:
     seconds, pause, outside, targets = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3], sys.argv[4:]
     renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
     deadline = time.monotonic() + seconds
-    swaps = 0
+    swaps = tries = 0
     while time.monotonic() < deadline:
         for target in targets:
             link = target + "-evil"
@@ -34,11 +36,12 @@ def main() -> None:
                 os.symlink(outside, link)
             except OSError:
                 pass
+            tries += 1
             if renameat2(AT_FDCWD, target.encode(), AT_FDCWD, link.encode(), RENAME_EXCHANGE) == 0:
                 swaps += 1
                 if pause:
                     time.sleep(random.random() * pause)
-    print(swaps)
+    print(swaps, tries)
 
 
 if __name__ == "__main__":

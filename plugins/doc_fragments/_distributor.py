@@ -59,21 +59,77 @@ options:
             description: SFTP private key file.
             type: path
           known_hosts_file:
-            description: known_hosts file holding the SFTP server's host key.
+            description:
+              - known_hosts file holding the SFTP server's host key.
+              - When neither this nor O(destination.storage.known_hosts) is set, C(~/.ssh/known_hosts) of the user
+                running the module.
             type: path
+          known_hosts:
+            description:
+              - known_hosts lines holding the SFTP server's host key, given as a value (what C(ssh-keyscan) prints),
+                for example from an AWX credential. Used with O(destination.storage.known_hosts_file) when both are set.
+            type: str
           host_key_policy:
             description:
               - C(reject) refuses an SFTP server whose key is not in I(known_hosts_file); C(accept_new) records it.
               - C(reject) when unset.
             type: str
             choices: [reject, accept_new]
+          connect_timeout:
+            description:
+              - Seconds each step of connecting to the SFTP server may wait (TCP connection or the last jump host's
+                forward, SSH banner, key exchange, authentication). V(30) when unset.
+            type: float
+          jump_hosts:
+            description:
+              - C(sftp) only. SSH servers crossed in this order to reach O(destination.storage.host), like
+                OpenSSH's C(ProxyJump), without an ssh binary or ssh config file. Each connection runs inside a
+                forwarded (C(direct-tcpip)) channel of the one before, so each jump host must allow TCP forwarding.
+              - Each jump host's host key is checked like the server's, C(reject) by default.
+              - One chain of connections serves a whole run.
+            type: list
+            elements: dict
+            suboptions:
+              host:
+                description: Jump host name or address, as the previous jump host (or, for the first, this host) resolves it.
+                type: str
+                required: true
+              port:
+                description: SSH port; 22 when unset.
+                type: int
+              username:
+                description: User name on the jump host; the user running the module when unset.
+                type: str
+              password:
+                description: Password. Never logged.
+                type: str
+              private_key_file:
+                description: Private key file. With neither this nor a password, ssh-agent and C(~/.ssh) keys are tried.
+                type: path
+              known_hosts_file:
+                description: known_hosts file holding the jump host's key.
+                type: path
+              known_hosts:
+                description: known_hosts lines holding the jump host's key, given as a value.
+                type: str
+              host_key_policy:
+                description: Like O(destination.storage.host_key_policy), for this jump host; C(reject) when unset.
+                type: str
+                choices: [reject, accept_new]
+              connect_timeout:
+                description: Seconds each step of connecting to this jump host may wait; V(30) when unset.
+                type: float
           require_private_directories:
             description:
-              - C(sftp) only. SFTP acts by path, so an account that can write a directory on the way to an output
-                can swap a directory for a symbolic link between distributor's check and its request (see the
-                operations guide). Without this option, such directories (writable by their group or by all, or
-                owned by another account than O(destination.storage.username)) are named in a warning of the
-                result; with V(true) the run refuses them with C(storage_error) before it changes anything.
+              - C(sftp) and C(local). Refuse, with C(storage_error) before the run changes anything, a directory
+                on the way to an output that another account can write (writable by its group or by all, or owned
+                by another account), instead of naming it in a warning of the result.
+              - C(sftp) acts by path, so such an account can swap a directory for a symbolic link between
+                distributor's check and its request (see the operations guide); directories owned by another
+                account than O(destination.storage.username) count.
+              - C(local) judges directories only when the module runs as root on a host whose kernel lets other
+                accounts plant links (C(fs.protected_hardlinks) or C(fs.protected_symlinks) set to 0); directories
+                owned by another account than root count. Elsewhere nothing is judged or warned of.
               - V(false) when unset.
             type: bool
           bucket:
@@ -195,8 +251,8 @@ options:
             choices: [fail, replace]
           max_deletes:
             description:
-              - The most outputs one publish may delete (replacement, takeover, forced replacement); C(256) when unset,
-                C(-1) for no limit.
+              - The most outputs one publish may delete (replacement, takeover, forced replacement, and the outputs of an
+                interrupted publish that recovery deletes); C(256) when unset, C(-1) for no limit.
               - A plan over it fails with C(delete_limit) before anything is written, in check mode too.
               - C(distributor.core.distributor_prune) is not limited.
             type: int
@@ -216,7 +272,10 @@ options:
         type: dict
         suboptions:
           base_url:
-            description: URL of the bundle path; takes the same placeholders as I(path).
+            description:
+              - Absolute http(s) URL of the bundle path, without a query, fragment, backslash or C(.)/C(..) segment (output paths are joined to it);
+                takes the same placeholders as I(path).
+              - Every URL a result returns or invalidates is made from an output's path and this URL, never read from the state.
             type: str
           primary:
             description: Patterns choosing the primary output, tried in order; C([index.html, "*.html"]) when unset.

@@ -79,7 +79,10 @@ extends_documentation_fragment:
   - distributor.core._distributor.PIPELINE
 attributes:
   check_mode:
-    description: Check mode is the dry run; nothing at the destination changes, not even a lock.
+    description:
+      - Check mode is the dry run; nothing at the destination changes, not even a lock.
+      - It reads and verifies every bundle file the run would copy, and fails C(storage_error) when the publishing account
+        could not write a directory the run writes in, so a clean check predicts a run that does not fail for either.
     support: full
   diff_mode:
     description:
@@ -174,7 +177,7 @@ changes:
     change:
       description: What happens to it.
       type: str
-      choices: [create, update, delete, take_over, force_overwrite, repair]
+      choices: [create, update, delete, take_over, force_overwrite, repair, settings]
     owner:
       description: The owner (C(pipeline/destination)) managing it after the change; for a delete, the one it is deleted from.
       type: str
@@ -197,8 +200,9 @@ reason:
     - On success, why the module did what RV(action) says, in one sentence.
     - On failure, the machine-readable cause, one of the following.
     - V(conflict) - the destination records the same source id and time with another digest, or another owner's state.
-    - V(delete_limit) - the plan deletes more outputs than C(transfer.max_deletes), or an empty bundle would delete
-      outputs without C(transfer.allow_empty); nothing was changed.
+    - V(delete_limit) - the plan deletes more outputs than C(transfer.max_deletes) (the outputs of an interrupted publish
+      that recovery deletes included), or an empty bundle would delete outputs without C(transfer.allow_empty); nothing was
+      changed.
     - V(invalid_config) - a pipeline or destination setting is wrong (the message names the field).
     - V(invalid_manifest) - the bundle's C(manifest.json) is not valid or does not match its files.
     - V(invalid_state) - the destination's C(.distributor.json), journal or lock record is not valid.
@@ -227,6 +231,15 @@ written:
   type: list
   elements: str
   sample: [report.html, chart.png]
+resettled:
+  description:
+    - Output paths whose bytes stay and whose storage settings (mode, ownership, S3 object settings) changed, given the
+      new settings in place without writing their bytes (or that would be, in check mode); each a C(settings) in RV(changes).
+    - One that is not the file distributor wrote (its digest differs, or it has other links) is written again instead.
+  returned: success
+  type: list
+  elements: str
+  sample: [report.html]
 repaired:
   description:
     - Output paths O(verify) found missing or drifted and rewrote as recorded (or would, in check mode); the first O(result_limit).
@@ -240,6 +253,28 @@ deleted:
   type: list
   elements: str
   sample: [old.html]
+recovered:
+  description:
+    - Output paths an interrupted publish wrote and no state records, which recovery deleted before this run's plan
+      (or would, in check mode), as the journal it left names them.
+    - Only files distributor can vouch it wrote are here (local and SFTP, owned by the account it writes as or
+      C(storage.owner); every backend, of the size and SHA-256 the journal records); whatever else the journal names
+      is left alone and named in a warning. A leftover this publish writes again with the same bytes is replaced by
+      that write instead and is not listed.
+    - Counted toward C(transfer.max_deletes), with RV(deleted).
+  returned: success
+  type: list
+  elements: str
+  sample: [draft.html]
+staging_removed:
+  description:
+    - Empty staging directories (C(.distributor.tmp.<token>)) of interrupted attempts that this run removed (or would, in
+      check mode), local and SFTP. Only those owned by the account distributor writes as; one that is not empty or not
+      its own is named in a warning and left. Not counted toward C(transfer.max_deletes).
+  returned: success
+  type: list
+  elements: str
+  sample: [docs/.distributor.tmp.3f9c0a1b2c4d]
 invalidation_paths:
   description:
     - The URL paths (through C(links.base_url)) of every output written or deleted (or that would be, in check mode), for a CDN invalidation,
@@ -305,6 +340,21 @@ deleted_count:
   returned: success
   type: int
   sample: 1
+resettled_count:
+  description: How many outputs get new storage settings in place (or would).
+  returned: success
+  type: int
+  sample: 0
+recovered_count:
+  description: How many outputs of an interrupted publish recovery deletes (or would).
+  returned: success
+  type: int
+  sample: 0
+staging_removed_count:
+  description: How many empty staging directories of interrupted attempts are removed (or would be).
+  returned: success
+  type: int
+  sample: 0
 retained_count:
   description: How many outputs C(merge) keeps.
   returned: success

@@ -225,7 +225,10 @@ interrupted:
       type: list
       elements: str
     unrecorded:
-      description: Those of RV(interrupted.writes) that no valid state records; the next publish removes the ones that exist.
+      description:
+        - Those of RV(interrupted.writes) that no valid state records. The next publish removes those it can vouch the
+          interrupted publish wrote (the file there has the size and SHA-256 the journal records and belongs to the
+          account distributor writes as) and names the others in a warning.
       type: list
       elements: str
   sample: {attempt: 3f9a0c2b7d1e, writes: [report.html, chart.png], unrecorded: [chart.png]}

@@ -5,6 +5,7 @@ no traceback, nothing outside the bundle path changes, and the next run converge
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 
@@ -70,8 +71,22 @@ def test_a_planted_state_is_invalid_state_and_force_converges(root, playbook, ma
     assert again["action"] == "skip" and outside(root) == OUTSIDE
 
 
+@pytest.mark.parametrize("url", ["https://docs.example.com/*", "https://docs.example.com/docs/site/../../admin/index.html"])
+def test_a_state_whose_url_was_rewritten_is_invalid_state_and_invalidates_nothing(root, playbook, make_bundle, url):
+    links = {"base_url": "https://docs.example.com/docs/site/"}
+    first = make_bundle({"index.html": b"<p>v1</p>"})
+    assert playbook.publish(source=first, pipeline={"id": "reports"}, destination=destination(root, links=links))["changed"]
+    state = root.state("site")
+    state["outputs"][0]["url"] = url
+    root.put("site/.distributor.json", json.dumps(state).encode())
+    second = make_bundle({"other.html": b"<p>v2</p>"}, created="2026-06-05T11:55:00Z")
+    result = playbook.publish(source=second, pipeline={"id": "reports"}, destination=destination(root, links=links))
+    assert_refused(result, "invalid_state")
+    assert url in result["msg"] and "'index.html'" in result["msg"] and not result.get("invalidation_paths")
+
+
 def test_a_hostile_source_id_stays_in_the_url_path_and_the_state_stays_valid(root, playbook, make_bundle):
-    bundle = make_bundle({"index.html": b"<p>hi</p>"}, id="x@evil.example/../ ?#")
+    bundle = make_bundle({"index.html": b"<p>hi</p>"}, id="x@evil.example/.. ?#")  # a `..` segment is refused
     links = {"base_url": "https://docs.example.com/{source_id}/"}
     first = playbook.publish(source=bundle, pipeline={"id": "reports"}, destination=destination(root, links=links))
     assert first["changed"] and first["primary_url"].startswith("https://docs.example.com/x%40evil.example/"), first
@@ -100,3 +115,34 @@ def test_non_utf8_names_are_reported_readably_and_force_removes_them(root, playb
     assert forced["deleted"] == ["caf\\xe9.html"]
     assert sorted(os.listdir(site)) == [b".distributor.json", b"index.html"]
     assert outside(root) == OUTSIDE
+
+
+def test_a_planted_journal_naming_another_accounts_files_deletes_none_of_them(root, playbook, published):
+    """Issue 29: a journal planted (by uid 65534) names 300 files of uid 1000 in a directory the
+    planter cannot write, with their true digests and sizes. Check mode and the real run are a
+    skip that deletes nothing, under a guard of 5 deletes, and say so: `recovered` is empty and
+    a warning names the files and why they stay."""
+    data = root.local_root / "site" / "data"
+    data.mkdir()
+    writes = []
+    for i in range(300):
+        path = data / ("f%03d.txt" % i)
+        path.write_bytes(b"uid 1000's row %d" % i)
+        os.chown(path, 1000, 1000)
+        writes.append({"path": "data/" + path.name, "sha256": "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest(),
+                       "size": path.stat().st_size})
+    os.chown(data, 1000, 1000)
+    journal = root.local_root / "site" / ".distributor.journal.json"
+    journal.write_text(json.dumps({"token": "planted", "writes": writes}))
+    os.chown(journal, 65534, 65534)
+    before = tree(root.local_root / "site" / "data")
+    guarded = destination(root, transfer={"max_deletes": 5})
+    for check in (True, False):
+        result = playbook.publish(source=published, pipeline={"id": "reports"}, destination=guarded, check=check)
+        assert not result.get("failed"), result
+        assert (result["action"], result["changed"], result["deleted"], result["recovered"]) == ("skip", False, [], [])
+        [left] = [w for w in result["warnings"] if "left alone" in w]
+        assert "300 file(s) that the journal of the interrupted publish (attempt planted) names" in left
+        assert "data/f000.txt (is owned by uid 1000, not by " in left
+    assert tree(root.local_root / "site" / "data") == before and outside(root) == OUTSIDE
+    assert not journal.exists()

@@ -247,6 +247,31 @@ def test_a_fifo_at_a_reserved_name_is_storage_error_without_hanging(place, playb
     converges(playbook, place, second)
 
 
+def test_every_module_ends_in_a_reason_naming_a_fifo_at_the_lock_never_in_a_hang(place, playbook, make_bundle):
+    """Each task has a timeout, so one that hangs fails without a reason rather than holding the
+    run. Check mode takes no lock; everything else that locks or reads the lock stops on it.
+    (Every name and kind, in every operation: tests/unit/test_hostile_files.py.)"""
+    bundle = make_bundle(pages(b"v1"))
+    assert publish(playbook, place, bundle)["changed"]
+    os.mkfifo(os.path.join(place.site, ".distributor.lock"))
+    destination = dict(place.destination(), retention={"max_outputs": 3})
+    owner = {"pipeline_id": "reports", "destination": destination}
+    results = playbook.run([dict(task, timeout=60) for task in (
+        {"distributor.core.distributor_publish": dict(source=make_bundle(pages(b"v2"), created="2026-06-05T11:55:00Z"),
+                                                      pipeline={"id": "reports"}, destination=destination),
+         "check_mode": True, "diff": True},
+        {"distributor.core.distributor_state_info": dict(owner, verify="sha256")},
+        {"distributor.core.distributor_reconcile_state": owner},
+        {"distributor.core.distributor_publish": dict(source=bundle, pipeline={"id": "reports"},
+                                                      destination=destination, verify="sha256")},
+        {"distributor.core.distributor_prune": owner},
+    )])
+    assert not results[0].get("failed") and results[0]["changed"], results[0]
+    for result in results[1:]:
+        assert_refused(result, "storage_error", "/site/.distributor.lock is a FIFO (named pipe), not a regular file")
+    place.assert_nothing_outside_changed()
+
+
 # -- a directory that cannot be listed ----------------------------------------------------
 
 

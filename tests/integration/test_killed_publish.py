@@ -83,10 +83,16 @@ def test_sigkill_mid_publish_leaves_a_root_the_next_run_finishes(playbook, make_
         process.wait()
     assert reached, "the publish finished or failed before it could be killed"
     assert (root / ".distributor.journal.json").exists()
+    # An attempt killed before it wrote its journal leaves its staging directory and nothing else.
+    (root / ".distributor.tmp.0dead0000000").mkdir()
 
     finished = playbook.publish(source=new, pipeline={"id": "reports"},
                                 destination={"id": "archive", "storage": {"type": "local", "root": str(root)}})
     assert finished["action"] == "replace", finished
+    # The killed attempt's files are what this run writes anyway: replaced, not deleted, so the
+    # default transfer.max_deletes (256) does not stop a run that finds hundreds of them.
+    assert finished["recovered"] == [] and finished["staging_removed"] == [".distributor.tmp.0dead0000000"]
     files = tree(root)
     state = json.loads(files.pop(".distributor.json"))
     assert sorted(files) == sorted(o["path"] for o in state["outputs"]) == sorted("f%04d.png" % i for i in range(FILES))
+    assert [d for d, _dirs, _files in os.walk(root) if ".distributor.tmp." in d] == []

@@ -9,7 +9,7 @@ from typing import Callable, ContextManager, Iterable
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.limits import LOCK_EXPIRY_SECONDS, LOCK_LIMIT
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import LOCK_NAME, join
-from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.base import Storage, temp_name
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.base import Storage, temp_name, verdict
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.lease import Lease, LockFile, Seen, held
 
 
@@ -20,13 +20,16 @@ class MemoryStorage(Storage):
     publish at exactly that step. A lock renewal is the operation `renew` (path LOCK_NAME), so a
     test can also fail a renewal, or replace the lock record there to steal the lock. `clock`
     (a StorageClock) dates lock records as a real storage does; without one, none is dated.
+    `foreign` holds the keys of files another account owns (planted by a test, shared like
+    `store`): doubt refuses them, and a write of distributor's replaces them with its own.
     """
 
     def __init__(self, store: dict, base: str = "", token: str = "t", fault: Callable[[str, str], None] | None = None,
-                 clock: StorageClock | None = None):
+                 clock: StorageClock | None = None, foreign: set | None = None):
         super().__init__(token)
         self.clock = clock
         self.files = store
+        self.foreign = set() if foreign is None else foreign
         self.base = base
         self.fault = fault or (lambda op, path: None)
 
@@ -48,6 +51,13 @@ class MemoryStorage(Storage):
             return None
         return len(data), "sha256:" + hashlib.sha256(data).hexdigest() if digest and len(data) == size else None
 
+    def doubt(self, path: str, size: int | None = None, sha256: str | None = None) -> str | None:
+        self.fault("doubt", path)
+        if self._key(path) not in self.files:
+            return "is gone"
+        owner = "is owned by another account" if self._key(path) in self.foreign else None
+        return verdict(None, owner, None, size, sha256, lambda: self.measure(path, size, True))
+
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
         staged = self._key(temp_name(path, self.token))
         self.fault("write", path)
@@ -60,9 +70,16 @@ class MemoryStorage(Storage):
             self.files.pop(staged, None)
             raise
         self.files[self._key(path)] = self.files.pop(staged)
+        self.foreign.discard(self._key(path))
+
+    def resettle(self, path: str, sha256: str, size: int) -> bool:
+        """Memory keeps no settings: the output is settled when it holds the recorded bytes."""
+        self.fault("resettle", path)
+        return self.measure(path, size, True) == (size, sha256)
 
     def delete(self, path: str) -> bool:
         self.fault("delete", path)
+        self.foreign.discard(self._key(path))
         return self.files.pop(self._key(path), None) is not None
 
     def exists(self, path: str) -> bool:

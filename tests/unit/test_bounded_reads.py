@@ -9,13 +9,19 @@ starts: Linux carries ru_maxrss over from the parent through fork and exec): spa
 far below what reading them would take. The state and journal limits (512 and 256 MiB, far above
 what any real record reaches) are lowered in the child to 1 MiB, so that a bounded read stays small
 while an unbounded one still reads the whole planted file.
+
+`verify: sha256` against a 1 GiB object planted at an output in S3 is judged by the bytes that
+reach the process (every socket read counted), not by memory or time.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
+import socket
 import subprocess
 import sys
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -23,6 +29,7 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.cont
 from ansible_collections.distributor.core.plugins.module_utils._distributor.limits import LOCK_LIMIT
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import JOURNAL_NAME, LOCK_NAME, STATE_NAME
 from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.stateinfo import state_info
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
 
 import builders
@@ -43,6 +50,7 @@ sys.path[:0] = paths
 from ansible_collections.distributor.core.plugins.module_utils._distributor import root
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.stateinfo import state_info
 from ansible_collections.distributor.core.plugins.module_utils._distributor.stateinfo import state_info
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
 
@@ -142,3 +150,93 @@ def test_a_huge_old_output_is_not_shown_under_diff_and_is_read_no_further_than_t
     assert entries["a.txt"]["prepared"].endswith(
         "old content has grown past its record's 4 bytes, over the bound of %d bytes per file\n" % FILE_BOUND)
     assert (entries["b.txt"]["before"], entries["b.txt"]["after"]) == ("b\n", "b2\n")
+
+
+# -- verify against a planted object of 1 GiB -------------------------------------------------
+
+PLANTED_SIZE = 1024 ** 3
+RECORDED = b"<p>the page as published</p>\n" * 2048  # 60 KiB
+OVERHEAD = 64 * 1024  # what the run receives besides the output's bytes: headers, the records
+
+
+def plant_zeros(server, bucket: str, key: str, size: int) -> None:
+    """`size` zero bytes PUT at `key` through a presigned URL, streamed: its payload is not signed
+    (boto3 would hash a signed one whole first), and the test never holds it whole."""
+    url = urlsplit(server.client().generate_presigned_url("put_object", Params={"Bucket": bucket, "Key": key}))
+    connection = http.client.HTTPConnection(url.hostname, url.port, timeout=120)
+    connection.putrequest("PUT", "%s?%s" % (url.path, url.query))
+    connection.putheader("Content-Length", str(size))
+    connection.endheaders()
+    zeros = bytes(8 * 1024 * 1024)
+    for start in range(0, size, len(zeros)):
+        connection.send(zeros[:size - start])
+    reply = connection.getresponse()
+    assert reply.status == 200, reply.read()
+    connection.close()
+
+
+class Received:
+    """Every byte the test's process reads from a socket, and the GETs of one key: their Range
+    and the length each reply declares."""
+
+    def __init__(self, monkeypatch, key: str):
+        self.key = key
+        self.restart()
+        for name in ("recv", "recv_into"):
+            monkeypatch.setattr(socket.socket, name, self._counting(getattr(socket.socket, name)))
+
+    def restart(self) -> None:
+        self.bytes, self.gets = 0, []
+
+    def _counting(self, receive):
+        def counted(sock, *args, **kwargs):
+            got = receive(sock, *args, **kwargs)
+            self.bytes += got if isinstance(got, int) else len(got)
+            return got
+        return counted
+
+    def watch(self, storage, head_size: int | None = None):
+        """Record `storage`'s GETs of the key; with `head_size`, its HEAD of the key answers that
+        size, as a HEAD made right before the object was swapped for the planted one would."""
+        def sent(request, **_):
+            if request.url.endswith("/" + self.key):
+                asked = request.headers.get("Range")
+                self.gets.append([asked.decode("ascii") if asked else None, None])
+
+        def replied(http_response, parsed, model, **_):
+            if model.name == "GetObject" and self.gets and self.gets[-1][1] is None:
+                self.gets[-1][1] = int(http_response.headers["Content-Length"])
+            if model.name == "HeadObject" and head_size is not None and parsed.get("ContentLength") == PLANTED_SIZE:
+                parsed["ContentLength"] = head_size
+        storage.client.meta.events.register("before-send.s3.GetObject", sent)
+        storage.client.meta.events.register("after-call.s3.*", replied)
+        return storage
+
+
+def test_verify_reads_no_more_of_a_planted_1_gib_s3_object_than_the_recorded_size_and_one_byte(
+        s3_server, tmp_path, monkeypatch):
+    """1 GiB of zeros planted at an output: measured by a HEAD only; and where the HEAD saw the
+    recorded size (the object swapped right after it), by one ranged GET of that size + 1 byte,
+    for state_info's verify and for publish's, which puts the output back."""
+    bucket = s3_server.create_bucket()
+    destination = {"id": "archive", "storage": s3_server.storage(bucket), "path": BUNDLE_PATH}
+    source = write_bundle(tmp_path / "bundle", {"page.txt": RECORDED})
+    publish(source, PIPELINE, destination)
+    key = "%s/page.txt" % BUNDLE_PATH
+    plant_zeros(s3_server, bucket, key, PLANTED_SIZE)
+    try:
+        received = Received(monkeypatch, key)
+        info = state_info(destination, pipeline_id="reports", verify="sha256",
+                          opener=lambda *args: received.watch(open_storage(*args)))
+        assert (info["drifted"], received.gets) == (["page.txt"], [])
+        assert received.bytes < OVERHEAD
+        for run in (lambda opener: state_info(destination, pipeline_id="reports", verify="sha256", opener=opener),
+                    lambda opener: publish(source, PIPELINE, destination, verify="sha256", opener=opener)):
+            received.restart()
+            result = run(lambda *args: received.watch(open_storage(*args), head_size=len(RECORDED)))
+            assert ["page.txt"] in (result.get("drifted"), result.get("repaired")), result
+            assert received.gets == [["bytes=0-%d" % len(RECORDED), len(RECORDED) + 1]], received.gets
+            assert received.bytes < len(RECORDED) + 1 + OVERHEAD, received.bytes
+        assert s3_server.client().head_object(Bucket=bucket, Key=key)["ContentLength"] == len(RECORDED)
+    finally:
+        s3_server.client().delete_object(Bucket=bucket, Key=key)

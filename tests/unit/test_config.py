@@ -89,6 +89,19 @@ def test_base_url_must_be_absolute_http():
     refused(parse_destination, destination(links={"base_url": "reports.example.com"}), "links.base_url")
 
 
+@pytest.mark.parametrize("base_url, problem", [
+    ("https://h.example/site?v=1", "without spaces, a query ('?') or a fragment ('#')"),
+    ("https://h.example/site#x", "without spaces, a query ('?') or a fragment ('#')"),
+    ("https://h.example/{created:%Y}?v=1", "without spaces, a query ('?') or a fragment ('#')"),
+    ("https://h.example/site/../admin/", "'.' or '..' segment"),
+    ("https://h.example/site/%2e%2e/admin/", "'.' or '..' segment"),
+    ("https://h.example/site\\admin/", "backslash"),
+])
+def test_a_base_url_outputs_cannot_be_joined_to_is_invalid_config(base_url, problem):
+    """`…/site?v=1` would make `…/site?v=1/a.html`: the path of every output inside a query."""
+    refused(parse_destination, destination(links={"base_url": base_url}), "links.base_url", problem)
+
+
 def test_retention_age_units():
     cfg = parse_destination(destination(retention={"max_age": "2w", "max_outputs": 3}))
     assert (cfg.retention.max_age_seconds, cfg.retention.max_outputs) == (14 * 86400, 3)

@@ -6,11 +6,12 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils._distributor.execute import recovery_deletes
-from ansible_collections.distributor.core.plugins.module_utils._distributor.journal import Journal
+from ansible_collections.distributor.core.plugins.module_utils._distributor.execute import find_leftovers
+from ansible_collections.distributor.core.plugins.module_utils._distributor.journal import Entry, Journal
 from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
 
-from builders import LATER, NOW, write_bundle
+from builders import LATER, NOW, sha, write_bundle
+from memory_storage import MemoryStorage
 
 
 def local(root):
@@ -57,9 +58,12 @@ def test_a_large_source_changed_after_its_manifest_is_never_put_in_place(tmp_pat
 def test_recovery_deletes_nothing_when_a_journaled_write_lies_under_a_path_listed_as_a_file():
     """The directory of an attempt's write now listed as a file (or a link) may hide that write:
     recovery refuses, naming the path in the way, and the journal stays for a later run."""
-    journal = Journal("t0k3n", ("docs/a/page.html", "index.html"))
+    store = {"docs": b"a file now", "index.html": b"i"}
+    journal = Journal("t0k3n", (Entry("docs/a/page.html", sha(b"p"), 1), Entry("index.html", sha(b"i"), 1)))
     with pytest.raises(DistributorError) as caught:
-        recovery_deletes(journal, set(), frozenset({"docs", "index.html"}))
+        find_leftovers(MemoryStorage(store), journal, set(), frozenset(store))
     assert caught.value.reason == "storage_error"
     assert "docs/a/page.html cannot be looked at, because docs is not a directory now" in caught.value.message
-    assert recovery_deletes(journal, set(), frozenset({"docs/a/page.html", "index.html"}))[0] == ["docs/a/page.html", "index.html"]
+    store = {"docs/a/page.html": b"p", "index.html": b"i"}
+    found = find_leftovers(MemoryStorage(store), journal, set(), frozenset(store))
+    assert found.deletes() == ["docs/a/page.html", "index.html"]

@@ -1,6 +1,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The fast item checks change nothing but speed: schemas.validate (fast path) and jsonschema over
-the whole document accept the same documents and word the same first error."""
+the whole document, up to its first broken item, accept the same documents and word the same
+error."""
 
 from __future__ import annotations
 
@@ -21,9 +22,17 @@ JSON_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats
                          st.sampled_from(["", "x", "a.md", SHA, SHA + "\n", "SHA256:" + "A" * 64, "sha256:" + "a" * 63,
                                           "source", "generated", "markdown_to_html", "https://e.org/a", "http://x\n",
                                           "ftp://e.org", "2026-06-04T12:00:00Z"]))
-JSON_VALUES = st.one_of(JSON_SCALARS, st.lists(JSON_SCALARS, max_size=2), st.dictionaries(st.sampled_from(["a", "path", "mode"]), JSON_SCALARS, max_size=2))
+MODES = st.sampled_from(["replace", "merge", "Replace"])
+# Objects like an owner's members (reconciliation, source, links) as well as odd ones.
+MEMBERS = st.dictionaries(st.sampled_from(["a", "path", "mode", "primary_url"]), st.one_of(JSON_SCALARS, MODES), max_size=2)
+JSON_VALUES = st.one_of(JSON_SCALARS, st.lists(JSON_SCALARS, max_size=2), MEMBERS,
+                        st.dictionaries(st.just("manifest"), st.one_of(JSON_SCALARS, st.just({})), max_size=1))
 FIELDS = ["path", "sha256", "size", "kind", "source_path", "transform", "url", "created_at", "updated_at",
-          "pipeline_id", "destination_id", "source_id", "source_digest", "source_created", "attributes", "render_key", "extra"]
+          "pipeline_id", "destination_id", "source_id", "source_digest", "source_created", "attributes", "render_key",
+          "reconciliation", "source", "links", "extra"]
+TOP_FIELDS = st.sampled_from(["id", "created", "pipeline_id", "updated_at", "state", "owners", "extra"])
+# Every large array of every schema with fast checks: (schema, key).
+ARRAYS = [(name, key) for name in sorted(ITEM_CHECKS) for key, _check in ITEM_CHECKS[name]]
 
 
 def _documents():
@@ -50,8 +59,24 @@ def _outcome(validate, name, data):
     return None
 
 
+def _up_to_first_broken_item(name, data):
+    """`data` with each large array cut after the first item jsonschema refuses: what a reader
+    who stops at the first broken item has read."""
+    if not isinstance(data, dict):
+        return data
+    data = dict(data)
+    for key, _check in ITEM_CHECKS[name]:
+        if isinstance(data.get(key), list):
+            item = schemas._validator(name).evolve(schema=SCHEMAS[name]["properties"][key]["items"])
+            broken = [index for index, value in enumerate(data[key]) if not item.is_valid(value)]
+            data[key] = data[key][: broken[0] + 1] if broken else data[key]
+    return data
+
+
 def _full(name, data, where, reason):
-    error = schemas.jsonschema.exceptions.best_match(schemas._validator(name).iter_errors(data))
+    """jsonschema itself, every item looked at, no fast check."""
+    errors = schemas._validator(name).iter_errors(_up_to_first_broken_item(name, data))
+    error = schemas.first_error(errors)
     if error is not None:
         raise DistributorError(reason, "%s: %s" % (where, schemas._describe(error, name)))
 
@@ -64,9 +89,8 @@ MUTATIONS = st.one_of(
 )
 
 
-def _mutated(name, mutations, top):
+def _mutated(name, key, mutations, top):
     data = dict(DOCUMENTS[name])
-    key = ITEM_CHECKS[name][0]
     items = [dict(item) for item in data[key]]
     for index, (how, field, value) in mutations:
         index %= len(items)
@@ -86,18 +110,27 @@ def _mutated(name, mutations, top):
 
 @pytest.mark.parametrize("name", sorted(ITEM_CHECKS))
 def test_valid_documents_pass_the_fast_checks(name):
-    key, check = ITEM_CHECKS[name]
-    assert all(check(item) for item in DOCUMENTS[name][key]), "the fast path would never be taken"
+    for key, check in ITEM_CHECKS[name]:
+        assert all(check(item) for item in DOCUMENTS[name][key]), "the fast path would never be taken"
     assert _outcome(schemas.validate, name, DOCUMENTS[name]) is None
 
 
-@pytest.mark.parametrize("name", sorted(ITEM_CHECKS))
+@pytest.mark.parametrize("name, key", ARRAYS)
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(mutations=st.lists(st.tuples(st.integers(0, 3), MUTATIONS), max_size=3),
-       top=st.one_of(st.none(), st.tuples(st.sampled_from(["id", "created", "pipeline_id", "updated_at", "extra"]), JSON_VALUES)))
-def test_fast_path_and_full_jsonschema_agree(name, mutations, top):
-    data = _mutated(name, mutations, top)
+       top=st.one_of(st.none(), st.tuples(TOP_FIELDS, JSON_VALUES)))
+def test_fast_path_and_full_jsonschema_agree(name, key, mutations, top):
+    data = _mutated(name, key, mutations, top)
     assert _outcome(schemas.validate, name, data) == _outcome(_full, name, data)
+
+
+@settings(max_examples=300, deadline=None)
+@given(owners=st.lists(st.tuples(st.integers(0, 3), MUTATIONS), max_size=2),
+       outputs=st.lists(st.tuples(st.integers(0, 3), MUTATIONS), max_size=2))
+def test_a_broken_owner_and_a_broken_output_are_weighed_as_jsonschema_weighs_them(owners, outputs):
+    data = _mutated("state-v3", "owners", owners, None)
+    data = dict(data, outputs=_mutated("state-v3", "outputs", outputs, None)["outputs"])
+    assert _outcome(schemas.validate, "state-v3", data) == _outcome(_full, "state-v3", data)
 
 
 def test_a_broken_entry_among_many_is_named_as_jsonschema_names_it():
@@ -109,14 +142,15 @@ def test_a_broken_entry_among_many_is_named_as_jsonschema_names_it():
 
 TRICKY = [None, True, 0, 1.0, -1, "", "x", SHA, SHA + "\n", "sha256:" + "a" * 63, "SHA256:" + "A" * 64, "source",
           "generated", "https://e.org/a", "http://x\n", "http:// x", "ftp://e.org", [], {}, {"mode": "0640"}, {"mode": 416},
-          {"mode": None}, {"a": "x", "b": ["x"]}]
+          {"mode": None}, {"mode": "replace"}, {"mode": "merge", "x": 1}, {"manifest": {}}, {"manifest": []},
+          {"primary_url": "https://e.org/"}, {"primary_url": "ftp://e.org"}, {"a": "x", "b": ["x"]}]
 
 
-@pytest.mark.parametrize("name", sorted(ITEM_CHECKS))
-def test_every_field_set_to_every_tricky_value_gets_the_same_verdict(name):
+@pytest.mark.parametrize("name, key", ARRAYS)
+def test_every_field_set_to_every_tricky_value_gets_the_same_verdict(name, key):
     for field in FIELDS:
         for value in TRICKY:
-            data = _mutated(name, [(0, ("set", field, value))], None)
+            data = _mutated(name, key, [(0, ("set", field, value))], None)
             assert _outcome(schemas.validate, name, data) == _outcome(_full, name, data), (field, value)
 
 
@@ -125,8 +159,21 @@ def test_every_property_of_an_output_record_has_a_fast_check(name):
     """A property the schema constrains but the fast check does not look at would be accepted
     unchecked (jsonschema never sees the items that pass): each one, set to a value no JSON
     Schema type matches, must send the document to jsonschema."""
-    check = ITEM_CHECKS[name][1]
+    check = dict(ITEM_CHECKS[name])["outputs"]
     valid = DOCUMENTS[name]["outputs"][0]
     assert check(valid)
     for key in SCHEMAS[name]["properties"]["outputs"]["items"]["properties"]:
         assert not check(dict(valid, **{key: object()})), "%s: outputs[].%s is not checked" % (name, key)
+
+
+def test_every_property_of_an_owner_record_has_a_fast_check():
+    """The same for owners[], and the properties of the objects an owner holds."""
+    check = dict(ITEM_CHECKS["state-v3"])["owners"]
+    valid = dict(DOCUMENTS["state-v3"]["owners"][0], links={"primary_url": "https://e.org/a.html"})
+    assert check(valid)
+    schema = SCHEMAS["state-v3"]["properties"]["owners"]["items"]
+    for key, inner in schema["properties"].items():
+        assert not check(dict(valid, **{key: object()})), "owners[].%s is not checked" % key
+        for member in inner.get("properties", {}):
+            changed = dict(valid, **{key: dict(valid[key], **{member: object()})})
+            assert not check(changed), "owners[].%s.%s is not checked" % (key, member)

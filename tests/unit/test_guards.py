@@ -120,3 +120,79 @@ def test_an_empty_bundle_is_refused_unless_allowed(tmp_path, allow_empty):
         publish(empty, PIPELINE, dest, now=LATER, opener=memory(store))
     assert caught.value.reason == "delete_limit" and "the bundle is empty" in caught.value.message
     assert store == before
+
+
+# -- every way a publish deletes is counted (issue 29, item 11) --------------------------------
+# Each scenario builds a root and returns (store, bundle, destination, force): the publish then
+# deletes LIMIT + 1 outputs by one path of plan.py/decide.py, and with transfer.max_deletes:
+# LIMIT it fails delete_limit before anything is written, in check mode too.
+
+LIMIT = 4
+MANY = {"old%d.txt" % i: b"o" for i in range(LIMIT + 1)}
+SHARED = {"state": {"mode": "shared_root"}}
+
+
+def _root(tmp_path, files, extra=None, pipeline_id="reports", id="reports.example", store=None, created="2026-06-03T00:00:00Z"):
+    store = {} if store is None else store
+    bundle = write_bundle(tmp_path / ("first-%s-%s" % (pipeline_id, id)), files, id=id, created=created)
+    publish(bundle, {"id": pipeline_id}, dict({"id": "archive", "storage": MEMORY_STORAGE}, **(extra or {})), now=NOW, opener=memory(store))
+    return store
+
+
+def single_owner_takeover(tmp_path):
+    store = _root(tmp_path, MANY)
+    return store, write_bundle(tmp_path / "new", {"new.txt": b"n"}, id="other.source"), {"takeover": {"mode": "managed"}}, False
+
+
+def shared_root_takeover_of_an_owner(tmp_path):
+    store = _root(tmp_path, MANY, SHARED)
+    return store, write_bundle(tmp_path / "new", {"new.txt": b"n"}, id="other.source"), dict(SHARED, takeover={"mode": "managed"}), False
+
+
+def single_owner_force(tmp_path):
+    store = {"unmanaged%d.txt" % i: b"u" for i in range(LIMIT + 1)}
+    return store, write_bundle(tmp_path / "new", {"new.txt": b"n"}), {}, True
+
+
+def shared_root_force(tmp_path):
+    store = _root(tmp_path, {"e.txt": b"e"}, SHARED, pipeline_id="events", id="events.daily")
+    store.update({"docs/u%d.txt" % i: b"u" for i in range(LIMIT + 1)})
+    return store, write_bundle(tmp_path / "new", {"docs": b"now a file"}), SHARED, True
+
+
+def shared_root_migration(tmp_path):
+    store = _root(tmp_path, MANY)
+    return store, write_bundle(tmp_path / "new", {"new.txt": b"n"}), SHARED, False
+
+
+def many_owner_shared_root(tmp_path):
+    store = _root(tmp_path, MANY, SHARED)
+    _root(tmp_path, {"e%d.txt" % i: b"e" for i in range(LIMIT + 1)}, SHARED, pipeline_id="events", id="events.daily",
+          store=store)
+    return store, write_bundle(tmp_path / "new", {"new.txt": b"n"}), SHARED, False
+
+
+DELETING = [single_owner_takeover, shared_root_takeover_of_an_owner, single_owner_force, shared_root_force,
+            shared_root_migration, many_owner_shared_root]
+
+
+@pytest.mark.parametrize("check_mode", [True, False], ids=["check", "real"])
+@pytest.mark.parametrize("scenario", DELETING, ids=[s.__name__ for s in DELETING])
+def test_every_way_a_publish_deletes_counts_toward_max_deletes(tmp_path, scenario, check_mode):
+    store, bundle, extra, force = scenario(tmp_path)
+    before = dict(store)
+    limited = dict({"id": "archive", "storage": MEMORY_STORAGE, "transfer": {"max_deletes": LIMIT}}, **extra)
+    with pytest.raises(DistributorError) as caught:
+        publish(bundle, PIPELINE, limited, force=force, now=LATER, check_mode=check_mode, opener=memory(store))
+    assert caught.value.reason == "delete_limit", caught.value.message
+    assert "delete %d output(s)" % (LIMIT + 1) in caught.value.message
+    assert store == before
+    allowed = dict(limited, transfer={"max_deletes": LIMIT + 1})
+    result = publish(bundle, PIPELINE, allowed, force=force, now=LATER, check_mode=check_mode, opener=memory(store))
+    assert len(result["deleted"]) == LIMIT + 1, result["deleted"]
+    assert result["action"] == ACTIONS[scenario.__name__]
+
+
+ACTIONS = {"single_owner_takeover": "takeover", "shared_root_takeover_of_an_owner": "takeover",
+           "single_owner_force": "force_replace", "shared_root_force": "force_replace",
+           "shared_root_migration": "migrate", "many_owner_shared_root": "replace"}

@@ -8,9 +8,11 @@ outside the bundle path changes."""
 from __future__ import annotations
 
 import os
-import signal
+import shutil
+import socket
+import stat
+import tempfile
 import threading
-from contextlib import contextmanager
 
 import pytest
 
@@ -19,30 +21,22 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.limi
 from ansible_collections.distributor.core.plugins.module_utils._distributor.bundle import Bundle
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import (
     JOURNAL_NAME, LOCK_NAME, STATE_NAME)
-from ansible_collections.distributor.core.plugins.module_utils._distributor.regular import NotRegularFile, open_regular
+from ansible_collections.distributor.core.plugins.module_utils._distributor.prune import prune
+from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.reconcile import reconcile_state
+from ansible_collections.distributor.core.plugins.module_utils._distributor.regular import (
+    NotRegularFile, kind_of, open_regular)
+from ansible_collections.distributor.core.plugins.module_utils._distributor.stateinfo import state_info
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage import sftp, sftp_lock
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.base import staging_dir
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
 
 from builders import write_bundle
+from hangs import no_hang
 from snapshots import snapshot
 
 BASE = "site"
 TOKEN = "t1"
-
-
-@contextmanager
-def no_hang(seconds: int = 10):
-    """A read that blocks on a FIFO fails the test instead of hanging the run."""
-    def hung(_signum, _frame):
-        raise AssertionError("blocked for %ds: something opened a FIFO for reading" % seconds)
-
-    previous = signal.signal(signal.SIGALRM, hung)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def expect_error(reason: str, call, *args) -> DistributorError:
@@ -142,6 +136,209 @@ def test_a_fifo_or_directory_at_the_lock_is_storage_error_without_blocking(place
             with open_one().lock(timeout=1):
                 pass
     assert caught.value.reason == "storage_error" and LOCK_NAME in caught.value.message, caught.value.message
+
+
+# -- FIFOs, sockets and devices at every name, in every operation --------------------------
+
+
+def _socket_at(path) -> None:
+    """Bound at a short name, then moved: a socket's path may hold only 107 bytes."""
+    with tempfile.TemporaryDirectory(dir="/tmp") as short, socket.socket(socket.AF_UNIX) as bound:
+        bound.bind(os.path.join(short, "s"))
+        os.rename(os.path.join(short, "s"), path)
+
+
+SPECIAL = {
+    "fifo": (os.mkfifo, "a FIFO (named pipe)"),
+    "socket": (_socket_at, "a socket"),
+    # /dev/zero's numbers: read, it never ends. Only root may make one (tests run as root).
+    "device": (lambda path: os.mknod(path, stat.S_IFCHR | 0o600, os.makedev(1, 5)), "a character device"),
+}
+OPERATIONS = ("publish", "check_diff", "verify", "prune", "reconcile_state", "state_info")
+ENDED = dict.fromkeys(OPERATIONS, "ok")
+REFUSED = dict.fromkeys(OPERATIONS, "storage_error")
+# How each operation ends with something other than a regular file at each name: a result, or
+# the reason of a refusal naming it. At an output it is drift (see the next test); at a staging
+# name the attempt's own staging directory cannot be made, which every write needs (the state's
+# too), and SFTP parks the files it deletes there.
+ENDS = {
+    "a.html": ENDED,
+    "docs": dict(ENDED, publish="unmanaged", check_diff="unmanaged", verify="storage_error", prune="storage_error"),
+    "": REFUSED,
+    STATE_NAME: REFUSED,
+    JOURNAL_NAME: REFUSED,
+    LOCK_NAME: dict(REFUSED, check_diff="ok"),  # check mode takes no lock
+    staging_dir("a.html", TOKEN): dict(ENDED, publish="storage_error", prune="storage_error"),
+    staging_dir("docs/b.html", TOKEN): dict(ENDED, publish="storage_error",
+                                            prune={"local": "ok", "sftp": "storage_error"}),
+}
+# Every kind at every name locally; over SFTP, where each run costs round trips and the kinds
+# differ only in the st_mode the server reports, FIFOs (what would hang) everywhere.
+PLANTINGS = ([("local", kind, name) for kind in SPECIAL for name in ENDS]
+             + [("sftp", "fifo", name) for name in ENDS]
+             + [("sftp", kind, STATE_NAME) for kind in ("socket", "device")])
+PIPELINE = {"id": "reports"}
+FIRST = {"a.html": b"<p>a1</p>", "docs/b.html": b"<p>b1</p>"}
+
+
+def operations(destination: dict, first: str, second: str) -> dict:
+    """Each operation as a call, its attempt token fixed: a staging name planted ahead is its own."""
+    fixed = dict(opener=lambda config, base, _token: open_storage(config, base, TOKEN))
+    return {
+        "publish": lambda: publish(second, PIPELINE, destination, lock_timeout=1, **fixed),
+        "check_diff": lambda: publish(second, PIPELINE, destination, check_mode=True, diff_contents=True, **fixed),
+        "verify": lambda: publish(first, PIPELINE, destination, lock_timeout=1, verify="sha256", **fixed),
+        "prune": lambda: prune("reports", destination, lock_timeout=1, **fixed),
+        "reconcile_state": lambda: reconcile_state("reports", destination, lock_timeout=1, **fixed),
+        "state_info": lambda: state_info(destination, pipeline_id="reports", verify="sha256", **fixed),
+    }
+
+
+@pytest.fixture
+def published(request, tmp_path):
+    """A factory: (destination, root, the two bundles) on `backend`, the first published, with
+    `retention` expiring every output (so that prune deletes)."""
+    def publish_on(backend: str):
+        root = tmp_path / "root"
+        (root / BASE).mkdir(parents=True)
+        storage = {"type": "local", "root": str(root)}
+        if backend == "sftp":
+            storage = request.getfixturevalue("sshd_server").storage(str(root))
+        destination = {"id": "archive", "storage": storage, "path": BASE, "retention": {"max_outputs": 0}}
+        first = write_bundle(tmp_path / "first", FIRST)
+        second = write_bundle(tmp_path / "second", {"a.html": b"<p>a2</p>", "docs/b.html": b"<p>b2</p>"},
+                              created="2026-06-05T11:55:00Z")
+        publish(first, PIPELINE, destination)
+        return destination, root, first, second
+    return publish_on
+
+
+def plant(path, kind: str) -> None:
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path)
+    elif os.path.lexists(path):
+        os.unlink(path)
+    SPECIAL[kind][0](path)
+
+
+@pytest.mark.parametrize("backend, kind, name", PLANTINGS)
+def test_a_fifo_socket_or_device_anywhere_ends_every_operation_in_a_result_or_a_reason_naming_it(
+        published, tmp_path, backend, kind, name):
+    if kind == "device" and os.geteuid() != 0:
+        pytest.skip("only root makes device nodes")
+    destination, root, first, second = published(backend)
+    kept = tmp_path / "kept"
+    shutil.copytree(root / BASE, kept)
+    outside = snapshot(tmp_path, skip=("root", "kept"))
+    where = os.path.join(BASE, name) if name else BASE
+    for operation, call in operations(destination, first, second).items():
+        plant(root / BASE, "fifo")  # whatever the last operation left there goes
+        os.unlink(root / BASE)
+        shutil.copytree(kept, root / BASE)
+        plant(root / where, kind)
+        with no_hang(20, "%s with %s at %s" % (operation, kind, where)):
+            try:
+                call()
+                ended = "ok"
+            except DistributorError as error:
+                ended = error.reason
+                assert (name or BASE) in error.message, error.message
+                assert kind_of(os.lstat(root / where).st_mode) == SPECIAL[kind][1], "refused, yet not left as it was"
+                if name in (STATE_NAME, JOURNAL_NAME, LOCK_NAME):
+                    assert SPECIAL[kind][1] in error.message, error.message
+        expected = ENDS[name][operation]
+        assert ended == (expected[backend] if isinstance(expected, dict) else expected), (operation, ended)
+        assert snapshot(tmp_path, skip=("root", "kept")) == outside
+
+
+@pytest.mark.parametrize("backend", ["local", "sftp"])
+@pytest.mark.parametrize("kind", sorted(SPECIAL))
+def test_a_fifo_socket_or_device_at_an_output_is_drift_never_opened(published, backend, kind):
+    """Not what the record says, so it has drifted: --diff does not show it, state_info lists
+    it, verify puts the output back (a rename replaces the name; nothing is written into it)."""
+    if kind == "device" and os.geteuid() != 0:
+        pytest.skip("only root makes device nodes")
+    destination, root, first, second = published(backend)
+    plant(root / BASE / "a.html", kind)
+    calls = operations(destination, first, second)
+    with no_hang(20):
+        diff = calls["check_diff"]()["diff"]
+        assert calls["state_info"]()["drifted"] == ["a.html"]
+        repaired = calls["verify"]()
+    shown = [entry["prepared"] for entry in diff[1:] if entry["after_header"].endswith("/a.html")]
+    assert shown and shown[0].endswith(": the old file is %s, not a regular file, which distributor does not open\n"
+                                       % SPECIAL[kind][1]), diff
+    assert (repaired["action"], repaired["repaired"]) == ("skip", ["a.html"])
+    assert (root / BASE / "a.html").read_bytes() == FIRST["a.html"]
+
+
+@pytest.mark.parametrize("backend", ["local", "sftp"])
+def test_a_link_at_an_output_stays_refused_in_every_operation_that_reads_it(published, tmp_path, backend):
+    """Unlike a FIFO, which a rename replaces: a link is refused wherever it is, as publish refuses it."""
+    destination, root, first, second = published(backend)
+    os.unlink(root / BASE / "a.html")
+    os.symlink(tmp_path / "first" / "a.html", root / BASE / "a.html")
+    calls = operations(destination, first, second)
+    for operation in ("publish", "check_diff", "verify", "state_info"):
+        error = expect_error("storage_error", calls[operation])
+        assert "/site/a.html is a symbolic link" in error.message, (operation, error.message)
+
+
+def test_sftp_gives_up_an_open_that_a_fifo_swapped_in_after_the_look_holds(request, tmp_path, monkeypatch):
+    """SFTP has no non-blocking open: the server blocks opening a FIFO. One swapped in between
+    the look and the open ends the read with a reason after OPEN_TIMEOUT, not a hang."""
+    monkeypatch.setattr(sftp, "OPEN_TIMEOUT", 1)
+    root = tmp_path / "root"
+    (root / BASE).mkdir(parents=True)
+    os.mkfifo(root / "pipe")
+    config = request.getfixturevalue("sshd_server").storage(str(root))
+    for read in (lambda storage: storage.read_bytes("a.html", 100), lambda storage: storage.measure("a.html", 4, True)):
+        storage = open_storage(config, BASE, TOKEN)
+        storage.write_bytes("a.html", b"ours")
+        counted = storage._alone
+
+        def count_then_swap(remote, attrs):
+            """Right after the look at a.html (an lstat, its link count), right before its open."""
+            counted(remote, attrs)
+            os.rename(root / "pipe", root / BASE / "a.html")
+
+        monkeypatch.setattr(storage, "_alone", count_then_swap)
+        try:
+            with no_hang(10, "the server's open of a FIFO held the run"):
+                error = expect_error("storage_error", read, storage)
+        finally:
+            release = os.open(root / BASE / "a.html", os.O_WRONLY | os.O_NONBLOCK)  # the server's open returns
+            os.close(release)
+            os.rename(root / BASE / "a.html", root / "pipe")
+            storage.close()
+        assert "/site/a.html: the server did not open it within 1 seconds" in error.message, error.message
+
+
+def test_sftp_gives_up_reading_a_lock_that_a_fifo_was_swapped_for_after_the_look(request, tmp_path, monkeypatch):
+    """The same window on the lock's own channel: a contender reads the holder's record."""
+    monkeypatch.setattr(sftp, "OPEN_TIMEOUT", 1)
+    root = tmp_path / "root"
+    (root / BASE).mkdir(parents=True)
+    (root / BASE / LOCK_NAME).write_bytes(b'{"holder": "another run"}')
+    os.mkfifo(root / "pipe")
+    storage = open_storage(request.getfixturevalue("sshd_server").storage(str(root)), BASE, TOKEN)
+    judged = sftp_lock.kind_of
+
+    def judge_then_swap(mode):
+        """Right after the look at the record (an lstat), right before its open."""
+        if os.path.exists(root / "pipe"):
+            os.rename(root / "pipe", root / BASE / LOCK_NAME)
+        return judged(mode)
+
+    monkeypatch.setattr(sftp_lock, "kind_of", judge_then_swap)
+    try:
+        with no_hang(10, "the server's open of a FIFO held the run"):
+            error = expect_error("storage_error", lambda: storage.lock(timeout=5).__enter__())
+    finally:
+        release = os.open(root / BASE / LOCK_NAME, os.O_WRONLY | os.O_NONBLOCK)  # the server's open returns
+        os.close(release)
+        storage.close()
+    assert "/site/.distributor.lock: the server did not open it within 1 seconds" in error.message, error.message
 
 
 # -- staged files: exclusive, in a directory of the attempt's own -------------------------
@@ -261,3 +458,24 @@ def test_sftp_lists_and_deletes_names_that_are_not_utf8(place):
     assert storage.exists(name)
     assert storage.delete(name)
     assert os.listdir(site) == []
+
+
+@pytest.mark.parametrize("backend", ["local", "sftp"])
+def test_force_removes_names_that_are_not_utf8_and_invalidates_the_urls_of_their_bytes(backend, tmp_path, request):
+    """A listed name that is not UTF-8 is never an output, so force deletes it; with a base_url
+    the CDN path of each deleted file is made from its bytes (quote refused the surrogate escapes
+    that carry them: a traceback without a reason)."""
+    site = os.path.join(str(tmp_path / "root"), BASE).encode()
+    os.makedirs(os.path.join(site, b"d\xff"))
+    for name in (b"caf\xe9.txt", b"d\xff/caf\xe9.html"):
+        with open(os.path.join(site, name), "wb") as handle:
+            handle.write(b"theirs")
+    storage = ({"type": "local", "root": str(tmp_path / "root")} if backend == "local"
+               else request.getfixturevalue("sshd_server").storage(str(tmp_path / "root")))
+    destination = {"id": "archive", "storage": storage, "path": BASE, "links": {"base_url": "https://cdn.example.com/site/"}}
+    bundle = write_bundle(tmp_path / "b", {"index.html": b"<p>v1</p>"})
+    expect_error("unmanaged", lambda: publish(bundle, {"id": "reports"}, destination))
+    result = publish(bundle, {"id": "reports"}, destination, force=True)
+    assert sorted(result["deleted"]) == ["caf\udce9.txt", "d\udcff/caf\udce9.html"]
+    assert result["invalidation_paths"] == ["/site/", "/site/caf%E9.txt", "/site/d%FF/caf%E9.html", "/site/index.html"]
+    assert sorted(os.listdir(site)) == [b".distributor.json", b"index.html"]

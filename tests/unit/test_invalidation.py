@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
+import pytest
+
+from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.invalidation import invalidation_paths
 from ansible_collections.distributor.core.plugins.module_utils._distributor.prune import prune
+from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import STATE_NAME
 from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
 
 from builders import LATER, MEMORY_STORAGE, NOW, write_bundle
@@ -102,3 +107,86 @@ def test_prune_gives_the_deleted_paths_and_their_count(tmp_path):
     pruned = prune("reports", dest(retention={"max_age": "1h"}), now=NOW + timedelta(hours=2), opener=memory(store))
     assert pruned["deleted_count"] == 2
     assert pruned["invalidation_paths"] == ["/site/a.png", "/site/b/", "/site/b/index.html"]
+
+
+# URLs are made, not read: from each output's path and links.base_url, never from a record.
+
+def rewrite_record(store: dict, edit) -> None:
+    """Change the state record as anyone who can write the destination could."""
+    state = json.loads(store[STATE_NAME])
+    edit(state)
+    store[STATE_NAME] = json.dumps(state).encode()
+
+
+def set_url(path: str, url: str):
+    def edit(state: dict) -> None:
+        next(o for o in state["outputs"] if o["path"] == path)["url"] = url
+    return edit
+
+
+PLANTED_URLS = ["https://cdn.example.com/*", "https://cdn.example.com/docs/site/../../admin/old.png",
+                "https://cdn.example.com/site/%2e%2e/admin/old.png", "https://cdn.example.com/site/old.png?x=/*",
+                "https://cdn.example.com/site/old.png#/*", "https://cdn.example.com/site\\..\\old.png",
+                "https://cdn.example.com/site/other.png"]
+
+
+@pytest.mark.parametrize("planted", PLANTED_URLS)
+def test_a_state_whose_url_was_rewritten_is_refused_never_turned_into_invalidation_paths(tmp_path, planted):
+    store = {}
+    first = write_bundle(tmp_path / "v1", {"index.md": b"# a\n", "old.png": b"1"}, created="2026-06-03T00:00:00Z")
+    publish(first, PIPELINE, dest(), now=NOW, opener=memory(store))
+    rewrite_record(store, set_url("old.png", planted))
+    second = write_bundle(tmp_path / "v2", {"index.md": b"# b\n"})
+    for run in (lambda: publish(second, PIPELINE, dest(), now=LATER, opener=memory(store)),
+                lambda: prune("reports", dest(retention={"max_age": "1h"}), now=NOW + timedelta(hours=2), opener=memory(store))):
+        with pytest.raises(DistributorError) as refused:
+            run()
+        assert refused.value.reason == "invalid_state"
+        assert "outputs[1].url %r" % planted in refused.value.message and "'old.png'" in refused.value.message
+        assert "links.base_url + '/old.png'" in refused.value.message
+    assert store["old.png"] == b"1", "nothing deleted"
+
+
+def test_a_planted_primary_url_is_refused(tmp_path):
+    store = {}
+    publish(write_bundle(tmp_path / "v1", {"index.md": b"# a\n"}), PIPELINE, dest(), now=NOW, opener=memory(store))
+    rewrite_record(store, lambda state: state["links"].update(primary_url="https://cdn.example.com/a/../../admin/"))
+    with pytest.raises(DistributorError) as refused:
+        publish(write_bundle(tmp_path / "v1", {"index.md": b"# a\n"}), PIPELINE, dest(), now=NOW, opener=memory(store))
+    assert refused.value.reason == "invalid_state" and "links.primary_url" in refused.value.message
+
+
+def test_urls_recorded_under_another_base_are_kept_but_invalidation_uses_the_configured_one(tmp_path):
+    """A record's URL under another sound base (links.base_url changed since, another owner's
+    destination, an earlier publication) is not refused; the paths a run invalidates are where
+    the bundle path is served now, and the primary URL of a skip is made again too."""
+    store = {}
+    first = write_bundle(tmp_path / "v1", {"index.md": b"# a\n", "old.png": b"1"}, created="2026-06-03T00:00:00Z")
+    publish(first, PIPELINE, dest(), now=NOW, opener=memory(store))
+    moved = dest(links={"base_url": "https://www.example.com/reports/"})
+    skipped = publish(first, PIPELINE, moved, now=LATER, opener=memory(store))
+    assert skipped["action"] == "skip" and skipped["primary_url"] == "https://www.example.com/reports/index.html"
+    rewrite_record(store, lambda state: state["links"].update(primary_url="https://evil.example/phish.html"))
+    assert publish(first, PIPELINE, moved, now=LATER, opener=memory(store))["primary_url"] == (
+        "https://www.example.com/reports/index.html"), "a sound but planted primary URL is never returned"
+    second = write_bundle(tmp_path / "v2", {"index.md": b"# b\n"})
+    result = publish(second, PIPELINE, moved, now=LATER, opener=memory(store))
+    assert result["invalidation_paths"] == ["/reports/", "/reports/index.html", "/reports/old.png"]
+    assert json.loads(store[STATE_NAME])["links"]["primary_url"] == "https://www.example.com/reports/index.html"
+
+
+def test_prune_invalidates_at_the_configured_base_url_not_the_recorded_one(tmp_path):
+    store = {}
+    publish(write_bundle(tmp_path / "v1", {"a.png": b"1"}), PIPELINE, dest(), now=NOW, opener=memory(store))
+    rewrite_record(store, set_url("a.png", "https://evil.example/a.png"))
+    pruned = prune("reports", dest(retention={"max_age": "1h"}), now=NOW + timedelta(hours=2), opener=memory(store))
+    assert pruned["invalidation_paths"] == ["/site/a.png"]
+
+
+def test_prune_renders_a_base_url_with_placeholders_from_the_owners_recorded_source(tmp_path):
+    store = {}
+    templated = dest(links={"base_url": "https://cdn.example.com/{source_id}/{created:%Y}/"})
+    publish(write_bundle(tmp_path / "v1", {"a.png": b"1"}, id="weekly"), PIPELINE, templated, now=NOW, opener=memory(store))
+    pruned = prune("reports", dict(templated, retention={"max_age": "1h"}), now=NOW + timedelta(hours=2),
+                   opener=memory(store))
+    assert pruned["invalidation_paths"] == ["/weekly/%s/a.png" % json.loads(store[STATE_NAME])["source"]["manifest"]["created"][:4]]

@@ -82,10 +82,12 @@ def test_a_live_lock_holds_whatever_the_holders_clock_says(offset):
     assert json.loads(store["site/" + LOCK_NAME])["token"] == "holder"
 
 
-@pytest.mark.parametrize("declared, contender, waited", [(10.0, 600.0, 11.0), (None, 10.0, 11.0), (600.0, 10.0, 601.0)])
+@pytest.mark.parametrize("declared, contender, waited",
+                         [(10.0, 600.0, 11.0), (None, 10.0, 11.0), (600.0, 10.0, 11.0), (1e300, 10.0, 11.0)])
 def test_a_lock_is_broken_once_the_storage_dates_it_older_than_its_lease(declared, contender, waited):
-    """The lease the holder declared counts (it renews within it), else the contender's
-    `lock.expiry`; one second more for the storage's coarse stamps, never less."""
+    """The lease the holder declared counts (it renews within it) up to the contender's
+    `lock.expiry`: a record may make its lock expire sooner, never later. One second more for
+    the storage's coarse stamps, never less."""
     store, clocks = {}, Clocks()
     record = holder(0)
     record.pop("expiry")
@@ -115,6 +117,53 @@ def test_a_storage_without_a_clock_never_breaks_a_record_that_keeps_changing():
     with pytest.raises(DistributorError) as caught:
         take(store, clocks, timeout=60)
     assert caught.value.reason == "locked" and json.loads(store[key])["token"] == "holder"
+
+
+TEN_YEARS = 10 * 365 * 24 * HOUR
+
+
+def test_a_lock_stamped_ahead_of_the_storages_clock_is_broken_once_seen_unchanged_for_lock_expiry():
+    """A lock file whose mtime was set ten years ahead (or written before the storage's clock was
+    set back) has no age on the storage's clock: the contender watches it instead."""
+    store, clocks = {}, Clocks()
+    clocks.storage_time += TEN_YEARS
+    plant(store, clocks, holder(0))
+    clocks.storage_time -= TEN_YEARS
+    assert take(store, clocks, timeout=30, expiry=10) == pytest.approx(10.0, abs=LOCK_POLL_SECONDS * 1.5)
+
+
+def test_a_live_holder_whose_renewals_are_stamped_ahead_is_never_broken():
+    """The holder renews every second through the primitive; its storage stamps each renewal ten
+    years ahead of the clock the contender reads. Each renewal is a new record, so the watch
+    starts again and the contender waits out its timeout, several expiries long."""
+    store, clocks = {}, Clocks()
+    ahead = StorageClock(lambda: clocks.storage_time + TEN_YEARS)
+    ahead.stamps = clocks.storage_clock.stamps
+    live = MemoryLock(MemoryStorage(store, "site", "holder", clock=ahead))
+    version = [live.create(holder_record(START, 5, "holder"))]
+    renewals = iter(range(1, 10_000))
+
+    def renew() -> None:
+        if clocks.monotonic % 1.0 < LOCK_POLL_SECONDS:
+            version[0] = live.replace(version[0], holder_record(START, 5, "holder", START, next(renewals)))
+
+    clocks.on_sleep = renew
+    with pytest.raises(DistributorError) as caught:
+        take(store, clocks, timeout=30, expiry=5)
+    assert caught.value.reason == "locked" and json.loads(store["site/" + LOCK_NAME])["token"] == "holder"
+    assert "Retry later" in caught.value.message
+
+
+def test_a_wait_too_short_to_watch_a_whole_lease_says_how_to_break_the_lock():
+    store, clocks = {}, Clocks()
+    clocks.storage_time += TEN_YEARS
+    plant(store, clocks, holder(0))
+    clocks.storage_time -= TEN_YEARS
+    with pytest.raises(DistributorError) as caught:
+        take(store, clocks, timeout=60, expiry=600)
+    assert caught.value.reason == "locked"
+    assert "seen unchanged for 600s (lock.expiry)" in caught.value.message
+    assert "lock_timeout above that" in caught.value.message
 
 
 def test_a_contender_that_breaks_a_stale_lock_leaves_a_newer_one_alone():

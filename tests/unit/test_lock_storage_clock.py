@@ -86,6 +86,76 @@ def test_sftp_a_lock_judged_dead_leaves_no_clock_probe_or_guard_behind(sftp):
     assert sorted(os.listdir(directory)) == []
 
 
+# A lock that can never expire, as planted: a record declaring an endless lease, and a lock file
+# whose modification time lies ten years ahead of the server's clock. Both are broken by a run
+# whose lock.expiry is EXPIRY within EXPIRY + WAIT; a live holder is not, in the same time.
+EXPIRY = 2.0
+WAIT = 8.0
+TEN_YEARS = 10 * 365 * 24 * 3600.0
+
+
+def endless(now: float) -> bytes:
+    return json.dumps({"holder": "ghost:1", "token": "planted", "acquired_at": now, "expires_at": 1e300,
+                       "expiry": 1e300}).encode()
+
+
+def broken_within(storage, read_token) -> float:
+    """Take the lock with lock.expiry EXPIRY and lock_timeout WAIT; the seconds it took."""
+    started = time.monotonic()
+    with storage.lock(timeout=WAIT, expiry=EXPIRY):
+        took = time.monotonic() - started
+        assert read_token() == "t1"
+    assert took < EXPIRY + WAIT
+    return took
+
+
+def test_sftp_a_lock_declaring_an_endless_lease_is_broken_after_lock_expiry(sftp):
+    opened, directory = sftp
+    (directory / LOCK_NAME).write_bytes(endless(time.time()))
+    took = broken_within(opened(), lambda: json.loads((directory / LOCK_NAME).read_bytes())["token"])
+    assert took <= EXPIRY + 1 + 1.5, "the server dates it older than lock.expiry (plus its resolution) by then"
+
+
+def test_sftp_a_lock_dated_ten_years_ahead_is_broken_once_seen_unchanged_for_lock_expiry(sftp):
+    opened, directory = sftp
+    (directory / LOCK_NAME).write_bytes(behind_by_an_hour())
+    ahead = time.time() + TEN_YEARS
+    os.utime(directory / LOCK_NAME, (ahead, ahead))
+    took = broken_within(opened(), lambda: json.loads((directory / LOCK_NAME).read_bytes())["token"])
+    assert EXPIRY - 0.5 <= took <= EXPIRY + 1.5, "watched unchanged for lock.expiry on the contender's clock"
+    assert os.listdir(directory) == [], "released, and no clock probe or guard left"
+
+
+def assert_a_live_holder_keeps_its_lock(opened, read_token, plant_ahead=lambda: None) -> None:
+    """A holder with the same lock.expiry renews every third of it; a contender waiting several
+    expiries never breaks it, even when the holder's lock was first stamped ahead."""
+    with opened("holder").lock(timeout=WAIT, expiry=EXPIRY) as lease:
+        plant_ahead()
+        error = locked_with(opened("t1"), timeout=3 * EXPIRY)
+        lease.confirm("writing .distributor.json")
+        assert read_token() == "holder"
+    assert "Retry later" in error.message
+
+
+def locked_with(storage, timeout: float) -> DistributorError:
+    with pytest.raises(DistributorError) as caught:
+        with storage.lock(timeout=timeout, expiry=EXPIRY):
+            pass
+    assert caught.value.reason == "locked", caught.value
+    return caught.value
+
+
+def test_sftp_a_live_holder_is_never_broken(sftp):
+    opened, directory = sftp
+
+    def plant_ahead() -> None:
+        ahead = time.time() + TEN_YEARS
+        os.utime(directory / LOCK_NAME, (ahead, ahead))
+
+    assert_a_live_holder_keeps_its_lock(opened, lambda: json.loads((directory / LOCK_NAME).read_bytes())["token"],
+                                        plant_ahead)
+
+
 def test_sftp_a_planted_256_mib_lock_is_never_read_whole(sftp):
     opened, directory = sftp
     with open(directory / LOCK_NAME, "wb") as handle:
@@ -122,6 +192,19 @@ def test_s3_a_lock_is_dated_by_last_modified_against_the_replys_date(s3):
     seen = lock.read()
     assert seen.raw == record and seen.version
     assert 0 <= lock.now() - seen.stamp < 3, "moto dates the object and its reply on one clock"
+
+
+def test_s3_a_lock_declaring_an_endless_lease_is_broken_after_lock_expiry(s3):
+    opened, (client, bucket, key) = s3
+    client.put_object(Bucket=bucket, Key=key, Body=endless(time.time()))
+    took = broken_within(opened(), lambda: json.loads(client.get_object(Bucket=bucket, Key=key)["Body"].read())["token"])
+    assert took <= EXPIRY + 1 + 1.5, "S3 dates it older than lock.expiry (plus its resolution) by then"
+
+
+def test_s3_a_live_holder_is_never_broken(s3):
+    opened, (client, bucket, key) = s3
+    assert_a_live_holder_keeps_its_lock(
+        opened, lambda: json.loads(client.get_object(Bucket=bucket, Key=key)["Body"].read())["token"])
 
 
 def test_s3_a_planted_oversized_lock_is_never_read_whole(s3):
@@ -163,3 +246,20 @@ def test_s3_a_lock_whose_holder_died_hours_ago_on_the_servers_clock_is_broken_at
     with storage.lock(timeout=30):
         assert time.monotonic() - started < 5, "LastModified three hours before the reply's Date: dead at once"
         assert json.loads(server.client().get_object(Bucket=bucket, Key=key)["Body"].read())["token"] == "next"
+
+
+def test_s3_a_lock_dated_ahead_of_the_servers_clock_is_broken_once_seen_unchanged_for_lock_expiry(shifted_s3):
+    """S3 stamps LastModified itself, so a lock dated ahead is one written before the server's
+    clock was set back: here moto writes it ten years ahead, then its clock returns."""
+    server, offset = shifted_s3
+    bucket = server.create_bucket()
+    key = "site/%s/%s" % (BASE, LOCK_NAME)
+    offset.write_text("+3650d\n")
+    server.client().put_object(Bucket=bucket, Key=key, Body=behind_by_an_hour())
+    offset.write_text("+0\n")
+    storage = open_storage(server.storage(bucket, prefix="site"), BASE, "t1")
+    lock = S3Lock(storage)
+    seen = lock.read()
+    assert seen.stamp - lock.now() > TEN_YEARS - 30 * 24 * 3600, "LastModified lies ten years after the reply's Date"
+    took = broken_within(storage, lambda: json.loads(server.client().get_object(Bucket=bucket, Key=key)["Body"].read())["token"])
+    assert EXPIRY - 0.5 <= took <= EXPIRY + 1.5, "watched unchanged for lock.expiry on the contender's clock"

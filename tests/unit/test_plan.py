@@ -6,7 +6,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from ansible_collections.distributor.core.plugins.module_utils._distributor import globs
 from ansible_collections.distributor.core.plugins.module_utils._distributor.decide import decide
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.globs import glob_match
@@ -70,6 +73,13 @@ def test_two_rules_producing_one_output_path_is_a_planning_error():
 ])
 def test_glob_double_star_crosses_directories(pattern, path, expected):
     assert glob_match(pattern, path) is expected
+
+
+@given(st.text(st.sampled_from("ab./*?[]\n\r\x00\u2028é") | st.characters(), max_size=30))
+def test_the_default_rule_without_a_regex_matches_what_its_regex_matches(path):
+    # glob_matcher answers `**` without running _glob's regex per file: the same answer always.
+    assert (globs.glob_matcher("**")(path) is not None) is (globs._glob("**").match(path) is not None)
+    assert glob_match("**", path) is (globs._glob("**").match(path) is not None)
 
 
 def test_primary_url_takes_patterns_in_order_then_paths_in_order():

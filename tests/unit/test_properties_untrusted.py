@@ -53,7 +53,7 @@ def test_a_random_journal_is_accepted_only_with_clean_paths(journal):
     except DistributorError as error:
         assert error.reason == "invalid_state"
         return
-    assert all(path_problem(p) is None for p in parsed.writes)
+    assert all(path_problem(p) is None for p in parsed.paths)
 
 
 def spying(store, seen):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 
+import markdown
 import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor import publish as publish_module
@@ -85,7 +86,7 @@ def test_each_input_of_the_rendering_changes_the_key(other):
     ("transforms", "PYGMENTS_VERSION", "0.1"), ("markdown", "__version__", "0.0.1")])
 def test_the_renderer_and_library_versions_change_the_key(monkeypatch, owner, name, value):
     before = render_key("markdown_to_html", SHA, "a.md", Page())
-    monkeypatch.setattr(transforms if owner == "transforms" else transforms.markdown, name, value)
+    monkeypatch.setattr(transforms if owner == "transforms" else markdown, name, value)
     transforms._page_facts.cache_clear()
     try:
         assert render_key("markdown_to_html", SHA, "a.md", Page()) != before
@@ -120,6 +121,40 @@ def test_a_changed_page_option_renders_every_page(tmp_path, renders):
     bundle = changed_bundle(tmp_path, {})
     publish(bundle, dict(PIPELINE, markdown={"allow_raw_html": True}), local(www), now=LATER)
     assert sorted(renders) == sorted(PAGES)
+
+
+def test_a_changed_stylesheet_rewrites_the_pages_of_an_unchanged_bundle_in_check_mode_and_the_run(tmp_path, renders):
+    """The same bundle again is no skip when the pipeline's page settings changed: its pages
+    were rendered with other settings than it now gives (issue 31: a stylesheet moved from
+    1.css to 2.css must reach every published page)."""
+    bundle = write_bundle(tmp_path / "b1", PAGES, created="2026-06-04T11:55:00Z")
+    first = dict(PIPELINE, markdown={"stylesheet": "/1.css"})
+    publish(bundle, first, local(tmp_path / "www"), now=NOW)
+    assert publish(bundle, first, local(tmp_path / "www"), now=LATER)["action"] == "skip"
+    renders.clear()
+
+    second = dict(PIPELINE, markdown={"stylesheet": "/2.css"})
+    check = publish(bundle, second, local(tmp_path / "www"), now=LATER, check_mode=True)
+    assert check["action"] == "replace" and "page settings of" in check["reason"]
+    assert sorted(check["written"]) == sorted(p.replace(".md", ".html") for p in PAGES)
+    ran = publish(bundle, second, local(tmp_path / "www"), now=LATER, expect_plan_digest=check["plan_digest"])
+    assert ran["written"] == check["written"]
+    assert b"/2.css" in (tmp_path / "www" / "p0.html").read_bytes()
+    assert publish(bundle, second, local(tmp_path / "www"), now=LATER)["action"] == "skip"
+
+
+def test_records_without_a_key_get_one_once_even_when_the_bundle_is_unchanged(tmp_path, renders):
+    """A record written before render keys existed cannot say how its page was rendered: the
+    page is rendered once and, its bytes being the recorded ones, only the record changes."""
+    www = published(tmp_path)
+    state = state_of(www)
+    for record in state["outputs"]:
+        del record["render_key"]
+    (www / ".distributor.json").write_text(json.dumps(state))
+    bundle = str(tmp_path / "b1")
+    once = publish(bundle, PIPELINE, local(www), now=LATER)
+    assert once["changed"] and once["written"] == [] and all(keys_of(www).values())
+    assert publish(bundle, PIPELINE, local(www), now=LATER)["action"] == "skip"
 
 
 def test_records_without_a_key_are_rendered_and_get_one(tmp_path, renders):
@@ -222,11 +257,18 @@ def test_schema_1_has_no_render_key_and_an_extra_one_is_ignored():
 GOLDEN_PAGES = {  # RENDERER_VERSION -> sha256 of each sample page's bytes, as that version renders it
     1: ("4deead37ab9fc2c38ecec100c1b177473adc88a56edeacded9848823043bad40",
         "2967778554d6a6ed6fe9d68c3f08b3e17078c089c50e5da491c206886011eaee"),
+    # 2 escapes the title's quotes: pages whose title has none (the first two) kept their bytes; the
+    # third sample, a title in a template's attributes, was added with it.
+    2: ("4deead37ab9fc2c38ecec100c1b177473adc88a56edeacded9848823043bad40",
+        "2967778554d6a6ed6fe9d68c3f08b3e17078c089c50e5da491c206886011eaee",
+        "728788d84b06f774bc71fea97f3663e5c7c251229d4cddc7500a1d4a226a80da"),
 }
 SAMPLES = (
     (b"# Release notes\n\nSee [the guide](guide/intro.md#setup), [home](https://example.com/a.md) and "
      b"[bad](javascript:alert(1)).\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n<b>raw</b> & more\n", "notes/release.md", Page()),
     (b"no heading here\n", "notes/plain-page.md", Page(stylesheet="/site.css")),
+    (b"# It's' onload='alert(1)\" & <b>\n", "notes/quoted.md",
+     Page(template="<title>{title}</title><meta content='{title}'><meta content=\"{title}\">{stylesheet}{content}")),
 )
 
 

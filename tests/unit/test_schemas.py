@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.schema_documents import SCHEMAS
-from ansible_collections.distributor.core.plugins.module_utils._distributor.schemas import MAX_NESTING, check_nesting
+from ansible_collections.distributor.core.plugins.module_utils._distributor.schemas import MAX_NESTING, check_nesting, show, validate
 from ansible_collections.distributor.core.plugins.module_utils._distributor.state import state_to_dict
 
 from builders import manifest, shared_state, single_state
@@ -52,3 +53,51 @@ def test_nesting_is_bounded_at_32_levels_whatever_sits_beside_it(leaf_siblings):
         check_nesting([{"path": "a", "size": 1}, _nested(MAX_NESTING, leaf_siblings)], "here", "invalid_state")
     assert caught.value.reason == "invalid_state"
     assert "deeper than 32 levels" in caught.value.message
+
+
+def _refusal(name, data) -> str:
+    with pytest.raises(DistributorError) as caught:
+        validate(name, data, "here", "invalid_state")
+    return caught.value.message
+
+
+def test_the_first_of_equally_broken_items_is_named():
+    """jsonschema's best_match names the last of equals: files[2]. A reader fixing the file reads
+    it top down, and a planted array of millions names its first without a look at the rest."""
+    data = manifest().to_dict()
+    data["files"] = [0, 0, 0]
+    assert _refusal("manifest", data) == "here: files[0] must be an object, not an integer"
+
+
+def test_an_error_higher_up_is_named_before_a_deeper_one_found_first():
+    """Of the errors of the first broken item and of the rest of the record, the one highest up
+    says most: jsonschema finds the unknown key after the broken entry."""
+    data = dict(manifest().to_dict(), extra=1)
+    data["files"] = [{"path": "a", "sha256": "x", "size": 1}, 0]
+    assert _refusal("manifest", data).startswith('here: the manifest has unknown key "extra"')
+    del data["extra"]
+    assert _refusal("manifest", data) == 'here: files[0].sha256 "x" is not sha256: followed by 64 lowercase hex digits'
+
+
+def test_unknown_keys_are_named_five_and_counted():
+    data = dict(manifest().to_dict(), **{"k%07d" % i: 0 for i in range(100_000)})
+    assert _refusal("manifest", data) == (
+        'here: the manifest has unknown key "k0000000", "k0000001", "k0000002", "k0000003", "k0000004" and 99995 more '
+        "(allowed: schema_version, id, digest, created, files)")
+
+
+def test_a_long_value_is_shown_cut_after_encoding_only_what_is_shown():
+    value = list(range(10_000_000))
+    start = time.process_time()
+    assert show(value) == json.dumps(value[:100])[:79] + "…"
+    assert show("x" * 10_000_000) == '"' + "x" * 78 + "…"
+    assert time.process_time() - start < 0.5
+    assert show({"a": [1, "é\n"]}) == json.dumps({"a": [1, "é\n"]})
+
+
+def test_a_message_of_jsonschema_quoting_a_long_value_is_cut():
+    data = state_to_dict(single_state(manifest()))
+    data["outputs"][0]["url"] = "ftp://" + "x" * 100_000
+    message = _refusal("state-v2", data)
+    assert message.startswith("here: outputs[0].url: 'ftp://xxx") and message.endswith("…")
+    assert len(message) < 300

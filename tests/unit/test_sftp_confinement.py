@@ -19,8 +19,8 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.publ
 from ansible_collections.distributor.core.plugins.module_utils._distributor.reconcile import reconcile_state
 from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest_build import create_manifest
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
-from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.sftp_private import (
-    foreign_owner, writable_by_others)
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.private import writable_by_others
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.sftp_private import foreign_owner
 
 NOBODY = 65534
 

@@ -111,6 +111,42 @@ def test_unclean_or_reserved_output_paths_are_invalid_state(path):
     invalid(json.dumps(record).encode(), "outputs[0].path")
 
 
+def with_url(url: str, path: str = "report.md") -> bytes:
+    record = json.loads(v1())
+    record["outputs"][0].update(path=path, source_path=path, url=url)
+    return json.dumps(record).encode()
+
+
+@pytest.mark.parametrize("url, path", [
+    ("https://reports.example.com/archive/report.md", "report.md"),
+    ("http://h/report.md", "report.md"),  # another owner's, or an earlier base_url's: any sound base
+    ("https://h/docs/a(1)%20b.html", "a(1) b.html"),  # escaped as another writer escapes
+    ("https://h/caf%C3%A9.html", "café.html"),
+    ("https://h/café.html", "café.html"),
+])
+def test_a_recorded_url_that_is_its_path_under_some_base_url_is_read(url, path):
+    assert parse_state(with_url(url, path), ".distributor.json").outputs[0].url == url
+
+
+@pytest.mark.parametrize("url, problem", [
+    ("https://h/*", "does not end with the output's path"),
+    ("https://h/docs/site/../../admin/report.md", "'.' or '..' segment"),
+    ("https://h/docs/%2E%2E/report.md", "'.' or '..' segment"),
+    ("https://h/docs/./report.md", "'.' or '..' segment"),
+    ("https://h/docs\\..\\report.md", "backslash"),
+    ("https://h/report.md?/*", "query"),
+    ("https://h/x#/report.md", "fragment"),
+    ("https:///report.md", "with a host"),
+    ("https://[::1/report.md", "is not a URL"),
+])
+def test_a_recorded_url_distributor_never_makes_is_invalid_state_naming_the_path_and_both_urls(url, problem):
+    invalid(with_url(url), "outputs[0].url %r" % url, problem, "'report.md'", "links.base_url + '/report.md'")
+
+
+def test_a_recorded_primary_url_with_a_dot_segment_is_invalid_state():
+    invalid(v1(links={"primary_url": "https://h/a/../../admin/"}), "links.primary_url", "'.' or '..' segment")
+
+
 def test_shared_root_output_of_an_unknown_owner_is_invalid_state():
     state = state_to_dict(shared_state(("reports", "archive", M, ["a.md"])))
     state["outputs"][0]["pipeline_id"] = "ghost"

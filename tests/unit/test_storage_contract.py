@@ -7,6 +7,7 @@ Select one backend with `-k local`, `-k memory`, `-k sftp` or `-k s3`.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import threading
@@ -27,6 +28,7 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.stor
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.base import Storage
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
 
+from builders import sha
 from memory_storage import MemoryStorage
 
 BASE = "reports/2024-05-01"
@@ -58,12 +60,12 @@ class Backend:
 def _local(request, tmp_path):
     root = tmp_path / "root"
     root.mkdir()
-    return Backend("local", lambda base, token: open_storage({"type": "local", "root": str(root)}, base, token), root)
+    return Backend("local", lambda base, token, **kw: open_storage({"type": "local", "root": str(root), **kw}, base, token), root)
 
 
 def _memory(request, tmp_path):
     store: dict = {}
-    return Backend("memory", lambda base, token: MemoryStorage(store, base, token))
+    return Backend("memory", lambda base, token, **kw: MemoryStorage(store, base, token))
 
 
 def _sftp(request, tmp_path):
@@ -111,6 +113,51 @@ def expect_error(reason: str, call, *args, **kwargs) -> DistributorError:
         call(*args, **kwargs)
     assert caught.value.reason == reason, caught.value.message
     return caught.value
+
+
+# -- settings changed in place -------------------------------------------------------------
+
+# The settings each backend is resettled from and to: a file mode, or an S3 object's headers.
+SETTINGS = {"local": ({"file_mode": "0640"}, {"file_mode": "0604"}), "sftp": ({"file_mode": "0640"}, {"file_mode": "0604"}),
+            "s3": ({"cache_control": "max-age=60"}, {"cache_control": "no-cache"}), "memory": ({}, {})}
+
+
+def settings_seen(backend: Backend, path: str):
+    """(the setting resettle changes, the file's identity) as the backend itself keeps them."""
+    if backend.name in ("local", "sftp"):
+        found = os.stat(backend.base_dir() / path)
+        return "%04o" % (found.st_mode & 0o7777), found.st_ino
+    if backend.name == "s3":
+        head = backend.server.client().head_object(Bucket=backend.bucket, Key="site/%s/%s" % (BASE, path))
+        return head.get("CacheControl"), head["ContentLength"]
+    return None, None
+
+
+def test_resettle_gives_the_recorded_bytes_new_settings_without_writing_them(backend):
+    before, after = SETTINGS[backend.name]
+    backend.open(**before).write("docs/a.txt", [b"alpha"])
+    storage = backend.open(**after)
+    if backend.name == "s3":
+        puts = []
+        storage.client.meta.events.register("before-call.s3.PutObject", lambda **kw: puts.append(kw))
+    old, identity = settings_seen(backend, "docs/a.txt")
+    assert storage.resettle_many([("docs/a.txt", sha(b"alpha"), 5)]) == []
+    new, same = settings_seen(backend, "docs/a.txt")
+    assert (old, new) == {"local": ("0640", "0604"), "sftp": ("0640", "0604"), "s3": ("max-age=60", "no-cache")}.get(
+        backend.name, (None, None))
+    assert same == identity and storage.read_bytes("docs/a.txt", STATE_LIMIT) == b"alpha"
+    if backend.name == "s3":
+        assert puts == []
+
+
+def test_resettle_leaves_a_file_that_is_not_the_recorded_one_to_be_written_again(backend):
+    before, after = SETTINGS[backend.name]
+    backend.open(**before).write("docs/a.txt", [b"alpha"])
+    storage = backend.open(**after)
+    old = settings_seen(backend, "docs/a.txt")
+    assert storage.resettle_many([("docs/a.txt", sha(b"ALPHA"), 5), ("docs/gone.txt", sha(b"x"), 1)]) == [
+        "docs/a.txt", "docs/gone.txt"]
+    assert settings_seen(backend, "docs/a.txt") == old
 
 
 # -- reading and writing ------------------------------------------------------------------
@@ -218,6 +265,90 @@ def test_list_files_is_sorted_recursive_and_includes_reserved_names(backend):
 
 def test_list_files_of_a_base_never_written_is_empty(backend):
     assert backend.open(base="not/yet/published").list_files() == []
+
+
+# -- what recovery may delete (Storage.doubt) --------------------------------------------
+
+
+def sha(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def test_doubt_vouches_only_for_the_file_written_with_that_size_and_digest(backend):
+    storage = backend.open()
+    storage.write_bytes("docs/page.html", b"ours")
+    assert storage.doubt("docs/page.html", 4, sha(b"ours")) is None
+    assert storage.doubt("docs/page.html", 4, sha(b"else")) == "holds other bytes than the interrupted publish wrote"
+    assert storage.doubt("docs/page.html", 5, sha(b"ours!")) == "is 4 bytes, not the 5 the interrupted publish wrote"
+    assert storage.doubt("docs/gone.html", 4, sha(b"ours")) == "is gone"
+    assert storage.doubt("nowhere/page.html", 4, sha(b"ours")) == "is gone"
+
+
+def test_doubt_many_answers_each_in_order(backend):
+    storage = backend.open()
+    names = ["p%02d.html" % i for i in range(40)]
+    for name in names:
+        storage.write_bytes(name, name.encode())
+    asked = [(name, 8, sha(name.encode() if i % 3 else b"other!!!")) for i, name in enumerate(names)] + [("gone.html", 1, sha(b"g"))]
+    assert storage.doubt_many(asked) == [storage.doubt(*item) for item in asked]
+    assert storage.doubt_many(asked)[:4] == ["holds other bytes than the interrupted publish wrote", None, None,
+                                             "holds other bytes than the interrupted publish wrote"]
+
+
+@only("local", "sftp")
+def test_doubt_refuses_a_file_of_another_account_whatever_its_content(backend):
+    storage = backend.open()
+    storage.write_bytes("docs/page.html", b"ours")
+    os.chown(backend.base_dir() / "docs" / "page.html", 1000, 1000)
+    assert storage.doubt("docs/page.html", 4, sha(b"ours")).startswith("is owned by uid 1000, not by ")
+    assert storage.doubt("docs/page.html").startswith("is owned by uid 1000")
+
+
+@only("local", "sftp")
+def test_doubt_accepts_the_configured_owner(backend):
+    if backend.name == "sftp":
+        storage = backend.open(owner=1000)
+    else:
+        storage = open_storage({"type": "local", "root": str(backend.root), "owner": 1000}, BASE, "t2")
+        backend.opened.append(storage)
+    storage.write_bytes("page.html", b"ours")
+    assert os.stat(backend.base_dir() / "page.html").st_uid == 1000
+    assert storage.doubt("page.html", 4, sha(b"ours")) is None
+    os.chown(backend.base_dir() / "page.html", 1001, 1001)
+    assert "is owned by uid 1001, not by " in storage.doubt("page.html", 4, sha(b"ours"))
+
+
+@only("local")
+def test_doubt_refuses_a_file_with_a_second_name(backend, tmp_path):
+    storage = backend.open()
+    storage.write_bytes("page.html", b"ours")
+    os.link(backend.base_dir() / "page.html", tmp_path / "elsewhere")
+    assert storage.doubt("page.html", 4, sha(b"ours")) == "has 2 links, and a file distributor writes has one"
+
+
+@only("local", "sftp")
+def test_doubt_refuses_a_link_and_a_directory_where_a_file_was_written(backend, tmp_path):
+    (backend.base_dir() / "dir.html").mkdir(parents=True)
+    (backend.base_dir() / "link.html").symlink_to(tmp_path)
+    storage = backend.open()
+    assert storage.doubt("dir.html", 4, sha(b"ours")) == "is a directory"
+    assert storage.doubt("link.html", 4, sha(b"ours")) == "is a symbolic link"
+
+
+@only("local", "sftp")
+def test_an_empty_staging_directory_is_listed_and_removed_and_one_holding_a_file_stays(backend):
+    base = backend.base_dir()
+    (base / "docs" / ".distributor.tmp.dead").mkdir(parents=True)
+    (base / "docs" / ".distributor.tmp.full").mkdir()
+    (base / "docs" / ".distributor.tmp.full" / "a.html").write_bytes(b"staged")
+    (base / "docs" / "plain").mkdir()
+    storage = backend.open()
+    assert storage.list_files() == ["docs/.distributor.tmp.dead", "docs/.distributor.tmp.full/a.html"]
+    assert storage.doubt("docs/.distributor.tmp.dead") is None
+    assert storage.delete_many(["docs/.distributor.tmp.dead", "docs/.distributor.tmp.full"]) == ["docs/.distributor.tmp.dead"]
+    assert sorted(os.listdir(base / "docs")) == [".distributor.tmp.full", "plain"]
+    os.chown(base / "docs" / ".distributor.tmp.full", 65534, 65534)
+    assert storage.doubt("docs/.distributor.tmp.full").startswith("is owned by uid 65534")
 
 
 # -- locking ------------------------------------------------------------------------------

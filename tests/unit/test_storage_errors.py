@@ -4,6 +4,8 @@ real local publishes into roots where something is in the way."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 
 import pytest
@@ -121,7 +123,8 @@ def test_a_journal_whose_directory_was_swapped_for_a_link_stays_until_the_direct
     publish(write_bundle(tmp_path / "v1", {"index.html": b"v1"}, created="2026-06-03T00:00:00Z"), PIPELINE, dest, now=NOW)
     (site / "docs").mkdir()
     (site / "docs" / "page.html").write_bytes(b"left by a killed attempt")
-    (site / JOURNAL_NAME).write_bytes(b'{"token": "dead", "writes": ["docs/page.html"]}')
+    entry = {"path": "docs/page.html", "sha256": "sha256:" + hashlib.sha256(b"left by a killed attempt").hexdigest(), "size": 24}
+    (site / JOURNAL_NAME).write_text(json.dumps({"token": "dead", "writes": [entry]}))
     os.rename(site / "docs", tmp_path / "moved")
     (site / "docs").symlink_to(tmp_path / "moved")
     second = write_bundle(tmp_path / "v2", {"index.html": b"v2"})

@@ -95,7 +95,7 @@ def local_destination(root, **settings):
     return {"id": "d", "storage": dict({"type": "local", "root": str(root)}, **settings)}
 
 
-def test_a_change_of_mode_alone_rewrites_the_output_and_is_shown(tmp_path):
+def test_a_change_of_mode_alone_resettles_the_output_in_place_and_is_shown(tmp_path):
     source = write_bundle(tmp_path / "b", {"index.html": b"<p>", "a/b.txt": b"b"})
     root = tmp_path / "www"
     first = publish(source, {"id": "p"}, local_destination(root, file_mode="0640", directory_mode="0750"))
@@ -103,17 +103,50 @@ def test_a_change_of_mode_alone_rewrites_the_output_and_is_shown(tmp_path):
     assert os.stat(root / "index.html").st_mode & 0o777 == 0o640
     assert os.stat(root / "a").st_mode & 0o777 == 0o750
     assert not publish(source, {"id": "p"}, local_destination(root, file_mode="0640", directory_mode="0750"))["changed"]
+    inode = os.stat(root / "index.html").st_ino
 
     check = publish(source, {"id": "p"}, local_destination(root, file_mode="0600"), check_mode=True)
-    assert check["changed"] and sorted(check["written"]) == ["a/b.txt", "index.html"]
+    assert check["changed"] and check["written"] == [] and check["resettled"] == ["a/b.txt", "index.html"]
+    assert {c["path"]: c["change"] for c in check["changes"]} == {"a/b.txt": "settings", "index.html": "settings"}
     assert "file_mode=0640" in check["diff"][0]["before"] and "file_mode=0600" in check["diff"][0]["after"]
     assert os.stat(root / "index.html").st_mode & 0o777 == 0o640
 
-    again = publish(source, {"id": "p"}, local_destination(root, file_mode="0600"))
-    assert again["changed"] and "storage settings" in again["reason"]
+    again = publish(source, {"id": "p"}, local_destination(root, file_mode="0600"), expect_plan_digest=check["plan_digest"])
+    assert again["changed"] and "storage settings" in again["reason"] and again["resettled"] == check["resettled"]
     assert os.stat(root / "index.html").st_mode & 0o777 == 0o600
+    assert os.stat(root / "index.html").st_ino == inode
     recorded = parse_state((root / ".distributor.json").read_bytes(), "state").by_path()
     assert dict(recorded["index.html"].attributes) == {"file_mode": "0600"}
+
+
+def test_a_mode_no_longer_configured_rewrites_the_output_with_the_default(tmp_path):
+    """A file keeps the mode it has: only a new file gets the default, so it is written again."""
+    source = write_bundle(tmp_path / "b", {"index.html": b"<p>"})
+    root = tmp_path / "www"
+    publish(source, {"id": "p"}, local_destination(root, file_mode="0600"))
+    again = publish(source, {"id": "p"}, local_destination(root))
+    assert again["written"] == ["index.html"] and again["resettled"] == []
+    assert os.stat(root / "index.html").st_mode & 0o777 == 0o644
+
+
+def test_a_resettle_writes_again_an_output_that_is_not_the_file_distributor_wrote(tmp_path):
+    """Settings land only on the recorded bytes in a file of one link: a hard link to a file
+    elsewhere is replaced by a new file, and the file elsewhere keeps its mode."""
+    source = write_bundle(tmp_path / "b", {"index.html": b"<p>", "a.txt": b"a"})
+    root = tmp_path / "www"
+    publish(source, {"id": "p"}, local_destination(root, file_mode="0640"))
+    elsewhere = tmp_path / "elsewhere.txt"
+    elsewhere.write_bytes(b"a")
+    os.chmod(elsewhere, 0o600)
+    os.unlink(root / "a.txt")
+    os.link(elsewhere, root / "a.txt")
+    (root / "index.html").write_bytes(b"<P>")
+
+    again = publish(source, {"id": "p"}, local_destination(root, file_mode="0644"))
+    assert again["resettled"] == ["a.txt", "index.html"]
+    assert os.stat(elsewhere).st_mode & 0o777 == 0o600 and os.stat(elsewhere).st_nlink == 1
+    assert (root / "index.html").read_bytes() == b"<p>"
+    assert os.stat(root / "a.txt").st_mode & 0o777 == 0o644 and os.stat(root / "index.html").st_mode & 0o777 == 0o644
 
 
 def test_default_mode_is_unchanged(tmp_path):

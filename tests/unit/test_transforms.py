@@ -3,6 +3,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from html.parser import HTMLParser
+
 import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor import transforms as transforms_module
@@ -81,6 +86,38 @@ def test_title_escapes_html_written_in_a_heading():
     assert "<title>&lt;script&gt;x&lt;/script&gt;</title>" in render("# <script>x</script>\n")
 
 
+class Attributes(HTMLParser):
+    """Every start tag's attributes, as a browser's tokenizer reads them."""
+
+    def __init__(self, document: str):
+        super().__init__()
+        self.tags = []
+        self.feed(document)
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, attrs))
+
+
+BREAKOUTS = ["It's' onload='alert(document.domain)", 'A "quoted" title" http-equiv="refresh" content="0;url=https://evil.example/',
+             "<x> & 'both' \"kinds\""]
+
+
+@pytest.mark.parametrize("heading", BREAKOUTS)
+@pytest.mark.parametrize("quote", ["'", '"'])
+def test_a_title_in_a_quoted_attribute_of_the_operators_template_stays_one_value(heading, quote):
+    """A producer's heading must not add an event handler or a refresh redirect to an operator's
+    `<meta property="og:title" content='{title}'>`."""
+    template = "<head><meta property=%sog:title%s content=%s{title}%s></head><body>{content}</body>" % ((quote,) * 4)
+    document = render_markdown(("# %s\n" % heading).encode(), "a.md", Page(template=template)).decode()
+    meta = [attrs for tag, attrs in Attributes(document).tags if tag == "meta"]
+    assert meta == [[("property", "og:title"), ("content", heading)]]
+
+
+def test_a_title_is_escaped_with_its_quotes_in_the_built_in_page():
+    assert "<title>It&#x27;s &quot;here&quot;</title>" in render("# It's \"here\"\n")
+    assert "<title>it&#x27;s.md</title>" in render_markdown(b"no heading\n", "it's.md").decode()
+
+
 def test_tables_render():
     html = body("| a | b |\n|---|---|\n| 1 | 2 |\n")
     assert "<table>" in html and "<th>a</th>" in html and "<td>2</td>" in html
@@ -125,12 +162,27 @@ def test_source_that_is_not_utf8_is_refused():
 
 
 def test_missing_markdown_is_reported_as_a_missing_library(monkeypatch):
-    monkeypatch.setattr(transforms_module, "HAS_MARKDOWN", False)
-    monkeypatch.setattr(transforms_module, "MARKDOWN_IMPORT_ERROR", "Traceback: no markdown")
-    with pytest.raises(MissingLibrary) as caught:
-        render_markdown(b"# x", "a.md")
+    monkeypatch.setitem(sys.modules, "markdown", None)  # what an import finds when it is not installed
+    transforms_module._markdown.cache_clear()
+    transforms_module._renderer.cache_clear()
+    try:
+        with pytest.raises(MissingLibrary) as caught:
+            render_markdown(b"# x", "a.md")
+    finally:
+        monkeypatch.undo()
+        transforms_module._markdown.cache_clear()
+        transforms_module._renderer.cache_clear()
     assert caught.value.message == "markdown is required for the markdown_to_html transform"
-    assert caught.value.traceback == "Traceback: no markdown"
+    assert "ModuleNotFoundError" in caught.value.traceback
+    assert render_markdown(b"# x", "a.md").startswith(b"<!DOCTYPE html>")
+
+
+def test_a_module_start_imports_no_markdown_until_a_page_is_rendered():
+    code = ("import sys; from ansible_collections.distributor.core.plugins.modules import distributor_publish; "
+            "from ansible_collections.distributor.core.plugins.module_utils._distributor import transforms; "
+            "assert 'markdown' not in sys.modules, 'imported at module start'; "
+            "transforms.render_markdown(b'# x', 'a.md'); assert 'markdown' in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
 
 
 # links
@@ -259,6 +311,28 @@ def test_a_template_file_is_read_as_utf8_and_links_are_followed(tmp_path):
     (tmp_path / "page.html").write_bytes("\ufeff<h1>Caf\u00e9</h1>{content}".encode("utf-8"))
     (tmp_path / "link.html").symlink_to(tmp_path / "page.html")
     assert read_template(str(tmp_path / "link.html"), "pipeline site") == "<h1>Caf\u00e9</h1>{content}"
+
+
+@pytest.mark.parametrize("template, message", [
+    ("<meta content={title}>{content}", "puts {title} in the tag <meta content={title}> outside a quoted attribute value"),
+    ("<a title=x{title}>{content}</a>", "outside a quoted attribute value"),
+    ("<p {title}>{content}</p>", "outside a quoted attribute value"),
+    ("<div data-x='{content}'></div>", "puts {content} inside the tag <div data-x='{content}'>; it is HTML"),
+    ("<link {stylesheet}>{content}", "puts {stylesheet} inside the tag"),
+])
+def test_a_placeholder_no_escaping_can_make_safe_in_a_tag_is_a_config_error(tmp_path, template, message):
+    path = tmp_path / "page.html"
+    path.write_text(template)
+    with pytest.raises(DistributorError) as caught:
+        read_template(str(path), "pipeline site")
+    assert caught.value.reason == "invalid_config" and message in caught.value.message
+
+
+def test_a_title_in_quoted_attributes_and_text_is_a_usable_template(tmp_path):
+    template = ("<html><head><title>{title}</title><meta name=\"a=b\" content=\"x={title}\"><meta content='{title}'>"
+                "{stylesheet}</head><body class=page>{content}<p>{title}</p></body></html>")
+    (tmp_path / "page.html").write_text(template)
+    assert read_template(str(tmp_path / "page.html"), "pipeline site") == template
 
 
 @pytest.mark.parametrize("name, content, message", [

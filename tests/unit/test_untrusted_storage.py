@@ -16,7 +16,7 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.stor
     describe_holder, lock_is_expired)
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.sftp import SftpStorage
 
-from builders import LATER, MEMORY_STORAGE, NOW, write_bundle
+from builders import LATER, MEMORY_STORAGE, NOW, sha, write_bundle
 from memory_storage import MemoryStorage
 
 JOURNAL = "site/.distributor.journal.json"
@@ -61,7 +61,9 @@ def test_a_planted_journal_is_invalid_state_naming_the_entry_and_deletes_nothing
 def test_check_mode_names_the_outputs_a_real_run_recovers(published, tmp_path):
     store, bundle = published
     store["site/stray.html"] = b"left by a killed run"
-    store[JOURNAL] = json.dumps({"token": "dead", "writes": ["stray.html", "index.html"]}).encode()
+    writes = [{"path": "stray.html", "sha256": sha(b"left by a killed run"), "size": 20},
+              {"path": "index.html", "sha256": sha(b"<p>hi</p>"), "size": 9}]
+    store[JOURNAL] = json.dumps({"token": "dead", "writes": writes}).encode()
     checked = publish(bundle, {"id": "reports"}, dest(), now=LATER, check_mode=True, opener=memory(store))
     real = publish(bundle, {"id": "reports"}, dest(), now=LATER, opener=memory(store))
     assert checked["warnings"] == ["a real run first removes 1 output(s) left by an interrupted publish (attempt dead): stray.html"]
@@ -119,7 +121,7 @@ def test_a_planted_lock_record_never_raises_and_never_holds_forever(raw):
     assert lock_is_expired(raw, 0.0) or b"1e300" in raw
 
 
-@pytest.mark.parametrize("source_id", ["x@evil.example", "../../evil", "a b?c#d", "//evil.example/x", "é"])
+@pytest.mark.parametrize("source_id", ["x@evil.example", "a b?c#d", "//evil.example/x", "é", "%2e%2e"])
 def test_a_producer_id_is_percent_encoded_into_the_path_and_state_stays_valid(tmp_path, source_id):
     store = {}
     bundle = write_bundle(tmp_path / "b", {"index.html": b"<p>hi</p>"}, id=source_id)
@@ -128,6 +130,18 @@ def test_a_producer_id_is_percent_encoded_into_the_path_and_state_stays_valid(tm
     assert result["primary_url"].startswith("https://docs.example.com/")
     assert "@" not in result["primary_url"] and " " not in result["primary_url"]
     parse_state(store[STATE], STATE)
+
+
+@pytest.mark.parametrize("source_id", ["../../evil", "..", "a/./b"])
+def test_a_producer_id_that_would_climb_out_of_the_urls_path_is_invalid_config(tmp_path, source_id):
+    """`..` stays `..` when percent-encoded, and many servers decode `%2e%2e` too: a URL made
+    from such an id would name another directory of the site."""
+    bundle = write_bundle(tmp_path / "b", {"index.html": b"<p>hi</p>"}, id=source_id)
+    with pytest.raises(DistributorError) as failure:
+        publish(bundle, {"id": "reports"}, dest(links={"base_url": "https://docs.example.com/r/{source_id}/"}),
+                now=NOW, opener=memory({}))
+    assert failure.value.reason == "invalid_config" and "'.' or '..' segment" in failure.value.message
+    assert repr(source_id) in failure.value.message
 
 
 @pytest.mark.parametrize("base_url", ["https://{source_id}.example.com/", "https://example.com{source_id}/",

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
@@ -35,6 +36,27 @@ class DistributorModule(AnsibleModule):
         """Warnings quote ids and paths from bundles and destinations too: shown like the result."""
         super().warn(shown(warning))
 
+    def _return_formatted(self, kwargs):
+        """Ansible walks the whole result with `remove_values` to strip the no_log options' values
+        (0.13 s for a 10,000-file result); with none given that walk copies the result unchanged.
+        Then the result's own values are held back while Ansible formats the rest (the keys it
+        reads, warnings, deprecations, invocation) and put back as it encodes. With a secret among
+        the options, or an Ansible without the encoding hook, Ansible walks it all."""
+        if self.no_log_values or not _ENCODING_HOOK:
+            super()._return_formatted(kwargs)
+            return
+        self._held = {key: value for key, value in kwargs.items() if key not in ANSIBLE_READS}
+        super()._return_formatted({key: None if key in self._held else value for key, value in kwargs.items()})
+
+    def _record_module_result(self, o):
+        held = getattr(self, "_held", {})
+        super()._record_module_result({key: held.get(key, value) for key, value in o.items()})
+
+
+# The result keys Ansible's formatting reads (`add_path_info` stats `path` or `dest`): never held back.
+ANSIBLE_READS = frozenset(("invocation", "warnings", "deprecations", "path", "dest"))
+_ENCODING_HOOK = hasattr(AnsibleModule, "_record_module_result")
+
 
 def run_module(argument_spec: dict, operation, diff_aware: bool = False) -> None:
     """`operation(params, check_mode)` returns the result dict (with `changed` and `diff`); with
@@ -42,9 +64,23 @@ def run_module(argument_spec: dict, operation, diff_aware: bool = False) -> None
     to build when nobody asked for the diff. A module whose spec has `result_limit` returns its
     lists within that budget (budget.py), its `invocation` too, and with `record_file` writes the
     whole result there, with the `plan` the operation returns beside it (record.py), before the
-    lists are cut."""
+    lists are cut.
+
+    The cyclic garbage collector is off while the module works: the process lives seconds, and
+    the collector's passes over its records (100,000 at a large destination, none of them
+    garbage) cost a sixth of a 100,000-file skip. Reference counting still frees all but cycles,
+    and the peak memory of a 50,000-file check with diff is the same without the collector."""
     module = DistributorModule(argument_spec=argument_spec, supports_check_mode=True)
-    budgeted = "result_limit" in argument_spec
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        _run(module, "result_limit" in argument_spec, operation, diff_aware)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _run(module: DistributorModule, budgeted: bool, operation, diff_aware: bool) -> None:
     limit = module.params.get("result_limit")
     try:
         if budgeted:

@@ -9,16 +9,24 @@ from __future__ import annotations
 from . import vocabulary
 from .limits import RESULT_LIMIT
 
-STORAGE = dict(
-    type=dict(type="str", required=True, choices=list(vocabulary.STORAGE_TYPES)),
-    root=dict(type="str"),
+# How to reach one SSH server: SFTP storage and each of its jump hosts take the same options.
+SSH_CONNECTION = dict(
     host=dict(type="str"),
     port=dict(type="int"),
     username=dict(type="str"),
     password=dict(type="str", no_log=True),
     private_key_file=dict(type="path"),
     known_hosts_file=dict(type="path"),
+    known_hosts=dict(type="str"),
     host_key_policy=dict(type="str", choices=list(vocabulary.HOST_KEY_POLICIES)),
+    connect_timeout=dict(type="float"),
+)
+
+STORAGE = dict(
+    SSH_CONNECTION,
+    type=dict(type="str", required=True, choices=list(vocabulary.STORAGE_TYPES)),
+    root=dict(type="str"),
+    jump_hosts=dict(type="list", elements="dict", options=dict(SSH_CONNECTION, host=dict(type="str", required=True))),
     require_private_directories=dict(type="bool"),
     bucket=dict(type="str"),
     prefix=dict(type="str"),

@@ -198,6 +198,15 @@ def s3_record_args(storage: dict) -> dict:
     return args
 
 
+def resettable(recorded: tuple, configured: tuple) -> bool:
+    """Whether an output written with the `recorded` settings can be given the `configured` ones
+    without writing its bytes again. A file setting no longer configured cannot: a file keeps the
+    owner it has, and only a new file gets the defaults. S3's can: a copy onto itself replaces
+    them all."""
+    dropped = {name for name, _value in recorded} - {name for name, _value in configured}
+    return not dropped.intersection(FILE_SETTINGS)
+
+
 def describe(attributes: tuple[tuple[str, str], ...]) -> str:
     """`file_mode=0640 owner=www` for the diff listing."""
     return " ".join("%s=%s" % pair for pair in attributes)

@@ -17,7 +17,7 @@ from typing import Iterator
 from .errors import DistributorError
 from .manifest import MANIFEST_NAME, Manifest, parse_manifest, short_digest
 from .regular import NotRegularFile, kind_of, open_regular, open_regular_fd
-from .schemas import show
+from .schemas import check_density, show
 
 READ_CHUNK_SIZE = 1024 * 1024  # a chunk or two in memory at a time (see readahead), whatever the file size
 
@@ -116,6 +116,7 @@ def read_manifest_json(where: str) -> object:
         raise _not_regular(exc) from None
     except OSError as exc:
         raise DistributorError("invalid_manifest", "cannot read %s: %s" % (where, exc.strerror or exc)) from None
+    check_density(raw, where, "invalid_manifest")
     try:
         return json.loads(raw.decode("utf-8-sig"), object_pairs_hook=_refuse_duplicate_keys)
     except UnicodeDecodeError as exc:

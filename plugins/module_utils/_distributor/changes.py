@@ -28,7 +28,8 @@ def publish_changes(the_plan: Plan, present: frozenset | None) -> list[dict]:
     (this owner managed it), a `take_over` (another owner did) or a `force_overwrite` (an
     unmanaged file is there); a planned path another owner managed that needs no write is a
     `take_over` too (only its record changes hands). Each deleted path is a `delete`; each output
-    `verify` found drifted or missing and rewrites as recorded is a `repair`.
+    `verify` found drifted or missing and rewrites as recorded is a `repair`; each output whose bytes
+    stay and whose storage settings change in place is a `settings` change.
 
     `present` is None only when the root was not listed, which happens only for plans that write
     and delete nothing."""
@@ -50,6 +51,10 @@ def publish_changes(the_plan: Plan, present: frozenset | None) -> list[dict]:
             entries[record.path] = change(record.path, "take_over", key, old.owner, old.sha256, record.sha256)
     for write in the_plan.repairs:
         entries[write.path] = change(write.path, "repair", key, key, write.content.sha256, write.content.sha256)
+    for write in the_plan.resettles:
+        old = previous[write.path]
+        entries[write.path] = change(write.path, "settings" if old.owner == key else "take_over", key, old.owner,
+                                     old.sha256, write.content.sha256)
     for path in the_plan.deletes:
         old = previous.get(path)
         entries[path] = change(path, "delete", old.owner if old else None, old.owner if old else None,

@@ -19,6 +19,7 @@ from .schema_documents import HTTP_URL
 from .schemas import validate
 from .timestamps import format_rfc3339
 from .transforms import is_script_url
+from .urls import url_problem
 from .vocabulary import SHARED_ROOT, SINGLE_OWNER
 
 DEFAULT_RULES = ({"match": "**", "transform": "copy"},)
@@ -86,9 +87,14 @@ class Destination:
         return self.state_mode == SHARED_ROOT
 
 
-def _without_none(data: dict) -> dict:
-    """Ansible passes every unset suboption as None; the schemas describe what a user wrote."""
-    return {k: (_without_none(v) if isinstance(v, dict) else v) for k, v in data.items() if v is not None}
+def _without_none(data):
+    """Ansible passes every unset suboption as None, in lists of options too (jump_hosts); the
+    schemas describe what a user wrote."""
+    if isinstance(data, dict):
+        return {k: _without_none(v) for k, v in data.items() if v is not None}
+    if isinstance(data, list):
+        return [_without_none(v) for v in data]
+    return data
 
 
 _STORAGE_ALIASES = {alias: name for name, spec in STORAGE.items() for alias in spec.get("aliases", ())}
@@ -208,8 +214,14 @@ def _check_templates(destination: Destination, where: str) -> None:
 
 def _check_base_url(template: str, where: str) -> None:
     """The template must be a URL already, and a producer's values ({source_id}, {created}) may
-    only fill its path: whatever a producer writes, the URL keeps the operator's host."""
-    check_http_url(_PLACEHOLDER.sub("x", template), "%s: links.base_url %r" % (where, template))
+    only fill its path: whatever a producer writes, the URL keeps the operator's host. It is the
+    URL output paths are joined to, so a query or fragment (`…/site?v=1/a.html`) is refused."""
+    filled = _PLACEHOLDER.sub("x", template)
+    check_http_url(filled, "%s: links.base_url %r" % (where, template))
+    problem = url_problem(filled)
+    if problem:
+        raise DistributorError("invalid_config", "%s: links.base_url %r %s; it is the URL of the bundle path, which "
+                                                 "each output's path is joined to" % (where, template, problem))
     for match in _PLACEHOLDER.finditer(template):
         if match.group(1) in _PRODUCER_VALUES and not re.match(r"[^:]*://[^/?#]*[/?#]", template[: match.start()]):
             raise DistributorError(
@@ -242,6 +254,11 @@ def render_url(destination: Destination, pipeline_id: str, source_id: str, creat
         return None
     url = render_template(destination.base_url, pipeline_id, destination.id, source_id, created, encode=quote)
     check_http_url(url, "destination %s: links.base_url rendered as %r" % (destination.id, url))
+    problem = url_problem(url)
+    if problem:
+        raise DistributorError("invalid_config", "destination %s: links.base_url rendered as %r %s; the values filled "
+                                                 "into it (here source id %r) may not climb out of its path"
+                                                 % (destination.id, url, problem, source_id))
     return url
 
 
@@ -287,10 +304,3 @@ def render_bundle_path(destination: Destination, pipeline_id: str | None, source
             % (destination.id, rendered, destination.path, problem or "uses a reserved .distributor name"),
         )
     return rendered
-
-
-def output_url(base_url: str | None, path: str) -> str | None:
-    """The public URL of an output: the rendered base URL joined with the quoted output path."""
-    if not base_url:
-        return None
-    return base_url.rstrip("/") + "/" + quote(path)

@@ -4,13 +4,15 @@
 
 With `--diff` the listing of paths and digests comes first; then each written output has an
 entry of its own: the old and the new text, which Ansible renders as a unified diff, or one line
-saying why it is not shown (binary content, over a bound, or content distributor does not manage,
-which it never reads). The old content is read from the destination before anything is written,
-in check mode as in a real run, and only for outputs a state record manages there: what is found
-at a destination is untrusted, so nothing is read that is larger than a bound allows, as far as
-the record tells, and bytes that are not UTF-8 text are only called binary. A task shows a
-bounded number of entries and bytes and then says how many more outputs it does not show; the
-built-in stylesheet every page inlines is shown as a one-line note naming its digest.
+saying why it is not shown (binary content, over a bound, content distributor does not manage,
+which it never reads, something other than a regular file, which it never opens, or a file with
+a name distributor did not make: regular.ForeignLinks). The old content is read from the
+destination before anything is written, in check mode as in a real run, and only for outputs a
+state record manages there: what is found at a destination is untrusted, so nothing is read that
+is larger than a bound allows, as far as the record tells, and bytes that are not UTF-8 text are
+only called binary. A task shows a bounded number of entries and bytes and then says how many
+more outputs it does not show; the built-in stylesheet every page inlines is shown as a one-line
+note naming its digest.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ import hashlib
 from typing import Callable, Iterable
 
 from .limits import UNLIMITED
+from .errors import Unreadable
 from .plan import Write
+from .regular import ForeignLinks
 from .state import Output
 from .transforms import BUILTIN_STYLESHEET
 
@@ -90,7 +94,12 @@ def _texts(write: Write, record: Output | None, present: bool, read_old, read_ne
     after = _text(read_new(write), "new")
     if not present:
         return _elided("", after)
-    old = read_old(write.path, FILE_BOUND) or b""
+    try:
+        old = read_old(write.path, FILE_BOUND) or b""
+    except ForeignLinks as links:
+        raise _Skip("old content not shown: " + links.shown) from None
+    except Unreadable as found:
+        raise _Skip("the old file is %s, not a regular file, which distributor does not open" % found.kind) from None
     if len(old) > FILE_BOUND:
         raise _Skip("old content has grown past its record's %d bytes, over the bound of %d bytes per file"
                     % (old_size, FILE_BOUND))

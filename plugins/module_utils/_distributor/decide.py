@@ -91,12 +91,22 @@ def compare_sources(recorded: Manifest, new: Manifest, destination: Destination)
     )
 
 
-def settings_changed(state: State, key: OwnerKey, destination: Destination) -> tuple[bool, str]:
+def settings_changed(state: State, key: OwnerKey, destination: Destination, page_keys: dict) -> tuple[bool, str]:
     """(changed?, why): whether any output of owner `key` was written with other storage
-    settings (modes, ownership, S3 object settings) than the destination now configures."""
+    settings (modes, ownership, S3 object settings) than the destination now configures, or is
+    a page rendered with other page settings than the pipeline's now (its render key is not the
+    one `page_keys` gives its path: a stylesheet, a template or the renderer changed, or the
+    record predates render keys). An unchanged source is then no skip."""
     configured = attributes_for(destination.storage)
-    changed = [o.path for o in state.outputs_of(key) if o.attributes != configured(o.path)]
-    return bool(changed), "the storage settings of %s changed; those outputs are written again" % _some(changed)
+    mine = state.outputs_of(key)
+    resettled = [o.path for o in mine if o.attributes != configured(o.path)]
+    rendered = [o.path for o in mine if o.path in page_keys and o.render_key != page_keys[o.path]]
+    why = []
+    if resettled:
+        why.append("the storage settings of %s changed" % _some(resettled))
+    if rendered:
+        why.append("the page settings of %s changed" % _some(rendered))
+    return bool(why), "; ".join(why)
 
 
 def decide_from_state(
@@ -109,11 +119,14 @@ def decide_from_state(
     planned: frozenset,
     force: bool,
     where: str,
+    page_keys: dict | None = None,
 ) -> Decision | None:
     """The decision the record alone settles, before the root is listed; None when it needs the
     listing (every decision that writes outputs does). Raises the failures the record shows, so
-    a skip, a migration of an unchanged source or a conflict costs no listing of a large root."""
-    step = _from_state(manifest, key, destination, state, state_error, planned, force, where)
+    a skip, a migration of an unchanged source or a conflict costs no listing of a large root.
+    `page_keys` maps each planned page to the render key the pipeline now gives it (see
+    settings_changed)."""
+    step = _from_state(manifest, key, destination, state, state_error, planned, force, where, page_keys or {})
     return step if isinstance(step, Decision) else None
 
 
@@ -128,14 +141,15 @@ def decide(
     planned: frozenset,
     force: bool,
     where: str,
+    page_keys: dict | None = None,
 ) -> Decision:
     """The decision for publishing `manifest` as owner `key` with the root listed (`present`:
     the non-reserved files under the bundle path); raises the contract's failures."""
-    step = _from_state(manifest, key, destination, state, state_error, planned, force, where)
+    step = _from_state(manifest, key, destination, state, state_error, planned, force, where, page_keys or {})
     return step if isinstance(step, Decision) else step(present)
 
 
-def _from_state(manifest, key, destination, state, state_error, planned, force, where) -> Decision | AfterListing:
+def _from_state(manifest, key, destination, state, state_error, planned, force, where, page_keys) -> Decision | AfterListing:
     """The mode's rows up to the point where the listing is needed."""
     if destination.shared_root:
         if state_error is not None:
@@ -144,13 +158,13 @@ def _from_state(manifest, key, destination, state, state_error, planned, force, 
                 state_error.message + "; a shared root's state cannot be forced over because other "
                 "owners' outputs would be lost: repair the file or restore it from backup",
             )
-        return _shared_root(manifest, key, destination, state, planned, force, where)
+        return _shared_root(manifest, key, destination, state, planned, force, where, page_keys)
     refuse_shared_state_at_single_owner(
         state, destination, where, " or publish elsewhere (force never applies: it would delete other owners' outputs)")
     try:
         if state_error is not None:
             raise state_error
-        step = _single_owner(manifest, key, destination, state, planned, where)
+        step = _single_owner(manifest, key, destination, state, planned, where, page_keys)
     except DistributorError as error:
         return _forced(error, state, force)
     if isinstance(step, Decision):
@@ -175,7 +189,7 @@ def _forced(error: DistributorError, state: State | None, force: bool) -> AfterL
                                     state, forced=frozenset(present - managed))
 
 
-def _single_owner(manifest, key, destination, state, planned, where) -> Decision | AfterListing:
+def _single_owner(manifest, key, destination, state, planned, where, page_keys) -> Decision | AfterListing:
     """The single-owner rows: no state, another identity (takeover), the same source."""
     if state is None:
         return lambda present: _new_bundle_path(present, destination, where)
@@ -189,7 +203,7 @@ def _single_owner(manifest, key, destination, state, planned, where) -> Decision
                 "ownership of its managed outputs." % (where, mismatch),
             )
         return lambda present: _takeover(present, mismatch, state, planned, where)
-    compared = _compare_same_source(owner, manifest, key, destination, state)
+    compared = _compare_same_source(owner, manifest, key, destination, state, page_keys)
     if isinstance(compared, Decision):
         return compared
     return lambda present: _rewrite(present, compared, destination, state, planned, where)
@@ -227,7 +241,7 @@ def _rewrite(present: frozenset, why: str, destination: Destination, state: Stat
     return Decision("merge", why, "merge", state)
 
 
-def _shared_root(manifest, key, destination, state, planned, force, where) -> Decision | AfterListing:
+def _shared_root(manifest, key, destination, state, planned, force, where, page_keys) -> Decision | AfterListing:
     """The contract's shared-root rows, in its order: migrate this owner's own single-owner
     state, compare within the owner's scope, take over colliding paths, refuse what is in the
     way, then (with the listing) unmanaged collisions, which force overwrites."""
@@ -235,7 +249,7 @@ def _shared_root(manifest, key, destination, state, planned, force, where) -> De
     if migrated:
         state = _migrated(state, key, where)
     managed = state.by_path() if state else {}
-    compared = _compare_owner(manifest, key, destination, state, where)
+    compared = _compare_owner(manifest, key, destination, state, where, page_keys)
     if isinstance(compared, Decision):
         if migrated and compared.action == "skip":
             return replace(compared, action="migrate", reason="single-owner state becomes shared_root state; " + compared.reason)
@@ -276,7 +290,7 @@ def _migrated(state: State, key: OwnerKey, where: str) -> State:
     return to_shared(state)
 
 
-def _compare_owner(manifest, key, destination, state, where):
+def _compare_owner(manifest, key, destination, state, where, page_keys):
     """The comparison scoped to this owner: a final Decision (a skip, or a migration of an
     unchanged source), or (action, reconciliation, why) for a publish that writes outputs."""
     owner = state.owner(key) if state else None
@@ -290,19 +304,20 @@ def _compare_owner(manifest, key, destination, state, where):
                 % (where, key, owner.manifest.id, manifest.id),
             )
         return "takeover", "replace", "owner %s moves from source %s to %s" % (key, owner.manifest.id, manifest.id)
-    compared = _compare_same_source(owner, manifest, key, destination, state)
+    compared = _compare_same_source(owner, manifest, key, destination, state, page_keys)
     if isinstance(compared, Decision):
         return compared
     return destination.reconciliation, destination.reconciliation, compared
 
 
-def _compare_same_source(owner: Owner, manifest: Manifest, key: OwnerKey, destination: Destination, state: State):
+def _compare_same_source(owner: Owner, manifest: Manifest, key: OwnerKey, destination: Destination, state: State,
+                         page_keys: dict):
     """An owner whose recorded source has the new one's id: a skip Decision when neither the
     source nor the storage settings changed, else why its outputs are written."""
     update, why = compare_sources(owner.manifest, manifest, destination)
     if update:
         return why
-    resettle, because = settings_changed(state, key, destination)
+    resettle, because = settings_changed(state, key, destination, page_keys)
     if not resettle:
         return Decision("skip", why, destination.reconciliation, state, rewrites_outputs=False)
     return why + "; " + because

@@ -99,7 +99,7 @@ def publish_facts(the_plan: Plan, manifest, recovered, changes: list) -> dict:
     previous = base.by_path() if base else {}
     outputs = the_plan.outputs()
     after_owner = the_plan.after.owner(key) if the_plan.after else None
-    touched = {w.path for w in the_plan.writes + the_plan.repairs} | set(the_plan.deletes)
+    touched = {w.path for w in the_plan.writes + the_plan.repairs + the_plan.resettles} | set(the_plan.deletes)
     touched.update(o.path for o in outputs if o.path in previous and previous[o.path].owner != key)
     return {
         "plan_format": PLAN_FORMAT,
@@ -111,8 +111,8 @@ def publish_facts(the_plan: Plan, manifest, recovered, changes: list) -> dict:
         "recorded_source": _recorded_source(the_plan.before, key),
         "state_mode": the_plan.after.mode if the_plan.after else None,
         "reconciliation": after_owner.reconciliation if after_owner else None,
-        "primary_url": after_owner.primary_url if after_owner else None,
-        "writes": Mapped(the_plan.writes + the_plan.repairs, lambda w: {
+        "primary_url": the_plan.primary_url,
+        "writes": Mapped(the_plan.writes + the_plan.repairs + the_plan.resettles, lambda w: {
             "path": w.path, "change": kinds[w.path], "sha256": w.content.sha256, "size": w.content.size,
             "owner": str(key), "attributes": list(map(list, w.content.attributes))}),
         "deletes": sorted(the_plan.deletes),

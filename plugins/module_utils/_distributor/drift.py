@@ -13,17 +13,26 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
+from .errors import Unreadable
 from .plan import PlannedOutput, Write
+from .regular import ForeignLinks
 from .state import Output
 
 
 def find_drift(records: Iterable[Output], listed: frozenset, measure: Callable, verify: str) -> tuple[list, list]:
     """(missing, drifted) paths among `records`: missing when not listed (or gone when measured),
-    drifted when the size (or, for sha256, the digest) differs from the record. `measure` is
-    Storage.measure, which takes no digest of a file whose size already differs."""
+    drifted when the size (or, for sha256, the digest) differs from the record, when what is there
+    is not a regular file (a FIFO, a device: never opened, see errors.Unreadable), or when the
+    file there has a name distributor did not make (regular.ForeignLinks: never read, and replaced
+    by a rename, which leaves the other name's file as it is). `measure` is Storage.measure, which
+    takes no digest of a file whose size already differs."""
     missing, drifted = [], []
     for record in sorted(records, key=lambda o: o.path):
-        seen = measure(record.path, record.size, verify == "sha256") if record.path in listed else None
+        try:
+            seen = measure(record.path, record.size, verify == "sha256") if record.path in listed else None
+        except (ForeignLinks, Unreadable):
+            drifted.append(record.path)
+            continue
         if seen is None:
             missing.append(record.path)
         elif seen[0] != record.size or (seen[1] is not None and seen[1] != record.sha256):

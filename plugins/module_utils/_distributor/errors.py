@@ -40,3 +40,15 @@ class MissingLibrary(DistributorError):
         self.library = library
         self.purpose = purpose
         self.traceback = traceback_text
+
+
+class Unreadable(DistributorError):
+    """Something other than a regular file (a FIFO, a device, a socket, a directory) at a name
+    distributor reads at a destination, refused unopened: a FIFO would block the run. At a
+    record's name the run stops on it (`storage_error`); at an output's name the output is just
+    not what its record says, so drift counts it drifted and a content diff does not show it.
+    `kind` says what was found."""
+
+    def __init__(self, message: str, kind: str):
+        super().__init__("storage_error", message)
+        self.kind = kind

@@ -1,18 +1,22 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Plain-Python checks of the large arrays (manifest `files[]`, state `outputs[]`), so jsonschema
-runs on the rest of a document instead of on 100,000 entries.
+"""Plain-Python checks of the large arrays (manifest `files[]`, state `outputs[]` and `owners[]`), so
+jsonschema runs on the rest of a document instead of on 100,000 entries.
 
 Each check is sufficient, never necessary: it accepts an item only when the item's schema in
-schemas.py certainly accepts it too (it may be stricter, as a full-match pattern is). When every
-item passes, validating the document with that array emptied finds exactly the errors of the
-whole document, since no item can fail; when any item does not pass, the caller validates the
-whole document with jsonschema, so acceptances, rejections and error wording stay jsonschema's.
+schemas.py certainly accepts it too (it may be stricter, as a full-match pattern is). So
+validating the document with that array emptied, then with jsonschema each item that does not
+pass until one fails, finds every error of the document up to its first broken item, without
+jsonschema looking at the items that pass: acceptances, rejections and error wording stay
+jsonschema's, and a planted array of millions of broken items costs one look at its first.
 tests/unit/test_fastcheck.py holds the two paths to that.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Iterator
+
+from .vocabulary import RECONCILIATION_MODES
 
 _SHA256 = re.compile(r"sha256:[0-9a-f]{64}")
 _HTTP_URL = re.compile(r"[Hh][Tt][Tt][Pp][Ss]?://[^\s]+")
@@ -77,20 +81,44 @@ _OUTPUT_REQUIRED = ("path", "kind", "source_path", "sha256", "size")
 _OUTPUT_REQUIRED_V2 = _OUTPUT_REQUIRED + ("created_at", "updated_at")
 _OUTPUT_REQUIRED_V3 = _OUTPUT_REQUIRED_V2 + ("destination_id", "pipeline_id", "source_created", "source_digest", "source_id")
 
+
+def _owner(item) -> bool:
+    """A shared-root owner record; its manifest is checked by manifest.parse_manifest."""
+    if not isinstance(item, dict):
+        return False
+    reconciliation, source, links = item.get("reconciliation"), item.get("source"), item.get("links", {})
+    return (_id(item.get("pipeline_id")) and _id(item.get("destination_id"))
+            and isinstance(reconciliation, dict) and _mode(reconciliation.get("mode"))
+            and isinstance(source, dict) and isinstance(source.get("manifest"), dict)
+            and isinstance(links, dict) and ("primary_url" not in links or _url(links["primary_url"])))
+
+
+def _mode(value) -> bool:
+    return isinstance(value, str) and value in RECONCILIATION_MODES
+
+
+# Per schema, its large arrays in the order the schema lists them (each is after every other
+# property: schemas.py relies on it to name the error jsonschema would name).
 ITEM_CHECKS = {
-    "manifest": ("files", _manifest_file),
-    "state-v1": ("outputs", _output_check(_OUTPUT, _OUTPUT_REQUIRED)),
-    "state-v2": ("outputs", _output_check(_OUTPUT_V2, _OUTPUT_REQUIRED_V2)),
-    "state-v3": ("outputs", _output_check(_OUTPUT_V3, _OUTPUT_REQUIRED_V3)),
+    "manifest": (("files", _manifest_file),),
+    "state-v1": (("outputs", _output_check(_OUTPUT, _OUTPUT_REQUIRED)),),
+    "state-v2": (("outputs", _output_check(_OUTPUT_V2, _OUTPUT_REQUIRED_V2)),),
+    "state-v3": (("owners", _owner), ("outputs", _output_check(_OUTPUT_V3, _OUTPUT_REQUIRED_V3))),
 }
 
 
-def without_checked_items(name: str, data: object) -> object:
-    """`data` with its large array emptied when every item passes its check, else `data` itself:
-    what jsonschema then validates, so it walks a large array only when some item may be wrong."""
-    key, check = ITEM_CHECKS.get(name, (None, None))
-    if key is None or not isinstance(data, dict) or not isinstance(data.get(key), list):
-        return data
-    if not all(map(check, data[key])):
-        return data
-    return dict(data, **{key: []})
+def split_items(name: str, data: object) -> tuple[object, list[tuple[str, Iterator[tuple[int, object]]]]]:
+    """What jsonschema must look at in `data`: the document with its large arrays emptied, and per
+    array its key and the (index, item) of each item that does not pass its check, in order and
+    lazily (none when every item passes, and then no item can fail)."""
+    if not isinstance(data, dict):
+        return data, []
+    arrays = [(key, check) for key, check in ITEM_CHECKS.get(name, ()) if isinstance(data.get(key), list)]
+    rest = dict(data, **{key: [] for key, _check in arrays}) if arrays else data
+    return rest, [(key, _unchecked(data[key], check)) for key, check in arrays]
+
+
+def _unchecked(items: list, check) -> Iterator[tuple[int, object]]:
+    if all(map(check, items)):
+        return iter(())
+    return ((index, item) for index, item in enumerate(items) if not check(item))

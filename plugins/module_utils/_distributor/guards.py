@@ -19,27 +19,29 @@ UNLIMITED = -1
 SHOWN = 20
 
 
-def check_delete_limit(plan: Plan, destination: Destination, manifest: Manifest) -> None:
+def check_delete_limit(plan: Plan, destination: Destination, manifest: Manifest, recovered=()) -> None:
     """Raise delete_limit when the plan deletes more outputs than the destination allows, or
     when an empty bundle would delete any. Counted are the paths the plan deletes (replacement's
-    omitted outputs, takeover, forced replacement), not an interrupted attempt's leftovers,
-    which were never published."""
-    deletes = plan.deletes
-    if not deletes:
-        return
+    omitted outputs, takeover, forced replacement, in single-owner and shared roots alike: every
+    delete of a publish is in `plan.deletes`) and `recovered`, the outputs an interrupted attempt
+    left that recovery deletes first: a journal is read back from storage, and however well it is
+    checked, a run nobody watches must not delete more than the limit on its word. The empty
+    bundle rule is about the bundle, so recovery does not count there."""
     where = "destination %s" % destination.id
-    if not manifest.files and not destination.allow_empty:
+    if plan.deletes and not manifest.files and not destination.allow_empty:
         raise DistributorError(
             "delete_limit",
             "%s: the bundle is empty and publishing it would delete %d output(s)%s; if that is meant, set "
-            "transfer.allow_empty: true" % (where, len(deletes), first_paths(deletes)),
+            "transfer.allow_empty: true" % (where, len(plan.deletes), first_paths(plan.deletes)),
         )
+    deletes = list(plan.deletes) + list(recovered)
     limit = destination.max_deletes
     if limit != UNLIMITED and len(deletes) > limit:
+        left = " (%d of them left by an interrupted publish)" % len(recovered) if recovered else ""
         raise DistributorError(
             "delete_limit",
-            "%s: the publish would delete %d output(s), more than transfer.max_deletes (%d)%s; if that is "
-            "meant, raise transfer.max_deletes (-1 for no limit)" % (where, len(deletes), limit, first_paths(deletes)),
+            "%s: the publish would delete %d output(s)%s, more than transfer.max_deletes (%d)%s; if that is "
+            "meant, raise transfer.max_deletes (-1 for no limit)" % (where, len(deletes), left, limit, first_paths(deletes)),
         )
 
 

@@ -2,7 +2,9 @@
 """The CDN paths a run made stale: what a user fronting the destination with a CDN would
 otherwise work out by hand from `written`, `deleted` and `links.base_url`.
 
-The records hold each output's URL, so the paths are exact. A page is served at its directory
+Each URL is made from the output's path and `links.base_url` as this run renders it, never read
+from a record (urls.py): a record's `url` someone rewrote to `https://h/*` would otherwise purge
+the whole site, or `…/../../admin/a.html` another part of it. A page is served at its directory
 URL as well (`/a/index.html` also as `/a/`), so both are given. CloudFront bills per path and a
 wildcard counts as one, so above the destination's `links.invalidation_limit` paths collapse to
 `<directory>/*` (a wildcard may only end a path), the deepest directories first: the paths keep
@@ -14,7 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from urllib.parse import urlsplit
 
-from .config import output_url
+from .urls import output_url
 
 INDEX_PAGES = ("index.html", "index.htm")
 
@@ -35,14 +37,11 @@ def invalidation_paths(urls, limit: int) -> list[str]:
 
 
 def changed_urls(plan, base_url: str | None) -> list:
-    """The URLs of the outputs a publish plan writes or repairs (from the records it writes) or deletes
-    (from the records it replaces, where they were served; a forced file nobody recorded at the
-    URL its path has now)."""
-    after = plan.after.by_path() if plan.after else {}
-    before = plan.before.by_path() if plan.before else {}
-    written = [after[w.path].url if w.path in after else output_url(base_url, w.path) for w in (*plan.writes, *plan.repairs)]
-    deleted = [before[d].url if d in before else output_url(base_url, d) for d in plan.deletes]
-    return written + deleted
+    """The URLs of the outputs a publish plan writes, repairs, resettles (served with other
+    headers now) or deletes, at `base_url`: where the bundle path is served now, whatever URL a
+    record of a deleted output holds."""
+    changed = (*plan.writes, *plan.repairs, *plan.resettles)
+    return [output_url(base_url, path) for path in (*(w.path for w in changed), *plan.deletes)]
 
 
 def _collapse(paths: set, limit: int) -> set:

@@ -13,6 +13,11 @@ from __future__ import annotations
 STATE_LIMIT = 512 * 1024 * 1024
 # The journal names every path one attempt writes: as many as the state, but shorter records.
 JOURNAL_LIMIT = 256 * 1024 * 1024
+# Bytes of JSON text per array or object, at least, in a record read back or a manifest: the
+# densest distributor writes is about one per 45 bytes (a shared root of owners of empty bundles,
+# written compactly). Denser text is refused before it is decoded: 512 MiB of `[]` decodes to
+# 12 GiB of empty lists, and walking them took minutes.
+BYTES_PER_CONTAINER = 32
 # A lock holds one holder record of a few hundred bytes.
 LOCK_LIMIT = 64 * 1024
 # Directory levels below a bundle path that a listing descends; deeper is a storage_error.

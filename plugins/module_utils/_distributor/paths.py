@@ -9,6 +9,7 @@ RESERVED_PREFIX = ".distributor"
 STATE_NAME = ".distributor.json"
 JOURNAL_NAME = ".distributor.journal.json"
 LOCK_NAME = ".distributor.lock"
+STAGING_PREFIX = RESERVED_PREFIX + ".tmp."  # + an attempt token: its staging directories (storage.base.staging_dir)
 _CONTROL = re.compile("[\x00-\x1f\x7f]")
 # A clean path in one match: segments of allowed characters, none of them "." or "..".
 _SEGMENT = r"(?!\.\.?(?:/|\Z))[^/\\\x00-\x1f\x7f]+"
@@ -39,6 +40,11 @@ def path_problem(path: object) -> str | None:
 def is_reserved(path: str) -> bool:
     """Names starting `.distributor` belong to distributor itself at every level of a destination."""
     return RESERVED_PREFIX in path and any(segment.startswith(RESERVED_PREFIX) for segment in path.split("/"))
+
+
+def is_staging(name: str) -> bool:
+    """Whether a file name is one distributor gives a staging directory, of whichever attempt."""
+    return name.startswith(STAGING_PREFIX)
 
 
 def join(*parts: str) -> str:

@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from .config import Destination, Pipeline, output_url
+from .attributes import resettable
+from .config import Destination, Pipeline
 from .decide import Decision
 from .errors import DistributorError
 from .globs import glob_match, glob_matcher
@@ -16,6 +17,7 @@ from .paths import is_reserved, path_problem
 from .state import Output, Owner, OwnerKey, State, schema_version_for
 from .timestamps import format_rfc3339
 from .transforms import output_kind, output_path
+from .urls import output_url
 from .version import COLLECTION_VERSION
 from .vocabulary import SHARED_ROOT, SINGLE_OWNER
 
@@ -69,15 +71,26 @@ class Plan:
     after: State | None
     retained: tuple[str, ...]
     repairs: tuple[Write, ...] = ()  # drifted outputs rewritten as they are recorded (drift.py)
+    resettles: tuple[Write, ...] = ()  # outputs whose bytes stay and whose storage settings change
+    primary_url: str | None = None  # made from a path and links.base_url, never read (plan.primary_url)
 
     @property
     def changed(self) -> bool:
         """True exactly when executing the plan writes or deletes something (state included)."""
-        return bool(self.writes or self.deletes or self.repairs) or self.after != self.before
+        return bool(self.writes or self.deletes or self.repairs or self.resettles) or self.after != self.before
 
     def outputs(self) -> tuple[Output, ...]:
         """The records this owner manages once the plan is executed."""
         return self.after.outputs_of(self.owner) if self.after else ()
+
+    def directories_changed(self) -> set[str]:
+        """The directories a run of this plan creates, renames or removes files in, relative to
+        the bundle path ('' is the bundle path itself, where the state record is written):
+        check mode asks storage whether it could (Storage.check_writable)."""
+        if not self.changed:
+            return set()
+        paths = [w.path for w in self.writes + self.repairs + self.resettles] + list(self.deletes)
+        return {path.rpartition("/")[0] for path in paths} | {""}
 
 
 def plan_outputs(manifest: Manifest, pipeline: Pipeline) -> tuple[PlannedOutput, ...]:
@@ -113,7 +126,8 @@ def with_data(the_plan: Plan, contents: dict) -> Plan:
     reused: the same writes, digests and records, now carrying what the executor puts in place."""
     def filled(writes: tuple) -> tuple:
         return tuple(replace(w, content=contents[w.path]) if w.path in contents else w for w in writes)
-    return replace(the_plan, writes=filled(the_plan.writes), repairs=filled(the_plan.repairs))
+    return replace(the_plan, writes=filled(the_plan.writes), repairs=filled(the_plan.repairs),
+                   resettles=filled(the_plan.resettles))
 
 
 def primary_url(paths, patterns, base_url: str | None) -> str | None:
@@ -170,16 +184,19 @@ def plan(
     """The complete plan for `decision`; `contents` maps each planned path to its Content and may
     be empty when nothing is written (skip, or a migration of an unchanged source)."""
     stamp = format_rfc3339(now)
+    planned_paths = frozenset(p.path for p in planned)
     if decision.action == "skip":
-        return Plan(decision, key, bundle_path, (), (), before, before, ())
+        return Plan(decision, key, bundle_path, (), (), before, before, (),
+                    primary_url=_kept_primary_url(before, key, planned_paths, destination, base_url))
     base = decision.state
     if not decision.rewrites_outputs:
-        after = replace(base, updated_at=stamp, distributor_version=COLLECTION_VERSION)
-        return Plan(decision, key, bundle_path, (), (), before, after, ())
+        made = _kept_primary_url(base, key, planned_paths, destination, base_url)
+        owners = tuple(replace(o, primary_url=made) if o.key == key else o for o in base.owners)
+        after = replace(base, updated_at=stamp, distributor_version=COLLECTION_VERSION, owners=owners)
+        return Plan(decision, key, bundle_path, (), (), before, after, (), primary_url=made)
     shared = destination.shared_root
     previous = base.by_path() if base else {}
     mine = {o.path: o for o in base.outputs if o.owner == key or not shared} if base else {}
-    planned_paths = frozenset(p.path for p in planned)
     omitted = sorted(set(mine) - planned_paths)
     retained = tuple(omitted) if decision.reconciliation == "merge" else ()
     keep_created = shared or decision.reconciliation == "merge"
@@ -189,11 +206,23 @@ def plan(
     ) + tuple(mine[p] for p in retained)
     owner = Owner(key, destination.reconciliation, manifest, primary_url(planned_paths, destination.primary, base_url))
     after = _state_after(base, before, owner, records, planned_paths, shared, stamp)
-    writes = tuple(
-        Write(p.path, p.source_path, contents[p.path]) for p in planned
-        if not _already_there(previous.get(p.path), contents[p.path], p.path in present)
-    )
-    return Plan(decision, key, bundle_path, writes, _deletes(decision, omitted, planned_paths, present, shared), before, after, retained)
+    writes, resettles = [], []
+    for item in planned:
+        recorded, content, here = previous.get(item.path), contents[item.path], item.path in present
+        if not _already_there(recorded, content, here):
+            (resettles if _resettled(recorded, content, here) else writes).append(Write(item.path, item.source_path, content))
+    deletes = _deletes(decision, omitted, planned_paths, present, shared)
+    return Plan(decision, key, bundle_path, tuple(writes), deletes, before, after, retained, resettles=tuple(resettles),
+                primary_url=owner.primary_url)
+
+
+def _kept_primary_url(state: State, key: OwnerKey, planned_paths: frozenset, destination: Destination,
+                      base_url: str | None) -> str | None:
+    """The primary URL of a publication whose outputs stay as recorded (skip, a migration of an
+    unchanged source): made again from the planned outputs this owner has recorded, not read
+    from its record, which anyone who can write the state could have pointed elsewhere."""
+    recorded = {o.path for o in state.outputs_of(key)}
+    return primary_url(planned_paths & recorded, destination.primary, base_url)
 
 
 def _created_at(old: Output | None, keep_created: bool, stamp: str) -> str:
@@ -223,6 +252,14 @@ def _state_after(base: State | None, before: State | None, owner: Owner, records
                      COLLECTION_VERSION, owners, others + records)
     created_at = before.created_at if before is not None and before.mode == SINGLE_OWNER else stamp
     return State(SINGLE_OWNER, schema_version_for(SINGLE_OWNER), created_at, stamp, stamp, COLLECTION_VERSION, (owner,), records)
+
+
+def _resettled(recorded: Output | None, content: Content, present: bool) -> bool:
+    """A managed output whose bytes are the planned ones but whose storage settings changed is
+    given the new settings in place (Storage.resettle), no byte written, where the settings allow
+    it (attributes.resettable)."""
+    return present and recorded is not None and (
+        (recorded.sha256, recorded.size) == (content.sha256, content.size) and resettable(recorded.attributes, content.attributes))
 
 
 def _already_there(recorded: Output | None, content: Content, present: bool) -> bool:

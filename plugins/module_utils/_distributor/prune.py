@@ -15,17 +15,18 @@ from datetime import datetime, timedelta
 from . import report
 from .budget import Mapped
 from .changes import forget_changes
-from .config import Retention, parse_destination
+from .config import Destination, Retention, parse_destination, render_url
 from .digest import check_expected, forget_facts, plan_digest
 from .errors import DistributorError
 from .invalidation import invalidation_paths
 from .limits import UNLIMITED
 from .paths import STATE_NAME
-from .managed_root import Selector, open_managed_root
+from .managed_root import ManagedRoot, Selector, open_managed_root, parse_created
 from .reconcile import forget
 from .state import Output, serialize_state, state_to_dict
 from .storage.select import open_storage
 from .timestamps import parse_rfc3339, utc_now
+from .urls import output_url
 
 
 def select_expired(outputs, retention: Retention, now: datetime) -> list[Output]:
@@ -77,12 +78,14 @@ def prune(pipeline_id: str, destination: dict, *, selector: Selector = Selector(
         facts = forget_facts("prune", root.bundle_path, root.key, root.state, (root.key,), planned, deleted)
         digest, changes = plan_digest(facts), forget_changes(planned)
         check_expected(expect_plan_digest, facts, digest, changes)
+        base_url = _base_url(destination_cfg, root, selector) if planned else None
         if planned and not check_mode:
             deleted = root.storage.delete_many(o.path for o in planned)
             root.storage.write_bytes(STATE_NAME, serialize_state(after))
     gone = {o.path for o in planned}
     removed = set(deleted)
-    stale = invalidation_paths((o.url for o in planned if o.path in removed), destination_cfg.invalidation_limit)
+    stale = invalidation_paths((output_url(base_url, o.path) for o in planned if o.path in removed),
+                               destination_cfg.invalidation_limit)
     return {
         "changed": bool(planned),
         "bundle_path": root.bundle_path,
@@ -98,3 +101,16 @@ def prune(pipeline_id: str, destination: dict, *, selector: Selector = Selector(
         "diff": report.diff(root.state, after, root.storage.describe(STATE_NAME), result_limit),
         "warnings": root.storage.warnings + root.warnings,
     }
+
+
+def _base_url(destination: Destination, root: ManagedRoot, selector: Selector) -> str | None:
+    """`links.base_url` as a publish of this owner renders it, for the URLs of what prune deletes
+    (made from their paths, never read from their records): placeholders filled from the
+    selector, else from the source this owner last published, as recorded. Rendered before
+    anything is deleted, so a base URL that cannot be rendered fails the run before it acts."""
+    if not destination.base_url:
+        return None
+    owner = root.state.owner(root.key)
+    source_id = selector.source_id or (owner.manifest.id if owner else None)
+    created = parse_created(selector.created) or (owner.manifest.created_at if owner else None)
+    return render_url(destination, root.key.pipeline_id, source_id, created)

@@ -24,10 +24,9 @@ from .contentdiff import content_diffs
 from .decide import decide, decide_from_state
 from .drift import repairs
 from .digest import check_expected, plan_digest, publish_facts
-from .execute import execute, output_chunks, recover, recovery_deletes
+from .execute import Leftovers, execute, find_leftovers, output_chunks, recover
 from .guards import check_delete_limit, first_paths
 from .invalidation import changed_urls, invalidation_paths
-from .journal import Journal
 from .limits import UNLIMITED
 from .paths import STATE_NAME
 from .plan import Content, Plan, plan, plan_outputs, with_data
@@ -53,7 +52,16 @@ def reusable(state, key: OwnerKey) -> dict:
     return {o.path: o for o in state.outputs_of(key) if o.kind == "generated" and o.render_key} if state else {}
 
 
-def render_contents(bundle: Bundle, planned, page: Page, storage: dict, recorded: dict, keep: bool = True) -> dict:
+def page_keys_of(planned, manifest, page: Page) -> dict:
+    """The render key of each planned page with the pipeline's page settings now: what decides
+    whether a page of an unchanged source is rendered again (decide.settings_changed) and whether
+    its render is reused (render_contents)."""
+    return {item.path: render_key(item.transform, manifest.file(item.source_path).sha256, item.source_path, page)
+            for item in planned if item.kind == "generated"}
+
+
+def render_contents(bundle: Bundle, planned, page: Page, storage: dict, recorded: dict, page_keys: dict,
+                    keep: bool = True) -> dict:
     """Content for each planned output: copies are described by the manifest and streamed later;
     generated outputs are rendered now (reading verifies their source) so the plan knows them,
     unless their render key equals the one `recorded` for their path (reusable): then the
@@ -68,7 +76,7 @@ def render_contents(bundle: Bundle, planned, page: Page, storage: dict, recorded
         if item.kind == "source":
             contents[item.path] = Content(entry.sha256, entry.size, attributes=attributes)
             continue
-        key = render_key(item.transform, entry.sha256, item.source_path, page)
+        key = page_keys[item.path]
         record = recorded.get(item.path)
         if record is not None and record.render_key == key:
             contents[item.path] = Content(record.sha256, record.size, None, attributes, key, reused=True)
@@ -83,7 +91,8 @@ def _rendered(bundle: Bundle, source_path: str, page: Page, attributes: tuple, k
 
 
 def pages_rendered(make_plan, contents: dict, bundle: Bundle, page: Page) -> Plan:
-    """`make_plan(contents)` with every page it writes or repairs rendered: a page whose render
+    """`make_plan(contents)` with every page it writes, repairs or resettles rendered (a resettle
+    writes the page after all when the file there is not the one recorded): a page whose render
     was reused is rendered only now that the plan writes it (absent at the destination, drifted,
     its settings changed), in check mode too, so both make the same plan. Should a page's bytes
     differ from the record it was reused from, the plan is made again from the rendered content:
@@ -91,7 +100,7 @@ def pages_rendered(make_plan, contents: dict, bundle: Bundle, page: Page) -> Pla
     the_plan = make_plan(contents)
     while True:
         late = {w.path: _rendered(bundle, w.source_path, page, w.content.attributes, w.content.render_key)
-                for w in the_plan.writes + the_plan.repairs if w.content.reused}
+                for w in the_plan.writes + the_plan.repairs + the_plan.resettles if w.content.reused}
         if all((c.sha256, c.size) == (contents[p].sha256, contents[p].size) for p, c in late.items()):
             return with_data(the_plan, late)
         contents = dict(contents, **late)
@@ -123,45 +132,60 @@ def publish(source: str, pipeline: dict, destination: dict, *, force: bool = Fal
     bundle = Bundle.load(source, manifest_option)
     manifest = bundle.manifest
     planned = plan_outputs(manifest, pipeline_cfg)
+    page_keys = page_keys_of(planned, manifest, page)
     bundle_path = render_bundle_path(destination_cfg, pipeline_cfg.id, manifest.id, manifest.created_at)
     base_url = render_url(destination_cfg, pipeline_cfg.id, manifest.id, manifest.created_at)
     key = OwnerKey(pipeline_cfg.id, destination_cfg.id)
-    warnings = []
     with opened(destination_cfg, bundle_path, lock_timeout, check_mode, opener) as storage:
         state, state_error, journal = read_records(storage)
         facts = dict(manifest=manifest, key=key, destination=destination_cfg, state=state, state_error=state_error,
-                     planned=frozenset(p.path for p in planned), force=force, where=storage.describe())
+                     planned=frozenset(p.path for p in planned), force=force, where=storage.describe(), page_keys=page_keys)
         decision = decide_from_state(**facts) if journal is None else None
-        present, listing, leftovers = None, None, []
+        present, listing, found = None, None, Leftovers()
         if decision is None or verify != "none":
             listing = frozenset(storage.list_files())
             present = present_in(listing)
+            if state_error is None:
+                found = find_leftovers(storage, journal, set(state.by_path()) if state else set(), listing)
+                present -= {entry.path for entry in found.outputs}
         if decision is None:
-            if journal is not None and state_error is None:
-                leftovers = _leftovers(journal, state, listing, check_mode, warnings)
-                present -= set(leftovers)
             decision = decide(present=present, **facts)
         rendered = decision.rewrites_outputs or verify != "none"
-        contents = (render_contents(bundle, planned, page, destination_cfg.storage, reusable(state, key), not check_mode)
-                    if rendered else {})
+        contents = (render_contents(bundle, planned, page, destination_cfg.storage, reusable(state, key), page_keys,
+                                    not check_mode) if rendered else {})
 
         def make_plan(chosen: dict) -> Plan:
             made = plan(decision=decision, key=key, destination=destination_cfg, manifest=manifest, planned=planned,
                         contents=chosen, before=state, present=present, bundle_path=bundle_path, base_url=base_url, now=now)
-            check_delete_limit(made, destination_cfg, manifest)
+            check_delete_limit(made, destination_cfg, manifest, found.deletes(made))
             return with_repairs(made, planned, chosen, listing, storage.measure, verify)
         the_plan = pages_rendered(make_plan, contents, bundle, page)
-        review = plan_review(the_plan, manifest, present, leftovers)
+        recovered, staging = found.deletes(the_plan), list(found.staging)
+        review = plan_review(the_plan, manifest, present, recovered)
         check_expected(expect_plan_digest, *review)
+        if check_mode:
+            read_sources(the_plan, bundle)
+            storage.check_writable(the_plan.directories_changed())
         shown = _content_diffs(the_plan, present, storage, bundle, page, result_limit) if diff_contents else []
         if not check_mode:
-            if journal is not None and state_error is None:
-                recover(storage, journal, set(state.by_path()) if state else set(), listing)
+            if found.token is not None or staging:
+                recovered, staging = recover(storage, found, recovered, len(recovered) < len(found.outputs))
             if the_plan.changed:
                 execute(the_plan, storage, bundle)
     stale = invalidation_paths(changed_urls(the_plan, base_url), destination_cfg.invalidation_limit)
-    return result(the_plan, storage.warnings + warnings, storage.describe(STATE_NAME), review, full_result, shown, stale,
+    warnings = storage.warnings + leftover_warnings(found, the_plan, recovered, staging, check_mode)
+    return result(the_plan, warnings, storage.describe(STATE_NAME), review, full_result, shown, stale, recovered, staging,
                   result_limit)
+
+
+def read_sources(the_plan: Plan, bundle: Bundle) -> None:
+    """Check mode reads every bundle file a run would stream, verified against the manifest as
+    the run verifies it (Bundle.chunks): a bundle edited after its manifest fails
+    verification_failed in the review, not in the approved run. Pages were read when rendered."""
+    for write in the_plan.writes + the_plan.repairs + the_plan.resettles:
+        if write.content.render_key is None:
+            for _chunk in bundle.chunks(write.source_path):
+                pass
 
 
 def with_repairs(the_plan: Plan, planned, contents: dict, listing, measure, verify: str) -> Plan:
@@ -172,7 +196,7 @@ def with_repairs(the_plan: Plan, planned, contents: dict, listing, measure, veri
         return the_plan
     key = the_plan.owner
     kept = {o.path for o in the_plan.before.outputs_of(key)} if the_plan.before else set()
-    kept -= {w.path for w in the_plan.writes} | set(the_plan.deletes)
+    kept -= {w.path for w in the_plan.writes + the_plan.resettles} | set(the_plan.deletes)
     mine = {o.path: o for o in the_plan.outputs()}
     return replace(the_plan, repairs=repairs(planned, contents, mine, kept, listing, measure, verify))
 
@@ -192,13 +216,28 @@ def _content_diffs(the_plan, present, storage, bundle, page: Page, limit: int) -
     return content_diffs(writes, managed, present, storage.read_bytes, new_bytes, storage.describe, limit)
 
 
-def _leftovers(journal: Journal, state, listing: frozenset, check_mode: bool, warnings: list) -> list:
-    """The outputs a dead attempt left: a real run removes them once the plan is made (and its
-    digest checked) and plans as if they were gone; check mode names the same ones."""
-    leftovers = recovery_deletes(journal, set(state.by_path()) if state else set(), listing)[0]
-    warnings.append("%s %d output(s) left by an interrupted publish (attempt %s)%s" % (
-        "a real run first removes" if check_mode else "removed", len(leftovers), journal.token, first_paths(leftovers)))
-    return leftovers
+def leftover_warnings(found: Leftovers, the_plan: Plan, recovered: list, staging: list, check_mode: bool) -> list[str]:
+    """What recovery did (check mode: would do) and what it leaves, for the operator: the files
+    a journal names that distributor cannot vouch for are named with why, since nobody else
+    will remove them."""
+    done = "a real run first removes" if check_mode else "removed"
+    warnings = []
+    if found.token is not None:
+        again = len(found.outputs) - len(found.deletes(the_plan))
+        warnings.append("%s %d output(s) left by an interrupted publish (attempt %s)%s%s" % (
+            done, len(recovered), found.token, first_paths(recovered),
+            "; this publish writes %d more of them again" % again if again > 0 else ""))
+    if found.left:
+        warnings.append(
+            "%d file(s) that the journal of the interrupted publish (attempt %s) names are left alone, as distributor "
+            "cannot vouch it wrote them%s. Remove them by hand if that publish left them" % (
+                len(found.left), found.token, first_paths(["%s (%s)" % pair for pair in found.left])))
+    if staging:
+        warnings.append("%s %d empty staging director(ies) of interrupted publishes%s" % (done, len(staging), first_paths(staging)))
+    if found.staging_left:
+        warnings.append("%d staging director(ies) of interrupted publishes are left%s. Remove them by hand once you know "
+                        "what they hold" % (len(found.staging_left), first_paths(["%s (%s)" % pair for pair in found.staging_left])))
+    return warnings
 
 
 def plan_review(the_plan, manifest, present, leftovers) -> tuple:
@@ -209,24 +248,27 @@ def plan_review(the_plan, manifest, present, leftovers) -> tuple:
 
 
 def result(the_plan, warnings: list, where: str, review: tuple, full: bool = True, contents: list = (),
-           invalidation: list = (), limit: int = UNLIMITED) -> dict:
+           invalidation: list = (), recovered: list = (), staging: list = (), limit: int = UNLIMITED) -> dict:
     """The module's return values, as distributor_publish's RETURN documents them, every list
     whole, and the `plan` facts. The `diff` is a list: the listing of managed outputs and state
     (at most `limit` lines of outputs), then the `contents` diffs of the outputs written.
-    `invalidation` is the CDN paths the plan makes stale."""
+    `invalidation` is the CDN paths the plan makes stale; `recovered` and `staging` what recovery
+    removed (check mode: would remove) of interrupted attempts."""
     decision = the_plan.decision
     after = the_plan.after
     shared = after is not None and after.mode == SHARED_ROOT
-    owner = after.owner(the_plan.owner) if after else None
     values = {
         "changed": the_plan.changed,
         "action": decision.action,
         "reason": decision.reason,
         "bundle_path": the_plan.bundle_path,
-        "primary_url": owner.primary_url if owner else None,
+        "primary_url": the_plan.primary_url,
         "written": [w.path for w in the_plan.writes],
         "repaired": [w.path for w in the_plan.repairs],
+        "resettled": [w.path for w in the_plan.resettles],
         "deleted": list(the_plan.deletes),
+        "recovered": list(recovered),
+        "staging_removed": list(staging),
         "retained": list(the_plan.retained),
         "taken_over": sorted(decision.taken_over),
         "forced": sorted(decision.forced),

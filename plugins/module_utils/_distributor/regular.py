@@ -7,6 +7,12 @@ who can write into a bundle or a destination can put one where distributor reads
 manifest was checked. So the name is looked at first (lstat: refused without being opened), and
 what the open then returns is checked again (fstat): a FIFO swapped in between is opened without
 blocking (O_NONBLOCK) and refused unread.
+
+A hard link is not followed, it is the file: O_NOFOLLOW does not stop it. Whoever can write a
+destination directory can give any file of that filesystem a name there (where the kernel lets
+them: fs.protected_hardlinks), and a root-run publish would then read it into a diff or truncate
+it as its lock. So a destination file with more names than distributor made is neither read nor
+written (links_not_ours, ForeignLinks).
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ import errno
 import os
 import stat
 from typing import BinaryIO
+
+from .errors import DistributorError
 
 _KINDS = (
     (stat.S_ISDIR, "a directory"),
@@ -31,6 +39,42 @@ def kind_of(mode: int) -> str | None:
     if stat.S_ISREG(mode):
         return None
     return next((kind for test, kind in _KINDS if test(mode)), "not a regular file")
+
+
+def links_not_ours(links: int, ours: int = 1) -> bool:
+    """Whether a destination file whose link count is `links` has names distributor did not make:
+    the one place that decides it. Every file distributor writes it creates itself and renames
+    into place, so it has one name; `ours` is for names distributor makes on purpose (release
+    generations sharing a file), counted from its records by the caller. Fewer than `ours` is
+    not foreign: a name removed leaves no other way to the file."""
+    return links > ours
+
+
+class ForeignLinks(DistributorError):
+    """A destination file with names distributor did not make (see links_not_ours), or whose
+    names it cannot count (`links` None: an SFTP server that does not say). Neither read nor
+    written: a diff shows why, `verify` counts it as drifted and replaces it by a rename (which
+    never writes into the file), a record or the lock is refused (storage_error)."""
+
+    def __init__(self, where: str, links: int | None):
+        if links is None:
+            why = ("cannot tell how many names (hard links) %s has: the server's listing does not say, and "
+                   "distributor reads or writes no file that may have a name elsewhere" % where)
+        else:
+            why = ("%s has %d links: the same file has another name, which distributor did not make; a hard link "
+                   "planted at a destination can lead to any file of its filesystem, so distributor neither reads "
+                   "nor writes through it" % (where, links))
+        super().__init__("storage_error", why + ". Find out who made it, then remove that name (the file keeps its "
+                         "other names)")
+        self.where = where
+        self.links = links
+
+    @property
+    def shown(self) -> str:
+        """Why the content is not shown, in a diff's words."""
+        if self.links is None:
+            return "the server does not say how many links the file has, so distributor does not read it"
+        return "the file has %d links (another name of it exists), so distributor does not read it" % self.links
 
 
 class NotRegularFile(OSError):
@@ -54,7 +98,7 @@ def open_regular_fd(path: str) -> int:
     if kind:
         raise NotRegularFile(path, kind)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise NotRegularFile(path, "a symbolic link") from None

@@ -1,5 +1,6 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The JSON Schemas of everything distributor reads: manifest, state records, pipeline, destination.
+"""The JSON Schemas of everything distributor reads: manifest, state records, journal, pipeline,
+destination.
 
 They live here as Python data because Ansible ships only Python to the host that runs a module;
 `make schemas` exports them to `schemas/*.schema.json` for people and other tools, and a test keeps
@@ -21,6 +22,10 @@ SHA256 = {
 TIMESTAMP = {"type": "string", "minLength": 1}
 ID = {"type": "string", "minLength": 1}
 HTTP_URL = {"type": "string", "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://[^\\s]+$"}
+# The URL output paths are joined to (links.base_url, placeholders and all): a query or fragment
+# would end up in the middle of every output's URL.
+BASE_URL = {"type": "string", "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://[^\\s?#]+$",
+            "description": "an absolute http:// or https:// URL without spaces, a query ('?') or a fragment ('#')"}
 
 MANIFEST = {
     "$schema": DRAFT,
@@ -153,6 +158,40 @@ STATE_V3 = _state(3, "shared root", ["created_at", "updated_at", "state", "owner
     },
 })
 
+# journal.parse_journal reads the journal by hand, stopping at its first fault (a planted journal
+# costs no more than a valid one), and also applies the manifest's path rules, which this cannot
+# state; tests/unit/test_journal.py holds the two to the same verdicts on journals of clean paths.
+JOURNAL = {
+    "$schema": DRAFT,
+    "$id": "journal.schema.json",
+    "title": "distributor journal of a publish in progress (.distributor.journal.json)",
+    "type": "object",
+    "required": ["token", "writes"],
+    "properties": {
+        # `$` also matches before a trailing newline (Python's re, which jsonschema uses): `not` closes that gap.
+        "token": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$", "not": {"pattern": "\\n"}},
+        "writes": {
+            "type": "array",
+            "items": {
+                "anyOf": [
+                    {
+                        "type": "object",
+                        "required": ["path", "sha256", "size"],
+                        "properties": {"path": {"type": "string", "minLength": 1}, "sha256": SHA256,
+                                       "size": {"type": "integer", "minimum": 0}},
+                    },
+                    {
+                        "type": "string",
+                        "minLength": 1,
+                        "description": "a path without the digest of what was written there (the first format): "
+                                       "recovery never deletes it",
+                    },
+                ],
+            },
+        },
+    },
+}
+
 PIPELINE = {
     "$schema": DRAFT,
     "$id": "pipeline.schema.json",
@@ -197,8 +236,25 @@ _STR = {"type": "string"}
 _OPT_STR = {"type": ["string", "null"]}
 _MODE = {"type": "string", "pattern": "^0?[0-7]{3,4}$", "description": "an octal mode string such as \"0640\""}
 _ID_OR_NAME = {"type": ["string", "integer"]}
+# Beyond an hour a host that does not answer is down, not slow.
+CONNECT_TIMEOUT_MAXIMUM = 3600
 # The settings of the backends that write files (local, sftp).
-_FILE_SETTINGS = {"root": _STR, "file_mode": _MODE, "directory_mode": _MODE, "owner": _ID_OR_NAME, "group": _ID_OR_NAME}
+_FILE_SETTINGS = {"root": _STR, "file_mode": _MODE, "directory_mode": _MODE, "owner": _ID_OR_NAME, "group": _ID_OR_NAME,
+                  "require_private_directories": {"type": "boolean"}}
+# How to reach one SSH server: the SFTP server itself and each of its jump hosts.
+_SSH_CONNECTION = {
+    "host": {"type": "string", "minLength": 1},
+    "port": {"type": "integer", "minimum": 1, "maximum": 65535},
+    "username": _OPT_STR,
+    "password": _OPT_STR,
+    "private_key_file": _OPT_STR,
+    "known_hosts_file": _OPT_STR,
+    "known_hosts": {"type": ["string", "null"], "description": "known_hosts lines (what ssh-keyscan prints)"},
+    "host_key_policy": {"enum": list(vocabulary.HOST_KEY_POLICIES)},
+    "connect_timeout": {"type": "number", "exclusiveMinimum": 0, "maximum": CONNECT_TIMEOUT_MAXIMUM,
+                        "description": "seconds each step of connecting to this server may wait"},
+}
+_JUMP_HOST = {"type": "object", "required": ["host"], "properties": _SSH_CONNECTION, "additionalProperties": False}
 # A lock renewed every third of its expiry over a slow link needs a second at least; a lock that
 # outlives a dead holder by more than a day helps nobody.
 LOCK_EXPIRY_MINIMUM = 1
@@ -231,14 +287,9 @@ DESTINATION = {
                         "required": ["host", "root"],
                         "properties": {
                             "type": True,
-                            "host": _STR,
-                            "port": {"type": "integer", "minimum": 1, "maximum": 65535},
-                            "username": _OPT_STR,
-                            "password": _OPT_STR,
-                            "private_key_file": _OPT_STR,
-                            "known_hosts_file": _OPT_STR,
-                            "host_key_policy": {"enum": list(vocabulary.HOST_KEY_POLICIES)},
-                            "require_private_directories": {"type": "boolean"},
+                            **_SSH_CONNECTION,
+                            "jump_hosts": {"type": "array", "items": _JUMP_HOST,
+                                           "description": "SSH servers crossed in this order to reach host"},
                             **_FILE_SETTINGS,
                         },
                         "additionalProperties": False,
@@ -307,7 +358,7 @@ DESTINATION = {
         "links": {
             "type": "object",
             "properties": {
-                "base_url": _STR,
+                "base_url": BASE_URL,
                 "primary": {"type": "array", "items": _STR},
                 "invalidation_limit": {"type": "integer", "minimum": 1},
             },
@@ -337,6 +388,7 @@ SCHEMAS = {
     "state-v1": STATE_V1,
     "state-v2": STATE_V2,
     "state-v3": STATE_V3,
+    "journal": JOURNAL,
     "pipeline": PIPELINE,
     "destination": DESTINATION,
 }

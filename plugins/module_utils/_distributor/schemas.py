@@ -8,12 +8,15 @@ sees the data, and a failure names the field the way a reader finds it (files[2]
 
 from __future__ import annotations
 
+import heapq
 import json
 import traceback
 from functools import lru_cache
+from itertools import compress, islice, repeat
 
 from .errors import DistributorError, MissingLibrary
-from .fastcheck import without_checked_items
+from .fastcheck import split_items
+from .limits import BYTES_PER_CONTAINER
 from .schema_documents import SCHEMAS
 
 try:
@@ -41,9 +44,25 @@ SECRET_FIELDS = ("password", "secret_key", "session_token")
 
 
 def show(value: object, limit: int = 80) -> str:
-    """A value quoted as JSON (control characters visible), cut short for long garbage."""
-    text = json.dumps(value)
+    """A value quoted as JSON (control characters visible), cut short for long garbage. Only what
+    is shown is encoded: a planted value may be an array of millions of items."""
+    text = ""
+    for chunk in _SHOWN.iterencode(value[:limit] if isinstance(value, str) else value):
+        text += chunk
+        if len(text) > limit:
+            break
+    return _cut(text, limit)
+
+
+def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+_SHOWN = json.JSONEncoder()
+# Unknown keys named in a message, and characters of a message of jsonschema's own (which quotes
+# the value at fault whole).
+_NAMED_KEYS = 5
+_MESSAGE_LIMIT = 240
 
 
 def _json_path(parts) -> str:
@@ -70,9 +89,11 @@ def _describe(error, name: str) -> str:
         missing = [key for key in expected if key not in value]
         return '%s is missing "%s"' % (location, missing[0])
     if kind == "additionalProperties":
-        unknown = sorted(set(value) - set(error.schema.get("properties", {})))
-        return "%s has unknown key %s (allowed: %s)" % (
-            location, ", ".join(show(k) for k in unknown), ", ".join(error.schema.get("properties", {})))
+        allowed = error.schema.get("properties", {})
+        unknown = [key for key in value if key not in allowed]
+        more = " and %d more" % (len(unknown) - _NAMED_KEYS) if len(unknown) > _NAMED_KEYS else ""
+        return "%s has unknown key %s%s (allowed: %s)" % (
+            location, ", ".join(show(k) for k in heapq.nsmallest(_NAMED_KEYS, unknown)), more, ", ".join(allowed))
     if secret:
         return "%s is not valid (value hidden)" % location
     if kind in ("const", "enum"):
@@ -86,7 +107,7 @@ def _describe(error, name: str) -> str:
         return "%s must not be empty" % location
     if "description" in error.schema:
         return "%s %s is not %s" % (location, show(value), error.schema["description"])
-    return "%s: %s" % (location, error.message)
+    return "%s: %s" % (location, _cut(error.message, _MESSAGE_LIMIT))
 
 
 @lru_cache(maxsize=None)
@@ -104,6 +125,7 @@ def _validator(name: str):
 
 MAX_NESTING = 32
 _SCALARS = frozenset((str, int, float, bool, type(None)))
+_CONTAINERS = (dict, list, tuple)
 
 
 def only_scalars(values) -> bool:
@@ -117,25 +139,43 @@ def check_nesting(data: object, where: str, reason: str) -> None:
     manifest inside a state record, is 7 levels), before a recursive reader sees it: json.dumps
     and jsonschema recurse and would fail with RecursionError. Iterative, so it cannot, and level
     by level over containers only: a 100,000-output state holds millions of scalars, and a
-    container of plain scalars (most records) is passed over by the set of its value types."""
-    level = [data] if isinstance(data, (dict, list, tuple)) else []
+    container of plain scalars (most records) is passed over by the set of its value types, an
+    empty one (a planted record may hold millions) without a look."""
+    level = [data] if isinstance(data, _CONTAINERS) else []
     depth = 1
     while level:
         if depth > MAX_NESTING:
             raise DistributorError(reason, "%s nests arrays or objects deeper than %d levels; no distributor "
                                            "record or setting does" % (where, MAX_NESTING))
         below = []
-        for value in level:
+        for value in filter(None, level):
             members = value.values() if isinstance(value, dict) else value
             if not only_scalars(members):
-                below += [v for v in members if isinstance(v, (dict, list, tuple))]
+                below += compress(members, map(isinstance, members, repeat(_CONTAINERS)))
         level = below
         depth += 1
+
+
+def check_density(raw: bytes, where: str, reason: str) -> None:
+    """Refuse JSON text holding more arrays and objects than limits.BYTES_PER_CONTAINER allows,
+    before it is decoded. Brackets are counted in the raw text, which is a pass at memory speed;
+    only when they are too many are those inside strings (a path may hold any number) left out,
+    by dropping escaped backslashes and quotes and then every other piece between quotes."""
+    allowed = len(raw) // BYTES_PER_CONTAINER + 1000  # and a thousand besides: a small record may be dense
+    if raw.count(b"{") + raw.count(b"[") <= allowed:
+        return
+    unquoted = b"".join(raw.replace(b"\\\\", b"").replace(b'\\"', b"").split(b'"')[::2])
+    found = unquoted.count(b"{") + unquoted.count(b"[")
+    if found > allowed:
+        raise DistributorError(reason, "%s holds %d arrays and objects in %d bytes, more than one per %d bytes; "
+                                       "no distributor record or manifest is that dense" % (
+                                           where, found, len(raw), BYTES_PER_CONTAINER))
 
 
 def load_json(raw: bytes, where: str, reason: str) -> object:
     """Decoded UTF-8 JSON read back from storage, or DistributorError(reason) naming `where`:
     Python's parser itself raises RecursionError on deep enough input."""
+    check_density(raw, where, reason)
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
@@ -153,7 +193,45 @@ def validate(name: str, data: object, where: str, reason: str, *, nesting_checke
     for a 100,000-output state is a walk of every record not worth making twice."""
     if not nesting_checked:
         check_nesting(data, where, reason)
-    validator = _validator(name)
-    error = jsonschema.exceptions.best_match(validator.iter_errors(without_checked_items(name, data)))
+    error = first_error(_errors(name, data))
     if error is not None:
         raise DistributorError(reason, "%s: %s" % (where, _describe(error, name)))
+
+
+# Errors weighed to name one: a planted record of millions of broken items holds millions of
+# errors, and weighing them all (jsonschema's best_match does) took minutes for 64 MiB.
+WEIGHED_ERRORS = 64
+
+
+def first_error(errors):
+    """The error to name among the first WEIGHED_ERRORS of `errors`: jsonschema's own preference
+    (the error highest up in the document, over a oneOf that only sums up its alternatives, and
+    inside a oneOf the deepest), the first of equals kept: the first broken item of an array,
+    where jsonschema would name its last."""
+    return jsonschema.exceptions.best_match(islice(errors, WEIGHED_ERRORS), key=_relevance)
+
+
+def _relevance(error) -> tuple:
+    return -len(error.path), error.validator not in jsonschema.exceptions.WEAK_MATCHES
+
+
+def _errors(name: str, data: object):
+    """jsonschema's errors of `data`, lazily, in the order it finds them; of each large array
+    (fastcheck.py) only the errors of its first item jsonschema refuses, found without looking
+    at the items that pass, and after the rest of the document's, as jsonschema finds them: those
+    arrays are the last properties of their schemas."""
+    rest, arrays = split_items(name, data)
+    yield from _validator(name).iter_errors(rest)
+    for key, suspects in arrays:
+        for index, item in suspects:
+            errors = list(islice(_item_validator(name, key).iter_errors(item), WEIGHED_ERRORS))
+            if errors:
+                for error in errors:
+                    error.path.extendleft((index, key))
+                yield from errors
+                break
+
+
+@lru_cache(maxsize=None)
+def _item_validator(name: str, key: str):
+    return _validator(name).evolve(schema=SCHEMAS[name]["properties"][key]["items"])

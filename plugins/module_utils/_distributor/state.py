@@ -11,11 +11,13 @@ import json
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Mapping, NamedTuple
+from urllib.parse import quote
 
 from .errors import DistributorError
 from .manifest import Manifest, listed, parse_manifest, publishable_path_problem
 from .schemas import load_json, only_scalars, validate
 from .timestamps import parse_rfc3339
+from .urls import recorded_url_problem, url_problem
 from .vocabulary import SHARED_ROOT, SINGLE_OWNER
 
 
@@ -208,15 +210,15 @@ def _parse_single(data: dict, where: str) -> State:
 
 
 def _parse_shared(data: dict, where: str) -> State:
-    owners = []
+    owners = {}
     for i, record in enumerate(data["owners"]):
         key = OwnerKey(record["pipeline_id"], record["destination_id"])
-        if any(o.key == key for o in owners):
+        if key in owners:
             raise DistributorError("invalid_state", "%s: owners[%d]: owner %s is recorded twice" % (where, i, key))
         manifest = parse_manifest(record["source"]["manifest"], "%s: owners[%d].source.manifest" % (where, i), "invalid_state",
                                   nesting_checked=True)
-        owners.append(Owner(key, record["reconciliation"]["mode"], manifest, record.get("links", {}).get("primary_url")))
-    known = {o.key for o in owners}
+        owners[key] = Owner(key, record["reconciliation"]["mode"], manifest, record.get("links", {}).get("primary_url"))
+    known = owners.keys()
     outputs = []
     for i, record in enumerate(data["outputs"]):
         key = OwnerKey(record["pipeline_id"], record["destination_id"])
@@ -230,7 +232,7 @@ def _parse_shared(data: dict, where: str) -> State:
         updated_at=_timestamp(data["updated_at"], where, "updated_at"),
         published_at=None,
         distributor_version=data.get("distributor_version"),
-        owners=tuple(owners),
+        owners=tuple(owners.values()),
         outputs=tuple(outputs),
     )
 
@@ -238,7 +240,7 @@ def _parse_shared(data: dict, where: str) -> State:
 def _check_outputs(state: State, where: str) -> None:
     """One path, one record: the invariant every decision relies on. A path some owner's
     manifest lists has passed the same path rules there, so only the others are checked again
-    (most outputs are copies at their source's path)."""
+    (most outputs are copies at their source's path). Then the URLs (_check_urls)."""
     seen = set()
     listed = {o.key: o.manifest.paths for o in state.owners}
     for i, output in enumerate(state.outputs):
@@ -250,6 +252,29 @@ def _check_outputs(state: State, where: str) -> None:
         if path in seen:
             raise DistributorError("invalid_state", "%s: outputs[%d].path %r is recorded twice" % (where, i, path))
         seen.add(path)
+    _check_urls(state, where)
+
+
+def _check_urls(state: State, where: str) -> None:
+    """Every recorded URL is one distributor could have made: an output's `url` is its own path
+    under a sound base URL, a `primary_url` is sound (urls.py). Against which base is not asked:
+    other owners of a shared root publish under their own destinations' base URLs, retained
+    outputs keep the URL of the publication that wrote them, and an operator may change
+    links.base_url. No URL read here is ever used: each is made again from a path."""
+    for i, owner in enumerate(state.owners):
+        problem = owner.primary_url and url_problem(owner.primary_url)
+        if problem:
+            field = "links.primary_url" if state.mode == SINGLE_OWNER else "owners[%d].links.primary_url" % i
+            raise DistributorError("invalid_state", "%s: %s %r %s; distributor never records such a URL, so the record "
+                                                    "was edited" % (where, field, owner.primary_url, problem))
+    for i, output in enumerate(state.outputs):
+        problem = output.url and recorded_url_problem(output.url, output.path)
+        if problem:
+            raise DistributorError(
+                "invalid_state",
+                "%s: outputs[%d].url %r %s; the URL distributor records for %r is links.base_url + %r, so the "
+                "record was edited (distributor makes every URL it uses from the path, never from a record)"
+                % (where, i, output.url, problem, output.path, "/" + quote(output.path)))
 
 
 def schema_version_for(mode: str) -> int:

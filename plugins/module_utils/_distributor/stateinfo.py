@@ -108,12 +108,12 @@ def shown(text: str | None) -> str | None:
 
 def _interrupted(journal: Journal | None, state: State | None) -> dict | None:
     """A dead attempt's journal; `unrecorded` are the paths it wrote that no valid state records,
-    which the next publish removes."""
+    which the next publish removes where the file there is the one the journal describes."""
     if journal is None:
         return None
     managed = state.by_path() if state else {}
-    return {"attempt": journal.token, "writes": list(journal.writes),
-            "unrecorded": [p for p in journal.writes if p not in managed]}
+    return {"attempt": journal.token, "writes": list(journal.paths),
+            "unrecorded": [p for p in journal.paths if p not in managed]}
 
 
 def _lock(raw: bytes | None, now: float) -> dict | None:

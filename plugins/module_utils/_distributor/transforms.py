@@ -12,23 +12,11 @@ import re
 import traceback
 from dataclasses import dataclass
 from functools import lru_cache
+from html.parser import HTMLParser
 
 from .errors import DistributorError, MissingLibrary
 from .regular import NotRegularFile, open_regular
 from .vocabulary import TRANSFORMS
-
-try:
-    import markdown
-    from markdown.extensions import Extension
-    from markdown.extensions.toc import slugify_unicode
-    from markdown.treeprocessors import Treeprocessor
-except ImportError:
-    HAS_MARKDOWN = False
-    MARKDOWN_IMPORT_ERROR = traceback.format_exc()
-    Extension = Treeprocessor = object  # so the classes below still define; render_markdown refuses
-else:
-    HAS_MARKDOWN = True
-    MARKDOWN_IMPORT_ERROR = None
 
 try:
     import pygments
@@ -63,6 +51,8 @@ DEFAULT_TEMPLATE = """<!DOCTYPE html>
 """
 PLACEHOLDERS = ("title", "content", "stylesheet")
 _PLACEHOLDER = re.compile(r"\{(%s)\}" % "|".join(PLACEHOLDERS))
+# One attribute of a start tag as written: its name, then its value with the quotes it has.
+_ATTRIBUTE = re.compile(r"""([^\s/>"'=][^\s/>"'=]*)(?:\s*=\s*("[^"]*"|'[^']*'|[^\s>]*))?""")
 TEMPLATE_MAX_BYTES = 1024 * 1024
 
 # The built-in stylesheet, inline so a page published anywhere (a web root, S3, a file opened
@@ -121,8 +111,9 @@ BUILTIN_STYLESHEET = (
 # distributor's own part of a page's bytes: the built-in template and stylesheet, the extensions
 # and options of the renderer, the link rewriting, the title rule. Bump it with every change that
 # changes what render_markdown returns for the same input, or outputs recorded with an older key
-# keep the old bytes (render_key reuses a record's digest without rendering).
-RENDERER_VERSION = 1
+# keep the old bytes (render_key reuses a record's digest without rendering). 2: the title is
+# escaped with its quotes (`'` is `&#x27;`, `"` is `&quot;`).
+RENDERER_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -158,7 +149,46 @@ def read_template(path: str, where: str) -> str:
         raise DistributorError("invalid_config", "%s has no {content} placeholder, so pages would lose their text; "
                                "put {content} where the rendered Markdown goes ({title} and {stylesheet} are optional)"
                                % field)
+    problem = _TagPlaceholders.problem(text)
+    if problem:
+        raise DistributorError("invalid_config", "%s %s" % (field, problem))
     return text
+
+
+class _TagPlaceholders(HTMLParser):
+    """Finds placeholders inside a template's tags that no escaping can make safe: {title} is
+    escaped for text and quoted attribute values (fill_template), so in an unquoted value a
+    producer's heading `x onload=alert(1)` adds an attribute; {content} and {stylesheet} are
+    HTML, which inside a tag breaks it open whatever it holds."""
+
+    def __init__(self):
+        super().__init__()
+        self.found: str | None = None
+
+    @classmethod
+    def problem(cls, template: str) -> str | None:
+        """What the first such placeholder is, as the end of a sentence naming the template."""
+        finder = cls()
+        finder.feed(template)
+        finder.close()
+        return finder.found
+
+    def handle_starttag(self, tag: str, attrs) -> None:
+        raw = self.get_starttag_text() or ""
+        for name, value in _ATTRIBUTE.findall(raw[len(tag) + 1:]):
+            for placeholder in _PLACEHOLDER.findall(name + value):
+                if placeholder != "title":
+                    self._found("puts {%s} inside the tag %s; it is HTML and goes only where elements go" % (
+                        placeholder, raw))
+                elif value[:1] not in ("'", '"'):
+                    self._found("puts {title} in the tag %s outside a quoted attribute value; quote the value "
+                                "('{title}' or \"{title}\"): {title} is escaped for text and quoted values only" % raw)
+
+    handle_startendtag = handle_starttag
+
+    def _found(self, problem: str) -> None:
+        if self.found is None:
+            self.found = problem
 
 
 def stylesheet_element(url: str | None) -> str:
@@ -171,8 +201,10 @@ def stylesheet_element(url: str | None) -> str:
 def fill_template(template: str, title: str, content: str, stylesheet: str) -> str:
     """Each `{title}`, `{content}` and `{stylesheet}` replaced in one pass, so a page whose text
     says `{title}` keeps saying it; every other brace (CSS, scripts) stays as written. `title` is
-    text and is escaped here; `content` and `stylesheet` are HTML."""
-    values = {"title": html.escape(title, quote=False), "content": content, "stylesheet": stylesheet}
+    a producer's text and is escaped here, quotes too: an operator's template may put it in an
+    attribute (`content='{title}'`), where a heading `It's' onload='…` must stay one value.
+    `content` and `stylesheet` are HTML (read_template keeps them out of tags)."""
+    values = {"title": html.escape(title, quote=True), "content": content, "stylesheet": stylesheet}
     return _PLACEHOLDER.sub(lambda match: values[match.group(1)], template)
 
 
@@ -211,8 +243,6 @@ def render_markdown(source: bytes, source_path: str, page: Page = Page()) -> byt
     Fenced code gets Pygments' highlighting classes when Pygments is installed (codehilite),
     plain `<pre><code class="language-…">` otherwise.
     """
-    if not HAS_MARKDOWN:
-        raise MissingLibrary("markdown", "the markdown_to_html transform", MARKDOWN_IMPORT_ERROR)
     renderer = _renderer(page.allow_raw_html)
     try:
         body = renderer.reset().convert(_decode(source, source_path))
@@ -242,7 +272,7 @@ def _page_facts(page: Page) -> dict:
     return {
         "key_format": 1,
         "renderer": RENDERER_VERSION,
-        "markdown": markdown.__version__ if HAS_MARKDOWN else None,
+        "markdown": _markdown_version(),
         "pygments": PYGMENTS_VERSION,
         "allow_raw_html": page.allow_raw_html,
         "stylesheet": page.stylesheet,
@@ -250,12 +280,32 @@ def _page_facts(page: Page) -> dict:
     }
 
 
+@lru_cache(maxsize=1)
+def _markdown():
+    """Python-Markdown, imported when a page is first rendered or keyed rather than at every
+    module start: a publish of copies never uses it, and its import was a tenth of the module's."""
+    try:
+        import markdown
+    except ImportError:
+        raise MissingLibrary("markdown", "the markdown_to_html transform", traceback.format_exc()) from None
+    return markdown
+
+
+def _markdown_version() -> str | None:
+    try:
+        return _markdown().__version__
+    except MissingLibrary:
+        return None
+
+
 @lru_cache(maxsize=2)
 def _renderer(allow_raw_html: bool):
     """One Markdown instance per option, reset between pages: building one (five extensions) per
     page cost about 6% of rendering."""
+    markdown = _markdown()
+    from markdown.extensions.toc import slugify_unicode
     return markdown.Markdown(
-        extensions=["tables", "fenced_code", "codehilite", "toc", _DistributorExtension(allow_raw_html)],
+        extensions=["tables", "fenced_code", "codehilite", "toc", _extension(allow_raw_html)],
         extension_configs={"toc": {"slugify": slugify_unicode}, "codehilite": {"guess_lang": False}},
         output_format="html",
     )
@@ -276,25 +326,27 @@ def _first_heading(renderer) -> str:
     return html.unescape(tokens[0]["name"]).strip() if tokens else ""
 
 
-class _DistributorExtension(Extension):
-    """Raw HTML off by default, and the link treeprocessor, as one Markdown extension."""
+def _extension(allow_raw_html: bool):
+    """Raw HTML off by default, and the link treeprocessor, as one Markdown extension: a class
+    made here, as Markdown accepts only its own Extension's subclasses, imported for rendering."""
+    from markdown.extensions import Extension
 
-    def __init__(self, allow_raw_html: bool):
-        super().__init__()
-        self.allow_raw_html = allow_raw_html
+    class DistributorExtension(Extension):
+        def extendMarkdown(self, md) -> None:
+            if not allow_raw_html:
+                # Without these two, Markdown treats `<tag>` as text and its serializer escapes it.
+                md.preprocessors.deregister("html_block")
+                md.inlinePatterns.deregister("html")
+            # Below `unescape` (0): backslash escapes are restored in attributes by then, so what
+            # is checked is what the browser gets.
+            md.treeprocessors.register(_LinkTreeprocessor(), "distributor_links", -10)
 
-    def extendMarkdown(self, md) -> None:
-        if not self.allow_raw_html:
-            # Without these two, Markdown treats `<tag>` as text and its serializer escapes it.
-            md.preprocessors.deregister("html_block")
-            md.inlinePatterns.deregister("html")
-        # Below `unescape` (0): backslash escapes are restored in attributes by then, so what
-        # is checked is what the browser gets.
-        md.treeprocessors.register(_LinkTreeprocessor(md), "distributor_links", -10)
+    return DistributorExtension()
 
 
-class _LinkTreeprocessor(Treeprocessor):
-    """Drops script-capable URLs and points relative `.md` links at their `.html` outputs."""
+class _LinkTreeprocessor:
+    """Drops script-capable URLs and points relative `.md` links at their `.html` outputs. Markdown
+    only calls a treeprocessor's `run`, so this needs nothing of Python-Markdown's classes."""
 
     def run(self, root) -> None:
         for element in root.iter():

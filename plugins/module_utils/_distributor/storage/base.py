@@ -15,9 +15,9 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Callable, ContextManager, Iterable, TypeVar
 from urllib.parse import quote, quote_plus
 
-from ..errors import DistributorError
+from ..errors import Unreadable
 from ..limits import LOCK_EXPIRY_SECONDS
-from ..paths import RESERVED_PREFIX
+from ..paths import STAGING_PREFIX
 from .lease import Lease
 
 Item = TypeVar("Item")
@@ -33,7 +33,7 @@ def staging_dir(path: str, token: str) -> str:
     staged file is not behind the link) instead of landing where the link points.
     """
     head = path.rpartition("/")[0]
-    name = "%s.tmp.%s" % (RESERVED_PREFIX, token)
+    name = STAGING_PREFIX + token
     return "%s/%s" % (head, name) if head else name
 
 
@@ -60,6 +60,36 @@ def hash_stream(read: Callable[[int], bytes], limit: int) -> str:
     return "sha256:" + digest.hexdigest()
 
 
+def verdict(kind: str | None, owner: str | None, links: int | None, size: int | None, sha256: str | None,
+            measured: Callable[[], tuple[int, str | None] | None]) -> str | None:
+    """Storage.doubt's answer, from what a backend saw at the path: `kind` (regular.kind_of; a
+    directory passes only as a name distributor gives, without `sha256`), `owner` (owner_doubt,
+    None when an account distributor writes as owns it), `links` (None where the storage cannot
+    tell: SFTP) and `measured()`, measure's answer, asked only once all else agrees."""
+    if kind is not None and not (kind == "a directory" and sha256 is None):
+        return "is " + kind
+    if owner is not None:
+        return owner
+    if kind is None and links not in (None, 1):
+        return "has %d links, and a file distributor writes has one" % links
+    if sha256 is None:
+        return None
+    found = measured()
+    if found is None:
+        return "is gone"
+    if found[0] != size:
+        return "is %d bytes, not the %d the interrupted publish wrote" % (found[0], size)
+    if found[1] != sha256:
+        return "holds other bytes than the interrupted publish wrote"
+    return None
+
+
+def owner_doubt(uid: int | None, accounts: str) -> str:
+    """The doubt of an entry owned by an account distributor does not write as (`accounts`
+    names the ones it does)."""
+    return "is owned by %s, not by %s" % ("an unknown account" if uid is None else "uid %d" % uid, accounts)
+
+
 def in_parallel(workers: int, task: Callable[[Item], None], items: Iterable[Item]) -> None:
     """`task` over `items`, `workers` at a time, for backends whose small requests are latency
     bound. The first failure cancels the tasks not yet started and is raised once the running
@@ -75,16 +105,16 @@ def in_parallel(workers: int, task: Callable[[Item], None], items: Iterable[Item
             raise
 
 
-def not_a_record(where: str, kind: str) -> DistributorError:
+def not_a_record(where: str, kind: str) -> Unreadable:
     """Refusal of a reserved name (state, journal, lock) that holds something other than a regular
     file, never opened for reading (a FIFO would block the run for good). `storage_error`, like
     any other thing in distributor's way at the destination: no record was read, so there is no
-    state to call invalid (and nothing `force` could replace)."""
-    return DistributorError(
-        "storage_error",
+    state to call invalid (and nothing `force` could replace). Raised for an output's name too,
+    where the callers that read outputs (drift, content diffs) take it as an output that is not
+    what its record says (see errors.Unreadable)."""
+    return Unreadable(
         "%s is %s, not a regular file; distributor keeps its state, journal and lock there as regular "
-        "files and opens nothing else at those names. Find out who put it there, then remove it." % (where, kind),
-    )
+        "files and opens nothing else at those names. Find out who put it there, then remove it." % (where, kind), kind)
 
 
 class Storage:
@@ -104,7 +134,9 @@ class Storage:
         """The file's first `limit + 1` bytes at most, or None when it does not exist (state,
         journal, lock, the old content a diff shows). Whatever is at a destination may be of any
         size: never more than that is read from storage or held in memory, and the extra byte
-        tells the caller that the file is over its bound (see limits.py)."""
+        tells the caller that the file is over its bound (see limits.py). An output with a name
+        distributor did not make is not read: regular.ForeignLinks (local: any file). Anything but a regular file there is
+        errors.Unreadable, never opened."""
         raise NotImplementedError
 
     def measure(self, path: str, size: int, digest: bool) -> tuple[int, str | None] | None:
@@ -113,8 +145,29 @@ class Storage:
         taken only when `digest` is asked and the size found is the recorded `size`: a file of
         another size has drifted already, so a planted file of any size costs a look, never a
         read. The content is streamed through a bounded buffer, at most `size + 1` bytes, never
-        held whole; S3 answers from the full-object checksum it keeps when there is one."""
+        held whole; S3 answers from the full-object checksum it keeps when there is one. A file with
+        a name distributor did not make is not measured: regular.ForeignLinks (local and SFTP). Anything but a regular file there is
+        errors.Unreadable, never opened."""
         raise NotImplementedError
+
+    def doubt(self, path: str, size: int | None = None, sha256: str | None = None) -> str | None:
+        """Why the entry at `path` cannot be vouched for as one distributor made, or None when it
+        can: recovery deletes nothing else (execute.find_leftovers), whatever a journal says.
+
+        With `sha256`, an output an interrupted publish wrote: a regular file with one link,
+        owned by the account distributor writes as (local and SFTP: its own, or storage.owner),
+        of `size` bytes and that digest. The content is read as measure reads it (a file of
+        another size is not read, one of that size read to `size` + 1 bytes at most), and only
+        once everything else agrees. Without, a name only distributor gives (a staged file, a
+        staging directory): its owner decides. S3 has no owner that tells one writer of a bucket
+        from another, so there the digest alone vouches (S3Storage.doubt). The answer is a
+        phrase for a warning ("is owned by uid 1000, not by uid 0")."""
+        raise NotImplementedError
+
+    def doubt_many(self, asked: list[tuple[str, int | None, str | None]]) -> list[str | None]:
+        """doubt of each (path, size, sha256), in order. Backends where latency dominates (S3)
+        ask several at once."""
+        return [self.doubt(*item) for item in asked]
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
         """Stream `chunks` to `path` atomically: staged under temp_name(path, token) and renamed.
@@ -135,10 +188,32 @@ class Storage:
         for path, factory in items:
             self.write(path, factory())
 
+    def resettle(self, path: str, sha256: str, size: int) -> bool:
+        """Give the output at `path` the storage settings now configured, its bytes left as they
+        are (local and SFTP on an open descriptor or handle; S3 by copying the object onto itself
+        with its settings replaced), when it is the file distributor wrote: a regular file of one
+        link whose size and digest are `size` and `sha256`. False otherwise, and the executor
+        writes it again: no setting lands on content distributor cannot vouch for. This base
+        knows no way, so every output is written again."""
+        return False
+
+    def resettle_many(self, items: Iterable[tuple[str, str, int]]) -> list[str]:
+        """resettle() of (path, sha256, size) items; the paths that must be written again."""
+        return [path for path, sha256, size in items if not self.resettle(path, sha256, size)]
+
+    def check_writable(self, directories: Iterable[str]) -> None:
+        """Check mode's look ahead at the storage_error a run would meet: each directory (relative
+        to the base, '' the base itself) must let the publishing account create, rename and remove
+        files in it, or, when missing, its nearest existing parent must let it be made. Refuses
+        with storage_error naming the first that does not; says nothing when it cannot tell. S3
+        cannot tell without a request that changes the bucket, so the base does nothing."""
+
     def delete(self, path: str) -> bool:
         """Remove a file; a missing file is not an error. True when something was removed.
 
-        Local and SFTP also remove directories left empty below the base.
+        Local and SFTP also remove directories left empty below the base, and remove an empty
+        directory at a reserved path (a staging directory list_files shows) as rmdir does: one
+        that is not empty stays (False).
         """
         raise NotImplementedError
 
@@ -147,7 +222,9 @@ class Storage:
         return [p for p in paths if self.delete(p)]
 
     def list_files(self) -> list[str]:
-        """Every file under the base, sorted, as base-relative paths (reserved names included)."""
+        """Every file under the base, sorted, as base-relative paths (reserved names included).
+        Local and SFTP also list each empty staging directory (see paths.is_staging), which holds no
+        file to show it: an attempt that died leaves them (see execute.find_leftovers)."""
         raise NotImplementedError
 
     def lock(self, timeout: float, expiry: float = LOCK_EXPIRY_SECONDS) -> ContextManager[Lease]:
@@ -162,9 +239,10 @@ class Storage:
 
     @property
     def warnings(self) -> list[str]:
-        """What the operator should know of this destination that stops nothing (SFTP: directories
-        another account can write, see sftp_private); publish, reconcile-state and prune add them
-        to their result's warnings. Still there after close()."""
+        """What the operator should know of this destination that stops nothing (directories
+        another account can write: SFTP, see sftp_private; local, on a host that lets that account
+        plant links, see private.py); publish, reconcile-state and prune add them to their
+        result's warnings. Still there after close()."""
         return []
 
 

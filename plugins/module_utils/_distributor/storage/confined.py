@@ -89,6 +89,17 @@ class ConfinedStorage(Storage):
         with self._reported("inspect", self._inside(path)):
             return self.inner.measure(path, size, digest)
 
+    def doubt(self, path: str, size: int | None = None, sha256: str | None = None) -> str | None:
+        """Confined like a read: the path comes from a journal."""
+        with self._reported("inspect", self._inside(path)):
+            return self.inner.doubt(path, size, sha256)
+
+    def doubt_many(self, asked: list[tuple[str, int | None, str | None]]) -> list[str | None]:
+        """Every path checked before the first is looked at."""
+        checked = [(self._inside(path), size, sha256) for path, size, sha256 in asked]
+        with self._reported("inspect files under"):
+            return self.inner.doubt_many(checked)
+
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
         """Confined, under the lease, and a record only after a fresh look at the lock."""
         with self._reported("write", self._writing(path)):
@@ -103,6 +114,20 @@ class ConfinedStorage(Storage):
         """Every path confined as its write starts, the lease asked in whichever thread runs it."""
         with self._reported("write outputs under"):
             self.inner.write_many((self._inside(path), self._held_chunks(path, factory)) for path, factory in items)
+
+    def resettle_many(self, items: Iterable[tuple[str, str, int]]) -> list[str]:
+        """Confined and under the lease, like a write: settings change what readers get."""
+        checked = [(self._inside(path), sha256, size) for path, sha256, size in items]
+        if checked:
+            self._held("changing the settings of " + checked[0][0])
+        with self._reported("change the settings of files under"):
+            return self.inner.resettle_many(checked)
+
+    def check_writable(self, directories: Iterable[str]) -> None:
+        """Confined like a read: '' is the bundle path itself."""
+        checked = [self._inside(d) if d else d for d in directories]
+        with self._reported("inspect"):
+            self.inner.check_writable(checked)
 
     def delete(self, path: str) -> bool:
         """Confined and under the lease: a path from a journal must not reach outside the bundle path."""

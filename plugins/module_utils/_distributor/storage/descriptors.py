@@ -20,12 +20,14 @@ import stat
 from typing import Callable, Iterator
 
 from ..limits import DEPTH_LIMIT
-from ..regular import kind_of
+from ..paths import is_staging
+from ..regular import ForeignLinks, kind_of, links_not_ours
 from .refusals import disappeared, link_refused, not_a_directory, os_errors, too_deep
 
 DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-# Reading what is found at a destination: never through a link, never blocking on a FIFO.
-READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+# Reading what is found at a destination: never through a link, never blocking on a FIFO, never
+# taking a terminal planted there as the run's controlling one (a device is refused once opened).
+READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -94,8 +96,11 @@ def identity_at(top: int, parts: list[str], where: Callable[[int], str]) -> tupl
 
 def open_regular_at(parent: int, name: str, where: str, flags: int = READ_FLAGS, action: str = "read") -> int | None:
     """A regular file in `parent` opened with `flags` (reading, by default); None when absent.
-    Anything else (a link, a FIFO, a device, a directory) is refused unread, without blocking on
-    it: `flags` must hold O_NOFOLLOW and O_NONBLOCK."""
+    Anything else (a FIFO, a device, a directory: NotRegular) is refused unread, without blocking
+    on it: `flags` must hold O_NOFOLLOW and O_NONBLOCK. A link is refused as links are everywhere
+    in a destination, whatever name it holds. So is a file with a name distributor did not make
+    (ForeignLinks): judged on the open descriptor, by the fstat that tells its kind, so a name
+    swapped after the check cannot lead the read or write that follows elsewhere."""
     with os_errors(action, where):
         try:
             fd = os.open(name, flags, 0o644, dir_fd=parent)
@@ -103,13 +108,16 @@ def open_regular_at(parent: int, name: str, where: str, flags: int = READ_FLAGS,
             return None
         except OSError as exc:
             mode = entry_mode(parent, name) if exc.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR) else None
+            if mode is not None and stat.S_ISLNK(mode):
+                raise link_refused(where) from None
             if mode is not None and kind_of(mode):
                 raise NotRegular(where, kind_of(mode)) from None
             raise
-    kind = kind_of(os.fstat(fd).st_mode)
-    if kind:
+    info = os.fstat(fd)
+    kind = kind_of(info.st_mode)
+    if kind or links_not_ours(info.st_nlink):
         os.close(fd)
-        raise NotRegular(where, kind)
+        raise NotRegular(where, kind) if kind else ForeignLinks(where, info.st_nlink)
     return fd
 
 
@@ -152,11 +160,12 @@ def write_fully(fd: int, data: bytes) -> None:
 
 def list_tree(top: int, where: Callable[[str], str]) -> Iterator[str]:
     """Every entry below the directory `top` that is not a directory (links included, never
-    followed), as slash-separated relative paths, depth first and without recursion: a planted
-    tree of any depth is refused past DEPTH_LIMIT levels, and only that many directories are open
-    at once. A directory that cannot be listed fails the listing (taken as empty, its files would
-    be overwritten unseen); one removed while the walk runs is gone, which is no error."""
-    stack = [(os.dup(top), "", _subdirectories_of(top, "", where))]
+    followed), and every empty staging directory (paths.is_staging: a dead attempt's, which no
+    file below shows), as slash-separated relative paths, depth first and without recursion: a
+    planted tree of any depth is refused past DEPTH_LIMIT levels, and only that many directories
+    are open at once. A directory that cannot be listed fails the listing (taken as empty, its
+    files would be overwritten unseen); one removed while the walk runs is gone, which is no error."""
+    stack = [(os.dup(top), "", iter(_subdirectories_of(top, "", where)))]
     try:
         while stack:
             fd, prefix, pending = stack[-1]
@@ -182,18 +191,23 @@ def list_tree(top: int, where: Callable[[str], str]) -> Iterator[str]:
             if child is None:
                 yield prefix + name
                 continue
-            stack.append((child, prefix + name + "/", _subdirectories_of(child, prefix + name, where)))
+            entries = _subdirectories_of(child, prefix + name, where)
+            if not entries and is_staging(name):
+                os.close(child)
+                yield prefix + name
+                continue
+            stack.append((child, prefix + name + "/", iter(entries)))
     finally:
         for fd, _prefix, _pending in stack:
             os.close(fd)
 
 
-def _subdirectories_of(fd: int, rel: str, where: Callable[[str], str]) -> Iterator[tuple[str, bool]]:
+def _subdirectories_of(fd: int, rel: str, where: Callable[[str], str]) -> list[tuple[str, bool]]:
     """(name, is a directory) of each entry of the open directory `fd`, read at once so that the
     walk holds one descriptor per level, not one per directory seen."""
     with os_errors("list", where(rel), "distributor does not write where it cannot see what is there"):
         try:
             with os.scandir(fd) as entries:
-                return iter([(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries])
+                return [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries]
         except FileNotFoundError:
-            return iter([])
+            return []

@@ -13,9 +13,13 @@ storage stamps every write with its own time (an SFTP file's mtime, an S3 object
 LastModified) and can say what time it is there (the mtime of a file just written, the Date of
 an S3 response): the age of a lock is the difference of two stamps of one clock, so publishers
 hours apart agree, and a lock whose holder died hours ago is seen as dead at once. Where a
-storage gives no stamp, a contender breaks a lock only after watching the same record (same
-version, same stamp) for a whole expiry on its own monotonic clock, as the DynamoDB lock client
-does. The times inside the record are the holder's and only inform people.
+storage gives no stamp, or dates a lock ahead of its own clock (a stamp set by hand, or a clock
+set back since), a contender breaks a lock only after watching the same record (same version,
+same stamp) for a whole lease on its own monotonic clock, as the DynamoDB lock client does.
+
+A lock record is anyone's to write, so it may shorten a lease, never lengthen it: the lease a
+record declares is bounded by the contender's own `lock.expiry`. The times inside the record are
+the holder's and only inform people.
 """
 
 from __future__ import annotations
@@ -38,6 +42,9 @@ from ..timestamps import format_rfc3339
 LOCK_POLL_SECONDS = 0.2
 RENEWALS_PER_EXPIRY = 3
 EXPIRING_ADVICE = "Retry later, or remove the lock file if that holder is gone."
+WATCHED_ADVICE = ("The storage cannot date this lock (it gives no time stamp, or one ahead of its own clock), so it is "
+                  "broken only once seen unchanged for %gs (lock.expiry): if its holder is gone, run with a lock_timeout "
+                  "above that, or remove the lock file.")
 
 # What a lock record anyone can write may raise when read: garbage, deep nesting, a time
 # out of range (it is read back from storage, so it is untrusted like the state).
@@ -93,7 +100,7 @@ class LockFile:
 def holder_record(now: float, expiry: float, token: str, acquired_at: float | None = None, renewal: int = 0) -> bytes:
     """Who holds a lock, so a waiting publisher can say whom it waits for; the attempt token
     says, to the holder itself, that the lock is still its own; `expiry` is the lease the holder
-    renews within, which contenders judge the storage's stamps by. `renewal` counts renewals, so
+    renews within, which contenders judge the storage's stamps by (up to their own, lease_of). `renewal` counts renewals, so
     every renewal changes the record even where the storage's stamps are coarse. The times are the
     holder's clock's, for people: a renewal keeps `acquired_at` and moves `expires_at`."""
     return json.dumps({
@@ -153,6 +160,14 @@ def declared_expiry(raw: bytes) -> float | None:
         return None
 
 
+def lease_of(raw: bytes, expiry: float) -> float:
+    """How long a lock may go unrenewed before a contender whose `lock.expiry` is `expiry` breaks
+    it: the lease its record declares, never more than `expiry`. A holder killed with a short
+    lease is broken after that lease; a record declaring 1e300 seconds, after `expiry`."""
+    declared = declared_expiry(raw)
+    return expiry if declared is None else min(declared, expiry)
+
+
 class Watch:
     """A contender's watch over a record it cannot date: how long, on its own monotonic clock,
     it has seen the same version and stamp."""
@@ -169,30 +184,35 @@ class Watch:
             self._seen, self._since = (seen.version, seen.stamp), now
         return now - self._since
 
+    def watches(self, seen: Seen) -> bool:
+        """Whether `seen` is the record this watch is timing (it was judged by watching)."""
+        return (seen.version, seen.stamp) == self._seen
+
 
 def is_stale(lock: LockFile, seen: Seen, expiry: float, watch: Watch) -> bool:
-    """Whether the lock `seen` has gone unrenewed for longer than its lease: the lease its record
-    declares, else `expiry`. On the storage's clock when the storage dates both the record and
-    now (plus its resolution, so a coarse stamp never breaks a lock early); else by `watch`."""
-    lease = declared_expiry(seen.raw) or expiry
+    """Whether the lock `seen` has gone unrenewed for longer than its lease (lease_of). On the
+    storage's clock when the storage dates both the record and now (plus its resolution, so a
+    coarse stamp never breaks a lock early); else by `watch`. A stamp ahead of the storage's now
+    dates nothing: judged by its age, a lock stamped ten years ahead would never be stale."""
+    lease = lease_of(seen.raw, expiry)
     now = lock.now() if seen.stamp is not None else None
-    if now is not None:
+    if now is not None and seen.stamp <= now + lock.resolution:
         return now - seen.stamp > lease + lock.resolution
     return watch.unchanged_for(seen) >= lease
 
 
 def wait_for_lock(take: Callable[[], bool], holder: Callable[[], bytes | None], where: str, timeout: float,
-                  advice: str = EXPIRING_ADVICE, clock: Callable[[], float] = time.monotonic,
+                  advice: str | Callable[[], str] = EXPIRING_ADVICE, clock: Callable[[], float] = time.monotonic,
                   sleep: Callable[[float], None] = time.sleep) -> None:
     """Every lock is waited for here, whatever takes it: try `take` every LOCK_POLL_SECONDS
     until it succeeds, or fail with `locked` once `timeout` has passed, naming the holder
-    (`holder` reads its record) and what the operator can do (`advice`)."""
+    (`holder` reads its record) and what the operator can do (`advice`, or what it returns once
+    the wait is over)."""
     deadline = clock() + timeout
     while not take():
         if clock() >= deadline:
-            raise DistributorError(
-                "locked",
-                "%s is locked by %s; waited %gs (lock_timeout). %s" % (where, describe_holder(holder()), timeout, advice))
+            raise DistributorError("locked", "%s is locked by %s; waited %gs (lock_timeout). %s" % (
+                where, describe_holder(holder()), timeout, advice() if callable(advice) else advice))
         sleep(LOCK_POLL_SECONDS)
 
 
@@ -236,6 +256,16 @@ class Claim:
         round trip to storage."""
         return self.seen.raw if self.seen is not None else None
 
+    def advice(self, timeout: float) -> str:
+        """What the `locked` error tells the operator after `timeout`: a lock the storage cannot
+        date that no wait of `timeout` can see unchanged for its lease is broken only by a longer
+        wait (or by hand); every other lock, by retrying later (a dead one is then stale)."""
+        if self.seen is not None and self._watch.watches(self.seen):
+            lease = lease_of(self.seen.raw, self.expiry)
+            if lease > timeout:
+                return WATCHED_ADVICE % lease
+        return EXPIRING_ADVICE
+
     def renew(self) -> bool:
         """Replace our record with the next renewal, only while it is the one we wrote. When the
         condition fails the lock is read: a renewal whose reply was lost (a client retrying a
@@ -272,7 +302,7 @@ def held(lock: LockFile, token: str, timeout: float, expiry: float,
     release it after."""
     claim = Claim(lock, token, expiry, clock)
     try:
-        wait_for_lock(claim.take, claim.last_seen, lock.where, timeout, clock=clock, sleep=sleep)
+        wait_for_lock(claim.take, claim.last_seen, lock.where, timeout, lambda: claim.advice(timeout), clock, sleep)
         try:
             with Lease(claim.renew, claim.holder, expiry, lock.where, clock) as lease:
                 yield lease

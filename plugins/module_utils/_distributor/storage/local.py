@@ -15,15 +15,17 @@ from ..attributes import ownership, parse_mode
 from ..errors import DistributorError
 from ..limits import LOCK_EXPIRY_SECONDS, LOCK_LIMIT
 from ..paths import LOCK_NAME, is_reserved, join, path_problem
-from .base import Storage, hash_stream, not_a_record, staging_dir
+from ..regular import ForeignLinks, kind_of
+from .base import Storage, hash_stream, not_a_record, owner_doubt, staging_dir, verdict
 from .descriptors import (
     CREATE_FLAGS, NotRegular, entry_mode, identity_at, list_tree, make_directory, open_directory, open_regular_at,
     read_at_most, write_fully)
 from .durability import Directory, FsyncEach, Staged, durability_for, root_parent
 from .lease import Lease
 from .local_lock import flocked
+from .private import Exposure, read_sysctl
 from .refusals import (
-    failure, link_refused, not_private, os_errors, relative_root, root_refused, staged_replaced, staging_taken)
+    failure, link_refused, not_private, not_writable, os_errors, relative_root, root_refused, staged_replaced, staging_taken)
 
 SYNC_BATCH_BYTES = 64 * 1024 * 1024  # a batch also ends at this many staged bytes, so big files overlap their syncs
 SYNC_WORKERS = 8
@@ -34,7 +36,7 @@ class LocalStorage(Storage):
     by their path under the root), so the files of one directory cost no further walks; they are
     closed when the operation ends, and the next one walks from the root again."""
 
-    def __init__(self, root: str, base: str, token: str, storage: dict | None = None):
+    def __init__(self, root: str, base: str, token: str, storage: dict | None = None, sysctl=read_sysctl):
         super().__init__(token)
         storage = storage or {}
         self.file_mode = parse_mode(storage.get("file_mode"), "file_mode")
@@ -44,6 +46,8 @@ class LocalStorage(Storage):
             raise relative_root(root)
         if os.path.realpath(root) == "/":
             raise root_refused()
+        # `sysctl` reads a kernel setting; tests pass their own (see private.py).
+        self._exposure = Exposure(bool(storage.get("require_private_directories")), self.directory_mode, self.ids, sysctl)
         self.root = root
         self.base = base
         self._root_fd: int | None = None
@@ -79,6 +83,7 @@ class LocalStorage(Storage):
                     return None
                 except NotADirectoryError:
                     raise DistributorError("storage_error", "storage.root %s is not a directory" % self.root) from None
+        self._exposure.judge(self.root, self._root_fd)
         return self._root_fd
 
     def _directory(self, rel: str, create: bool, needed_by: str) -> int | None:
@@ -104,6 +109,7 @@ class LocalStorage(Storage):
                         self._settle(child, self.directory_mode)
             if child is not None:
                 self._dirs[key] = child
+                self._exposure.judge(self._where(key), child)
             fd = child
         return fd
 
@@ -129,6 +135,10 @@ class LocalStorage(Storage):
             os.fchmod(fd, mode)
         if self.ids != (-1, -1):
             os.fchown(fd, *self.ids)
+
+    def _settle_output(self, fd: int) -> None:
+        """An output's settings: the configured mode, else 0644 whatever the umask."""
+        self._settle(fd, 0o644 if self.file_mode is None else self.file_mode)
 
     def _split(self, path: str) -> tuple[str, str]:
         """(directory under the root, file name) of a path under the bundle path. ConfinedStorage
@@ -168,17 +178,43 @@ class LocalStorage(Storage):
             with os_errors("read", self.describe(path)):
                 return read_at_most(fd, limit)
 
-    def measure(self, path: str, size: int, digest: bool) -> tuple[int, str | None] | None:
+    def measure(self, path: str, size: int, digest: bool, seen: tuple | None = None) -> tuple[int, str | None] | None:
         """Opened like read_bytes: a link put in an output's place is refused as a read is. The
-        size is the open file's own, so the file hashed is the file measured."""
+        size is the open file's own, so the file hashed is the file measured; with `seen`
+        (st_dev, st_ino: doubt's), only that file is hashed, not another put at the name since."""
         with self._reading(path) as fd:
             if fd is None:
                 return None
             with os_errors("read", self.describe(path)):
-                found = os.fstat(fd).st_size
-                if not digest or found != size:
-                    return found, None
-                return found, hash_stream(lambda count: os.read(fd, count), size + 1)
+                info = os.fstat(fd)
+                if not digest or info.st_size != size or seen not in (None, (info.st_dev, info.st_ino)):
+                    return info.st_size, None
+                return size, hash_stream(lambda count: os.read(fd, count), size + 1)
+
+    def doubt(self, path: str, size: int | None = None, sha256: str | None = None) -> str | None:
+        """Looked at through the walked descriptors, never through a link; the file hashed is
+        the one looked at (measure checks its identity on the descriptor it reads)."""
+        head, name = self._split(path)
+        try:
+            parent = self._directory(head, False, self.describe(path))
+            with os_errors("inspect", self.describe(path)):
+                try:
+                    info = None if parent is None else os.stat(name, dir_fd=parent, follow_symlinks=False)
+                except FileNotFoundError:
+                    info = None
+            if info is None:
+                return "is gone"
+            return verdict(kind_of(info.st_mode), self._foreign(info.st_uid), info.st_nlink, size, sha256,
+                           lambda: self.measure(path, size, True, (info.st_dev, info.st_ino)))
+        finally:
+            self._release()
+
+    def _foreign(self, uid: int) -> str | None:
+        """None for the accounts distributor writes as here: its own, and storage.owner."""
+        mine = os.geteuid()
+        if uid in (mine, self.ids[0]):
+            return None
+        return owner_doubt(uid, "uid %d" % mine + (" or uid %d (storage.owner)" % self.ids[0] if self.ids[0] != -1 else ""))
 
     def exists(self, path: str) -> bool:
         """Walked from the root descriptor like every other look: a link on the way is refused, not followed.
@@ -204,6 +240,53 @@ class LocalStorage(Storage):
             return [] if top is None else sorted(list_tree(top, self.describe))
         finally:
             self._release()
+
+    def resettle(self, path: str, sha256: str, size: int) -> bool:
+        """On the descriptor whose content was just hashed: a link put at the name is refused by
+        the open, and so is a file with names distributor did not make (ForeignLinks); the
+        settings are synced like a written file's."""
+        try:
+            with self._reading(path) as fd:
+                if fd is None:
+                    return False
+                with os_errors("change the settings of", self.describe(path)):
+                    if os.fstat(fd).st_size != size or hash_stream(lambda count: os.read(fd, count), size + 1) != sha256:
+                        return False
+                    self._settle_output(fd)
+                    os.fsync(fd)
+        except ForeignLinks:
+            return False
+        return True
+
+    def check_writable(self, directories: Iterable[str]) -> None:
+        """The kernel's own answer for this account (faccessat with the effective ids), on each
+        directory or the nearest existing one the run would make it in: a read-only mount is
+        refused to root too. Walked like every other look, never through a link."""
+        try:
+            for directory in sorted(set(directories)):
+                fd, found = self._nearest(join(self.base, directory))
+                if fd is not None:
+                    _refuse_unwritable(fd, self._where(found))
+                    continue
+                where = _existing_parent(self.root)
+                with os_errors("inspect", where):
+                    fd = os.open(where, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+                try:
+                    _refuse_unwritable(fd, where)
+                finally:
+                    os.close(fd)
+        finally:
+            self._release()
+
+    def _nearest(self, rel: str) -> tuple[int | None, str]:
+        """The directory `rel` under the root or its nearest existing parent, opened (None when
+        even the root is missing)."""
+        parts = rel.split("/") if rel else []
+        for end in range(len(parts), 0, -1):
+            fd = self._directory("/".join(parts[:end]), False, self._where(rel))
+            if fd is not None:
+                return fd, "/".join(parts[:end])
+        return self._root(False), ""
 
     # -- writing --------------------------------------------------------------------------
 
@@ -276,7 +359,7 @@ class LocalStorage(Storage):
             for chunk in chunks:
                 write_fully(fd, chunk)
                 size += len(chunk)
-            self._settle(fd, 0o644 if self.file_mode is None else self.file_mode)
+            self._settle_output(fd)
             info = os.fstat(fd)
         except BaseException as exc:
             if fd is not None:
@@ -385,7 +468,9 @@ class LocalStorage(Storage):
 
     def _delete(self, path: str) -> bool:
         """A staged file already gone still tidies its staging directory: an attempt that died
-        after its renames left that directory empty, and recovery deletes staged names."""
+        after its renames left that directory empty, and recovery deletes staged names. A
+        directory at a reserved path (an empty staging directory the listing showed) is removed
+        with rmdir, which leaves one that is not empty."""
         head, name = self._split(path)
         parent = self._directory(head, False, self.describe(path))
         found = parent is not None
@@ -395,9 +480,26 @@ class LocalStorage(Storage):
                     os.unlink(name, dir_fd=parent)
                 except FileNotFoundError:
                     found = False
+                except OSError as exc:
+                    if not (exc.errno in (errno.EISDIR, errno.EPERM) and is_reserved(path)
+                            and stat.S_ISDIR(entry_mode(parent, name) or 0)):
+                        raise
+                    found = self._rmdir(parent, name)
         if found or is_reserved(path):
             self._remove_empty_parents(path)
         return found
+
+    @staticmethod
+    def _rmdir(parent: int, name: str) -> bool:
+        """rmdir of `name` in `parent`; False when what is there is not an empty directory (not
+        empty, gone, or swapped for a link or a file), which stays."""
+        try:
+            os.rmdir(name, dir_fd=parent)
+        except OSError as exc:
+            if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT, errno.ENOTDIR):
+                return False
+            raise
+        return True
 
     def _remove_empty_parents(self, path: str) -> None:
         """Deleting the last file of a directory deletes the directory, up to (not including) the base;
@@ -409,12 +511,8 @@ class LocalStorage(Storage):
             if parent is None:
                 return
             with os_errors("remove directory", self.describe(head)):
-                try:
-                    os.rmdir(name, dir_fd=parent)
-                except OSError as exc:
-                    if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT, errno.ENOTDIR):
-                        return
-                    raise
+                if not self._rmdir(parent, name):
+                    return
             self._forget(join(self.base, head))
             head = head.rpartition("/")[0]
 
@@ -435,9 +533,32 @@ class LocalStorage(Storage):
         finally:
             os.close(base)
 
+    @property
+    def warnings(self) -> list[str]:
+        """Directories another account can write, on a host that lets it plant links (private.py)."""
+        return self._exposure.warnings
+
     def close(self) -> None:
         """The root's descriptor is kept between operations; closed with the storage."""
         self._release()
         if self._root_fd is not None:
             os.close(self._root_fd)
             self._root_fd = None
+
+
+def _existing_parent(path: str) -> str:
+    """The nearest existing parent of a missing root, where the run would create it."""
+    while not os.path.isdir(path) and path != os.path.dirname(path):
+        path = os.path.dirname(path)
+    return path
+
+
+def _refuse_unwritable(fd: int, where: str) -> None:
+    with os_errors("inspect", where):
+        if os.access(".", os.W_OK | os.X_OK, dir_fd=fd, effective_ids=True):
+            return
+        if os.fstatvfs(fd).f_flag & os.ST_RDONLY:
+            raise not_writable(where, "is on a read-only file system")
+        found = os.fstat(fd)
+    raise not_writable(where, "does not let uid %d create files in it (mode %04o, owner uid %d)" % (
+        os.geteuid(), stat.S_IMODE(found.st_mode), found.st_uid))

@@ -22,10 +22,10 @@ from ..paths import LOCK_NAME
 from .base import not_a_record
 from .descriptors import NotRegular, open_regular_at
 from .lease import Lease, holder_record, wait_for_lock
-from .refusals import os_errors
+from .refusals import lock_not_ours, os_errors
 
 FLOCK_ADVICE = "Retry later: the kernel releases this lock when its holder's run ends."
-LOCK_FLAGS = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+LOCK_FLAGS = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
 
 @contextmanager
@@ -85,12 +85,22 @@ class Flock:
             self.fd = None
 
     def _open(self) -> int:
-        """The lock file, created if missing; what someone else put at its name (a FIFO, a
-        directory, a link) is refused without blocking on it."""
+        """The lock file, created if missing. It is reused, not created exclusively (a contender
+        opens the holder's file to wait on its flock), so what is found at its name is judged on
+        the open descriptor before anything is written or truncated: a regular file (a FIFO, a
+        directory or a symbolic link is refused without blocking on it), with one name (a hard
+        link planted there may be any file of the filesystem: see open_regular_at), and owned
+        by this account. Such a file can only be one a publisher of this account made: a file
+        of another name or owner is refused, and left as it was."""
         try:
-            return open_regular_at(self.base, LOCK_NAME, self.where, LOCK_FLAGS, "open lock")
+            fd = open_regular_at(self.base, LOCK_NAME, self.where, LOCK_FLAGS, "open lock")
         except NotRegular as exc:
             raise not_a_record(exc.where, exc.kind) from None
+        owner = os.fstat(fd).st_uid
+        if owner != os.geteuid():
+            os.close(fd)
+            raise lock_not_ours(self.where, owner, os.geteuid())
+        return fd
 
     def _flock_at_once(self, fd: int) -> bool:
         """flock without blocking: False while another publisher holds it."""

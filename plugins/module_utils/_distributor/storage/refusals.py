@@ -78,6 +78,21 @@ def staged_replaced(target: str, staged: str) -> DistributorError:
                             "someone else" % (target, staged))
 
 
+def not_writable(where: str, why: str) -> DistributorError:
+    """Check mode's prediction of the write a run could not make: reported now, not after the
+    reviewed plan was approved and the run has begun."""
+    return DistributorError("storage_error", "cannot write in %s: it %s; a run would fail there. Give the publishing "
+                            "account write access, or publish with an account that has it" % (where, why))
+
+
+def lock_not_ours(where: str, owner: int, account: int) -> DistributorError:
+    """A lock file of another account: distributor writes its lock record only into a file its
+    own account made, whatever the other account put there (or linked there) to be overwritten."""
+    return DistributorError("storage_error", "%s is owned by uid %d, not by uid %d that distributor runs as; it writes "
+                            "its lock only into a file its own account made. A publisher running as that account may "
+                            "hold it: when none does, remove it" % (where, owner, account))
+
+
 def too_deep(where: str) -> DistributorError:
     """A tree deeper than any a bundle makes, planted to exhaust the walk: refused, not walked."""
     return DistributorError("storage_error", "%s is more than %d directories deep; distributor lists trees at most "

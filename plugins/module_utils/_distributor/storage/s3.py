@@ -30,13 +30,15 @@ from ..attributes import s3_object_args, s3_record_args
 from ..errors import DistributorError, MissingLibrary
 from ..limits import LOCK_EXPIRY_SECONDS
 from ..paths import is_reserved, join
-from .base import Storage, hash_stream, in_parallel, mentions_secret, redact
+from .base import Storage, hash_stream, in_parallel, mentions_secret, redact, verdict
 from .lease import Lease, held
+from .s3_errors import explain
 from .s3_lock import EMPTY_RANGE, NOT_FOUND, S3Lock
 
 PART_SIZE = 8 * 1024 * 1024
 DELETE_BATCH = 1000
 WORKERS = 32  # small files cost a round trip each: 2,000 files wait 63 round trips (8 workers: 250)
+COPY_LIMIT = 5 * 1024 ** 3  # the largest object one CopyObject copies
 SMALL_BODY = 256 * 1024  # read whole by any of the WORKERS: WORKERS x SMALL_BODY = 8 MiB at most
 LARGE_BODIES = 8  # bodies of up to PART_SIZE held at once: 64 MiB at most, as with 8 workers before
 PARTS_IN_FLIGHT = 3  # per storage, across all files: bounds memory to a few parts whatever the file count
@@ -57,6 +59,8 @@ class S3Storage(Storage):
         self._part_buffers: list[bytearray] = []  # free part buffers, reused (see _multipart)
         self._large_bodies = threading.BoundedSemaphore(LARGE_BODIES)
         self._settings = storage
+        self._session = None
+        self.client = None
         try:
             import boto3
             from botocore.config import Config
@@ -67,7 +71,8 @@ class S3Storage(Storage):
         self._sdk_errors = (ClientError, BotoCoreError)
         with self._errors("connect to", self.prefix):
             try:
-                self.client = _session(boto3, storage).client(
+                self._session = _session(boto3, storage)
+                self.client = self._session.client(
                     "s3",
                     endpoint_url=storage.get("endpoint_url") or None,
                     config=Config(max_pool_connections=WORKERS + PARTS_IN_FLIGHT + 1),
@@ -91,20 +96,32 @@ class S3Storage(Storage):
 
     @contextmanager
     def _errors(self, action: str, key: str) -> Iterator[None]:
-        """botocore errors leave as storage_error naming s3://bucket/key and the error code."""
+        """botocore errors leave as storage_error naming s3://bucket/key and the error code; a
+        missing bucket and credential failures say so first (s3_errors.explain)."""
         try:
             yield
         except self._sdk_errors as exc:
+            location = "s3://%s/%s" % (self.bucket, key)
             if _refused_checksum(getattr(exc, "response", None) or {}):
                 reason = "verification_failed"
-                message = ("s3://%s/%s: S3 refused the upload because the bytes it received do not match the "
-                           "SHA-256 distributor sent with them (%s); nothing was stored under that key"
-                           % (self.bucket, key, exc))
+                message = ("%s: S3 refused the upload because the bytes it received do not match the "
+                           "SHA-256 distributor sent with them (%s); nothing was stored under that key" % (location, exc))
             else:
-                reason, message = "storage_error", "cannot %s s3://%s/%s: %s" % (action, self.bucket, key, exc)
+                endpoint = self.client.meta.endpoint_url if self.client is not None else None
+                reason = "storage_error"
+                message = (explain(exc, action, location, self._settings, endpoint, self._credentials_method)
+                           or "cannot %s %s: %s" % (action, location, exc))
             error = DistributorError(reason, self._redact(message))
             # A cause quoting a secret would print it in a traceback: the message says enough.
             raise error from (None if mentions_secret(exc, self._secrets) else exc)
+
+    def _credentials_method(self) -> str | None:
+        """Which of boto3's providers gave the credentials in use (resolved once, by the client)."""
+        try:
+            credentials = self._session.get_credentials() if self._session is not None else None
+        except self._sdk_errors:
+            return None
+        return getattr(credentials, "method", None)
 
     def _redact(self, text: str) -> str:
         return redact(text, self._secrets)
@@ -154,9 +171,9 @@ class S3Storage(Storage):
         found = head["ContentLength"]
         if not digest or found != size:
             return found, None
-        stored = head.get("ChecksumSHA256") or ""
-        if stored and "-" not in stored and head.get("ChecksumType", "FULL_OBJECT") == "FULL_OBJECT":
-            return found, "sha256:" + base64.b64decode(stored).hex()
+        stored = _full_object_digest(head)
+        if stored:
+            return found, stored
         if not found:
             return found, "sha256:" + hashlib.sha256(b"").hexdigest()
         reply = self._call("read", key, "get_object", NOT_FOUND, Key=key, Range="bytes=0-%d" % size)
@@ -167,6 +184,24 @@ class S3Storage(Storage):
                 return found, hash_stream(reply["Body"].read, size + 1)
             finally:
                 reply["Body"].close()
+
+    def doubt(self, path: str, size: int | None = None, sha256: str | None = None) -> str | None:
+        """An object's owner in S3 is the bucket's owner (with Object Ownership's default,
+        BucketOwnerEnforced), whoever wrote it: the digest alone vouches, the ChecksumSHA256
+        every upload of distributor carries (measure). S3 has no staging, so a name only
+        distributor gives is one it may remove."""
+        return verdict(None, None, None, size, sha256, lambda: self.measure(path, size, True))
+
+    def doubt_many(self, asked: list[tuple[str, int | None, str | None]]) -> list[str | None]:
+        """One HEAD per object (and a ranged GET where no full-object checksum is stored),
+        WORKERS at a time, as delete_many asks: recovery of a killed publish of thousands of
+        files would otherwise wait for each in turn."""
+        answers: list = [None] * len(asked)
+
+        def ask(index: int) -> None:
+            answers[index] = self.doubt(*asked[index])
+        in_parallel(WORKERS, ask, range(len(asked)))
+        return answers
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
         """A file of one part is one PUT; larger files go multipart, PARTS_IN_FLIGHT at a time.
@@ -270,6 +305,27 @@ class S3Storage(Storage):
         """
         in_parallel(WORKERS, lambda item: self.write(item[0], item[1]()), items)
 
+    def resettle(self, path: str, sha256: str, size: int) -> bool:
+        """A copy of the object onto itself with its settings replaced: S3 copies the bytes
+        inside the bucket, none are uploaded. Only an object whose full-object ChecksumSHA256 and
+        length are the recorded ones, and only that very object (the copy is conditional on the
+        ETag the HEAD saw); one over S3's 5 GiB copy limit is written again instead."""
+        key = self._key(path)
+        head = self._call("inspect", key, "head_object", NOT_FOUND, Key=key, ChecksumMode="ENABLED")
+        if head is None or head["ContentLength"] != size or size > COPY_LIMIT or _full_object_digest(head) != sha256:
+            return False
+        copied = self._call("change the settings of", key, "copy_object", ("PreconditionFailed",), Key=key,
+                            CopySource={"Bucket": self.bucket, "Key": key}, CopySourceIfMatch=head["ETag"],
+                            MetadataDirective="REPLACE", ChecksumAlgorithm="SHA256",
+                            **s3_object_args(self._settings, path))
+        return copied is not None
+
+    def resettle_many(self, items: Iterable[tuple[str, str, int]]) -> list[str]:
+        """resettle() WORKERS at a time, as writes go: each is a round trip or two."""
+        again: list[str] = []
+        in_parallel(WORKERS, lambda item: None if self.resettle(*item) else again.append(item[0]), items)
+        return sorted(again)
+
     def delete(self, path: str) -> bool:
         """S3 deletes a missing key without complaint; asking first keeps the contract that delete
         says whether something was removed."""
@@ -337,6 +393,15 @@ def _gather(stream: Iterator[bytes], chunks: list, size: int, limit: int) -> int
         chunks.append(chunk)
         size += len(chunk)
     return size
+
+
+def _full_object_digest(head: dict) -> str | None:
+    """`sha256:<hex>` of the whole object from a HEAD's stored ChecksumSHA256; None when S3 keeps
+    none, or only a multipart upload's composite "<digest>-<parts>"."""
+    stored = head.get("ChecksumSHA256") or ""
+    if stored and "-" not in stored and head.get("ChecksumType", "FULL_OBJECT") == "FULL_OBJECT":
+        return "sha256:" + base64.b64decode(stored).hex()
+    return None
 
 
 def checksum(data) -> str:

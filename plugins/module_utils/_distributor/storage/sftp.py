@@ -9,8 +9,8 @@ sftp_private and docs/operations.md.
 
 from __future__ import annotations
 
-import getpass
 import posixpath
+import socket
 import stat
 import traceback
 from typing import ContextManager, Iterable
@@ -18,19 +18,22 @@ from typing import ContextManager, Iterable
 from ..attributes import parse_mode
 from ..errors import DistributorError, MissingLibrary
 from ..limits import DEPTH_LIMIT, LOCK_EXPIRY_SECONDS
-from ..paths import is_reserved
-from ..regular import kind_of
-from .base import Storage, hash_stream, not_a_record
+from ..paths import is_reserved, is_staging
+from ..regular import ForeignLinks, kind_of, links_not_ours
+from .base import Storage, hash_stream, not_a_record, owner_doubt, verdict
 from .lease import Lease, held
+from .sftp_chain import Chain, endpoints
 from .sftp_connect import SftpConnection, check_config
 from .sftp_lock import SftpLock
 from .refusals import too_deep
 from .sftp_batch import SftpBatch
 from .sftp_paths import SftpPaths
-from .sftp_wire import identity, listdir_attr, read_ahead
+from .sftp_wire import Pipe, identity, link_count, listdir_attr, read_ahead
 from .sftp_wire import wire as _wire
 
 READ_ATTEMPTS = 3  # looks at a file that changed between the look and the open (see read_bytes)
+COUNTED_DIRECTORIES = 4  # listings kept for their link counts (see _alone): measured outputs come sorted by path
+OPEN_TIMEOUT = 30.0  # seconds the server has to answer an open for reading (see _open_for_reading)
 
 
 class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
@@ -38,15 +41,11 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
     (sftp_paths) and the batched writes (sftp_batch) are its parts, the lock is sftp_lock's."""
     def __init__(self, storage: dict, base: str, token: str):
         super().__init__(token)
-        self.host = storage.get("host") or ""
-        self.port = int(storage.get("port") or 22)
-        self.username = storage.get("username") or getpass.getuser()
+        self.endpoints = endpoints(storage)
+        server = self.endpoints[-1]
+        self.host, self.port, self.username = server.host, server.port, server.username
         self.root = storage.get("root") or ""
         self.base = base
-        self.known_hosts_file = storage.get("known_hosts_file")
-        self.host_key_policy = storage.get("host_key_policy") or "reject"
-        self._password = storage.get("password")
-        self._private_key_file = storage.get("private_key_file")
         self.file_mode = parse_mode(storage.get("file_mode"), "file_mode")
         self.directory_mode = parse_mode(storage.get("directory_mode"), "directory_mode")
         self.ids = tuple(int(storage[f]) if storage.get(f) is not None else -1 for f in ("owner", "group"))
@@ -58,6 +57,7 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
             raise MissingLibrary("paramiko", "sftp storage", traceback.format_exc()) from None
         self._paramiko = paramiko
         self._sdk_errors = (OSError, EOFError, paramiko.SSHException)
+        self._chain = Chain(paramiko, self.endpoints)
         self._client = None
         self._session = None
         self._dirs: set[str] = set()
@@ -66,34 +66,36 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
         self._names: dict[int, str | None] = {}
         self._extensions: frozenset = frozenset()
         self._staging_dirs: set[str] = set()
+        self._counted: dict[str, dict] = {}
 
     def close(self) -> None:
-        """The run's one connection is closed with the storage, and what it remembered of the tree."""
-        if self._client is not None:
-            self._client.close()
+        """The run's one connection chain is closed with the storage, and what it remembered of the tree."""
+        self._chain.close()
         self._client = self._session = None
         self._dirs.clear()
         self._staging_dirs.clear()
+        self._counted.clear()
 
     # -- files ----------------------------------------------------------------------------
 
-    def _read(self, remote: str, limit: int) -> bytes | None:
+    def _read(self, remote: str, limit: int, counted: bool) -> bytes | None:
         """Every block is asked for at once (read_ahead); read block by block, a large file would
         take one round trip per 32 KiB. It stops at `limit + 1` bytes: the server sends no more,
-        whatever the file's size."""
-        attrs = self._looked_at(remote)
+        whatever the file's size. An output's links are `counted` (see _alone)."""
+        attrs = self._looked_at(remote, counted)
         handle = None if attrs is None else self._open_as_seen(remote, attrs)
         if handle is None:
             return None
         with self._errors("read", remote), handle:
             return b"".join(read_ahead(handle.sftp, handle.handle, attrs.st_size or 0, limit + 1))
 
-    def _looked_at(self, remote: str):
+    def _looked_at(self, remote: str, counted: bool):
         """The attributes of a regular file at `remote` whose way there is still the checked one;
         None when absent. Only the reserved names and managed outputs are read, and what is there
         is looked at first: anything else at the name is refused rather than opened (the server
         would block opening a FIFO, and the whole session with it; SFTP has no non-blocking open:
-        docs/operations.md states the window left)."""
+        docs/operations.md states the window left). When `counted`, a file with a name
+        distributor did not make is refused too (_alone)."""
         attrs = self._lstat(remote)
         if attrs is None:
             return None
@@ -102,7 +104,42 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
             raise not_a_record(self._url(remote), kind)
         if not self._check_directories(posixpath.dirname(remote)):
             return None
+        if counted:
+            self._alone(remote, attrs)
         return attrs
+
+    def _alone(self, remote: str, attrs) -> None:
+        """ForeignLinks unless the file looked at (`attrs`) has only the names distributor made.
+        SFTP version 3 attributes carry no link count; OpenSSH's server writes it into each entry
+        of a directory listing (sftp_wire.link_count). So the count is the one of the entry at
+        the name whose attributes are the file's, in a listing of its directory kept for the run
+        (COUNTED_DIRECTORIES of them) and read afresh when the entry differs. The file opened next
+        is compared with the same attributes (_open_as_seen): the file read is the file counted.
+        A server whose listing gives no count has every output refused (ForeignLinks, None)."""
+        directory, name = posixpath.split(remote)
+        for fresh in (False, True):
+            links, seen = self._counted_in(directory, fresh).get(name, (None, None))
+            if seen == identity(attrs):
+                if links is None or links_not_ours(links):
+                    raise ForeignLinks(self._url(remote), links)
+                return
+        raise _NotAsSeen("storage_error", "cannot read %s: the file listed at that name is not the one looked at; "
+                         "something else changed the destination during this run" % self._url(remote))
+
+    def _counted_in(self, directory: str, fresh: bool) -> dict:
+        """name -> (link count or None, identity) of every entry of `directory`, as listed now
+        when `fresh` or not yet listed this run."""
+        if fresh or directory not in self._counted:
+            with self._errors("list", directory):
+                [(_remote, entries)] = listdir_attr(self._open(), [directory])
+                if isinstance(entries, Exception):
+                    raise entries
+            self._counted.pop(directory, None)
+            if len(self._counted) >= COUNTED_DIRECTORIES:
+                del self._counted[next(iter(self._counted))]
+            self._counted[directory] = {entry.filename: (link_count(getattr(entry, "longname", None)), identity(entry))
+                                        for entry in entries or ()}
+        return self._counted[directory]
 
     def _open_as_seen(self, remote: str, attrs):
         """The file at `remote` opened for reading, when it is the one `attrs` were looked at
@@ -111,7 +148,7 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
         file's content: a diff or a digest of a file outside the root (_NotAsSeen)."""
         with self._errors("read", remote):
             try:
-                handle = self._open().open(_wire(remote), "rb")
+                handle = self._open_for_reading(remote)
             except FileNotFoundError:
                 return None
             try:
@@ -125,26 +162,54 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
                              "else changed the destination during this run" % self._url(remote))
         return handle
 
+    def _open_for_reading(self, remote: str, session=None):
+        """The server opens by name, and its open of a FIFO blocks until someone writes into it:
+        one swapped in between the look (_looked_at, SftpLock.read) and the open would hold the
+        session, and the run, for good (SFTP has no non-blocking open). So the open has
+        OPEN_TIMEOUT seconds to be answered; past them the session (the run's, or the one given)
+        is closed (its server process still waits on the FIFO, and a later reply must not be taken
+        for another request's) and the run fails naming the file."""
+        session = session or self._open()
+        channel = session.get_channel()
+        channel.settimeout(OPEN_TIMEOUT)
+        try:
+            return session.open(_wire(remote), "rb")
+        except socket.timeout:
+            session.close()
+            raise DistributorError(
+                "storage_error", "cannot read %s: the server did not open it within %d seconds. Something other than a "
+                "regular file (a FIFO) was probably put at that name after distributor looked at it, and the server "
+                "waits on it; find out who changes this destination (docs/operations.md, SFTP: what a path-based "
+                "protocol leaves open)" % (self._url(remote), OPEN_TIMEOUT)) from None
+        finally:
+            channel.settimeout(None)
+
     def read_bytes(self, path: str, limit: int) -> bytes | None:
         """A file rewritten in place between the look and the open (the lock, which its holder
-        renews while distributor_state_info reads it) is looked at again, a few times."""
+        renews while distributor_state_info reads it) is looked at again, a few times. An
+        output's links are counted (_alone); distributor's records are not (a listing of the
+        bundle path for every record read would cost a skip more than the rest of it)."""
         remote = self._remote(path)
+        counted = not is_reserved(path)
         for _attempt in range(READ_ATTEMPTS - 1):
             try:
-                return self._read(remote, limit)
+                return self._read(remote, limit, counted)
             except _NotAsSeen:
                 continue
-        return self._read(remote, limit)
+        return self._read(remote, limit, counted)
 
     def measure(self, path: str, size: int, digest: bool) -> tuple[int, str | None] | None:
         """The lstat gives the size, once the way to it is checked as _read checks it (a directory
         swapped for a link must not report a file outside the root). Only a file of the recorded
         `size` is opened, and no more than it and one byte is asked for: a planted file of any
-        size is never buffered."""
+        size is never buffered. A file with a name distributor did not make is not measured at
+        all (_alone): it counts as drifted."""
         remote = self._remote(path)
-        attrs = self._looked_at(remote)
-        if attrs is None:
-            return None
+        attrs = self._looked_at(remote, True)
+        return None if attrs is None else self._measured(remote, attrs, size, digest)
+
+    def _measured(self, remote: str, attrs, size: int, digest: bool) -> tuple[int, str | None] | None:
+        """measure's answer for the file looked at as `attrs`: only that file is opened."""
         found = attrs.st_size or 0
         if not digest or found != size:
             return found, None
@@ -155,15 +220,68 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
             chunks = read_ahead(handle.sftp, handle.handle, size, size + 1)
             return found, hash_stream(lambda _count: next(chunks, b""), size + 1)
 
-    def _remove(self, remote: str, action: str) -> bool:
-        """Remove a file by name, the way to it looked at again right before: True when it was there."""
+    def resettle(self, path: str, sha256: str, size: int) -> bool:
+        """Hashed and settled through one handle opened as it was looked at (FSETSTAT: no name
+        resolved between the digest and the change), counted like a measured output (_alone): a
+        file with names distributor did not make, or a count the server does not give, is not."""
+        remote = self._remote(path)
+        try:
+            attrs = self._looked_at(remote, True)
+        except ForeignLinks:
+            return False
+        if attrs is None or (attrs.st_size or 0) != size:
+            return False
+        handle = self._open_as_seen(remote, attrs)
+        if handle is None:
+            return False
+        with self._errors("change the settings of", remote), handle:
+            chunks = read_ahead(handle.sftp, handle.handle, size, size + 1)
+            if hash_stream(lambda _count: next(chunks, b""), size + 1) != sha256:
+                return False
+            pipe = Pipe(handle.sftp)
+            for number in self._settle(pipe, handle.handle):
+                pipe.status(number)
+        return True
+
+    def doubt(self, path: str, size: int | None = None, sha256: str | None = None) -> str | None:
+        """From the lstat of the name, the way to it checked as _read checks it; the content read
+        as measure reads it, from that file only. SFTP version 3 tells no link count, so links
+        are not judged here."""
+        remote = self._remote(path, look_at_name=False)
+        attrs = self._lstat(remote)
+        if attrs is None or not self._check_directories(posixpath.dirname(remote)):
+            return "is gone"
+        return verdict(kind_of(attrs.st_mode or 0), self._foreign(attrs.st_uid), None, size, sha256,
+                       lambda: self._measured(remote, attrs, size, True))
+
+    def _foreign(self, uid: int | None) -> str | None:
+        """None for the accounts distributor writes as here: the SFTP account (the uid the server
+        names so), and storage.owner."""
+        if uid is not None and (uid == self.ids[0] or self._name_of(uid) == self.username):
+            return None
+        accounts = self.username + (" or uid %d (storage.owner)" % self.ids[0] if self.ids[0] != -1 else "")
+        unnamed = uid is not None and self._name_of(uid) is None
+        return owner_doubt(uid, accounts) + (" (the server does not name uid %d, so distributor cannot tell it is %s)"
+                                             % (uid, self.username) if unnamed else "")
+
+    def _remove(self, remote: str, action: str, directory: bool = False) -> bool:
+        """Remove a file (or an empty directory) by name, the way to it looked at again right
+        before: True when it was there. SFTP reports a directory that is not empty only as a
+        generic failure, so a directory that stays is not removed (False), whatever the reason."""
         if not self._check_directories(posixpath.dirname(remote)):
             return False
         with self._errors(action, remote):
             try:
-                self._open().remove(_wire(remote))
+                if not directory:
+                    self._open().remove(_wire(remote))
+                    return True
+                self._open().rmdir(_wire(remote))
             except FileNotFoundError:
                 return False
+            except OSError:
+                if directory:
+                    return False
+                raise
         return True
 
     def delete(self, path: str) -> bool:
@@ -199,7 +317,7 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
         if attrs is None:
             return False
         if is_reserved(path) or stat.S_ISDIR(attrs.st_mode or 0):
-            return self._remove(remote, "delete")
+            return self._remove(remote, "delete", is_reserved(path) and stat.S_ISDIR(attrs.st_mode or 0))
         parked = posixpath.join(self._staging(path), posixpath.basename(remote))
         if not self._check_directories(posixpath.dirname(remote)):
             return False
@@ -246,7 +364,8 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
         sftp_wire.listdir_attr), so a planted tree of any depth is refused past DEPTH_LIMIT
         levels (storage_error) instead of exhausting Python's recursion. A directory that cannot
         be listed fails the listing (storage_error): taken as empty, its files would be
-        overwritten unseen. Each directory is judged (see _judge) before it is listed."""
+        overwritten unseen. Each directory is judged (see _judge) before it is listed. Empty
+        staging directories are listed too (see Storage.list_files)."""
         found: list[str] = []
         prefixes = {self._remote(""): ""}
         while prefixes:
@@ -258,6 +377,8 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
                     with self._errors("list", remote):
                         raise entries
                 prefix = level[remote]
+                if entries == [] and is_staging(posixpath.basename(remote)) and prefix:
+                    found.append(prefix[:-1])  # an empty staging directory: no file below shows it
                 for entry in entries or ():
                     if not stat.S_ISDIR(entry.st_mode or 0):
                         found.append(prefix + entry.filename)

@@ -45,6 +45,7 @@ class SftpLock(LockFile):
         self.where = storage.describe(LOCK_NAME)
         self._probe = posixpath.join(self.directory, "%s.clock.%s" % (RESERVED_PREFIX, storage.token))
         self._channel = None
+        self._account: int | None = None  # the uid the server gave the lock this attempt created
 
     def _sftp(self):
         if self._channel is None:
@@ -102,6 +103,7 @@ class SftpLock(LockFile):
                 with self.storage._errors("write lock", self.remote):
                     with handle:
                         handle.write(record)
+                        self._account = handle.stat().st_uid
             except BaseException:
                 # Our own empty lock would otherwise block everyone until its age expires it.
                 with suppress(Exception):
@@ -122,7 +124,7 @@ class SftpLock(LockFile):
             raise not_a_record(self.storage._url(self.remote), kind)
         with self.storage._errors("read lock", self.remote):
             try:
-                with self._sftp().open(self.remote, "rb") as handle:
+                with self.storage._open_for_reading(self.remote, self._sftp()) as handle:
                     raw = handle.read(LOCK_LIMIT + 1)
                     stamp = handle.stat().st_mtime
             except FileNotFoundError:
@@ -130,15 +132,25 @@ class SftpLock(LockFile):
         return Seen(raw, raw, float(stamp) if stamp is not None else None)
 
     def replace(self, version: object, record: bytes) -> object | None:
-        """In place, never by create or rename. Only a file holding exactly `version` is written,
-        so even a name that leads elsewhere (a directory swapped for a link) can only have a
-        record of this attempt rewritten where a copy of it was put."""
+        """In place, never by create or rename, into a file it did not create by that open: so
+        the open handle is judged before a byte is written, as local storage judges its lock. It
+        must be a regular file of the account that created this lock (its handle's fstat), and
+        hold exactly `version`. SFTP version 3 cannot show a file's link count through a handle;
+        the content stands in for it: a file holding this attempt's own record, token and
+        renewal count included, is this attempt's lock, under whatever other name (a hard link
+        planted since, or a directory swapped for a link) it is also reached."""
         with self.storage._errors("renew lock", self.remote):
             try:
                 handle = self._sftp().open(self.remote, "r+")
             except FileNotFoundError:
                 return None
             with handle:
+                seen = handle.stat()
+                if kind_of(seen.st_mode or 0) or seen.st_uid != self._account:
+                    raise DistributorError(
+                        "storage_error", "cannot renew the lock %s: the file there is %s, not the lock this attempt "
+                        "created (uid %s); someone replaced it, and nothing was written into it"
+                        % (self.where, kind_of(seen.st_mode or 0) or "owned by uid %s" % seen.st_uid, self._account))
                 if handle.read(LOCK_LIMIT + 1) != version:
                     return None
                 handle.seek(0)

@@ -20,8 +20,9 @@ from contextlib import suppress
 from ..errors import DistributorError
 from ..paths import join
 from .base import staging_dir
-from .refusals import disappeared, link_refused, not_a_directory, not_private, staging_taken
-from .sftp_private import foreign_owner, shared_refusal, shared_warning, writable_by_others
+from .refusals import disappeared, link_refused, not_a_directory, not_private, not_writable, staging_taken
+from .private import writable_by_others
+from .sftp_private import foreign_owner, shared_refusal, shared_warning, unwritable
 from .sftp_wire import LSETSTAT, USERS_GROUPS_BY_ID, Pipe, lsetstat, lstat_many, user_names
 from .sftp_wire import wire as _wire
 
@@ -125,6 +126,22 @@ class SftpPaths:
             except FileNotFoundError:
                 return None
 
+    def check_writable(self, directories) -> None:
+        """Judged from each directory's attributes (or its nearest existing parent's, where the
+        run would make it) and its owner's name on the server (sftp_private.unwritable): SFTP has
+        no access(2), and check mode must not probe by writing."""
+        for directory in sorted(set(directories)):
+            remote = self._remote(directory)
+            attrs = self._lstat(remote)
+            while attrs is None and remote not in ("/", ""):
+                remote = posixpath.dirname(remote)
+                attrs = self._lstat(remote)
+            if attrs is None or attrs.st_uid is None or not stat.S_ISDIR(attrs.st_mode or 0):
+                continue
+            why = unwritable(attrs.st_mode, self._name_of(attrs.st_uid), self.username)
+            if why:
+                raise not_writable(self._url(remote), why)
+
     # -- directories others can write -------------------------------------------------------
 
     @property
@@ -169,7 +186,7 @@ class SftpPaths:
         if why is None:
             return
         if self.require_private_directories:
-            raise DistributorError("storage_error", self._redact(shared_refusal(where, why, self.username)))
+            raise DistributorError("storage_error", self._chain.redact(shared_refusal(where, why, self.username)))
         self._shared.append((where, why))
 
     def _name_of(self, uid: int) -> str | None:

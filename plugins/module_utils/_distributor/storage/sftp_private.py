@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import stat
 
-SHOWN_DIRECTORIES = 5
+from .private import named
+
 RESIDUAL_WINDOW = (
     "SFTP acts by path, so an account that can write there can swap a directory of the bundle path for a "
     "symbolic link: distributor re-checks the way right before each rename, delete and attribute change, but a "
@@ -22,16 +23,6 @@ RESIDUAL_WINDOW = (
     "(between the two lookups of one rename) move a file, wherever the link points that the SFTP account can "
     "write. Make these directories writable by %s alone, or publish with a dedicated account or a ChrootDirectory "
     "(docs/operations.md)")
-
-
-def writable_by_others(mode: int) -> str | None:
-    """Why a directory of this st_mode is writable by accounts other than its owner, or None."""
-    shown = "mode %04o" % stat.S_IMODE(mode)
-    if mode & stat.S_IWOTH:
-        return "is writable by every account (%s)" % shown
-    if mode & stat.S_IWGRP:
-        return "is writable by its group (%s)" % shown
-    return None
 
 
 def foreign_owner(uid: int, name: str | None, username: str) -> str | None:
@@ -48,13 +39,29 @@ def foreign_owner(uid: int, name: str | None, username: str) -> str | None:
 
 def shared_warning(shared: list[tuple[str, str]], username: str) -> str:
     """One warning for every directory found writable by another account: (location, why) pairs."""
-    named = "; ".join("%s %s" % pair for pair in shared[:SHOWN_DIRECTORIES])
-    more = "; and %d more" % (len(shared) - SHOWN_DIRECTORIES) if len(shared) > SHOWN_DIRECTORIES else ""
-    return "%s%s. %s; storage.require_private_directories: true refuses such destinations." % (
-        named, more, RESIDUAL_WINDOW % username)
+    return "%s. %s; storage.require_private_directories: true refuses such destinations." % (
+        named(shared), RESIDUAL_WINDOW % username)
 
 
 def shared_refusal(where: str, why: str, username: str) -> str:
     """The error with require_private_directories: the same residual window as the warning names,
     so the operator learns why the option refused."""
     return "%s %s, and storage.require_private_directories is set. %s." % (where, why, RESIDUAL_WINDOW % username)
+
+
+def unwritable(mode: int, owner: str | None, username: str) -> str | None:
+    """Why `username` cannot create files in a directory of this st_mode owned by `owner` (its name
+    on the server), or None when it can or the attributes cannot tell. SFTP shows no group
+    membership, so a directory its group may write is taken as writable; POSIX ACLs granting
+    another account write show in the group bits (the ACL mask), so they are taken as writable too."""
+    shown = "mode %04o" % stat.S_IMODE(mode)
+    if username == "root" or (mode & stat.S_IWOTH and mode & stat.S_IXOTH):
+        return None
+    if owner == username:
+        if mode & stat.S_IWUSR and mode & stat.S_IXUSR:
+            return None
+        return "does not let its owner %s create files in it (%s)" % (username, shown)
+    if owner is None or mode & stat.S_IWGRP:
+        return None
+    return "is owned by %s (%s), which lets neither %s nor any other account but its owner create files in it" % (
+        owner, shown, username)

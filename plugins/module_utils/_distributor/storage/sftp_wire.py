@@ -12,6 +12,7 @@ helper, so one session serves all requests; paramiko stays a lazy import.
 
 from __future__ import annotations
 
+import re
 import struct
 from functools import lru_cache
 from typing import Iterator
@@ -33,6 +34,20 @@ def wire(remote: str) -> bytes:
 def identity(attrs) -> tuple:
     """What SFTP version 3 tells of a file that can single it out: it has no inode number."""
     return attrs.st_mode, attrs.st_uid, attrs.st_gid, attrs.st_size, attrs.st_mtime
+
+
+LS_MODE = re.compile(r"[-bcdlps][-rwxsStT]{9}[.+@]?")
+
+
+def link_count(longname: str | None) -> int | None:
+    """The link count a directory entry's long name gives, when the server writes it as `ls -l`
+    does (OpenSSH's sftp-server: `-rw-r--r--    1 owner group size date name`); None when it
+    does not. SFTP version 3 attributes have no link count, and the protocol leaves the long
+    name's form to the server: this is the only place it is read."""
+    fields = (longname or "").split(None, 2)
+    if len(fields) == 3 and LS_MODE.fullmatch(fields[0]) and fields[1].isdigit():
+        return int(fields[1])
+    return None
 
 
 @lru_cache(maxsize=None)
