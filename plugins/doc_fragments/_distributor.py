@@ -365,6 +365,8 @@ options:
         and renamed over the path, so a reader sees a whole record. Check mode writes it too, as
         the record of the review; it changes nothing at the destination.
       - A directory that cannot be created or written fails with C(invalid_config) before anything is done.
+        A run that fails writes no record; one that cannot write it after a real run fails with C(storage_error)
+        and says that the run itself completed.
     type: path
     version_added: 0.2.0
 """

@@ -7,9 +7,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from types import SimpleNamespace
 
 import pytest
 
+from ansible_collections.distributor.core.plugins.module_utils._distributor.adapter import _recorded
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
 from ansible_collections.distributor.core.plugins.module_utils._distributor.record import (
@@ -84,3 +86,13 @@ def test_prepare_record_creates_the_directory_and_refuses_what_cannot_be_a_recor
         with pytest.raises(DistributorError) as caught:
             prepare_record(str(path))
         assert caught.value.reason == "invalid_config" and words in caught.value.message
+
+
+def test_a_record_that_cannot_be_written_after_a_real_run_says_the_run_itself_completed(tmp_path):
+    module = SimpleNamespace(_name="distributor_publish", check_mode=False)
+    result = {"changed": True, "plan_digest": "sha256:" + "a" * 64, "written": ["a.html"]}
+    with pytest.raises(DistributorError) as caught:
+        _recorded(str(tmp_path / "gone" / "record.jsonl"), module, result, None)
+    assert caught.value.reason == "storage_error"
+    assert "the run itself completed (changed: True, plan_digest sha256:%s)" % ("a" * 64) in caught.value.message
+    assert caught.value.details == {"changed": True, "plan_digest": "sha256:" + "a" * 64}
