@@ -45,7 +45,7 @@ def test_modes_and_ownership_apply_to_outputs_and_created_directories(kind, play
     changed = dict(settings, file_mode="0644")
     check, real = playbook.run([publish(source, changed, check_mode=True, diff=True), publish(source, changed)])
     assert check["changed"] and "file_mode=0640" in check["diff"][0]["before"] and "file_mode=0644" in check["diff"][0]["after"]
-    assert real["changed"] and sorted(real["written"]) == ["css/site.css", "feed.atom", "index.html"]
+    assert real["changed"] and sorted(real["resettled"]) == ["css/site.css", "feed.atom", "index.html"]
     assert mode(root / "index.html") == 0o644
 
 

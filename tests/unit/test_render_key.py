@@ -280,3 +280,12 @@ def test_the_rendered_bytes_change_only_with_the_renderer_version():
     rendered = tuple(hashlib.sha256(transforms.render_markdown(*sample)).hexdigest() for sample in SAMPLES)
     assert rendered == GOLDEN_PAGES.get(transforms.RENDERER_VERSION), (
         "the renderer's output changed: raise transforms.RENDERER_VERSION and record the new digests in GOLDEN_PAGES")
+
+
+def test_an_older_source_is_skipped_whatever_its_pages_render_keys(tmp_path):
+    """Render keys hold the source's digest: an older source skipped under on_destination_newer
+    has other keys than the newer one recorded, and that is no change of page settings."""
+    www = published(tmp_path)
+    older = write_bundle(tmp_path / "old", dict(PAGES, **{"p0.md": b"# Older\n"}), created="2026-06-03T11:55:00Z")
+    skipped = publish(older, PIPELINE, local(www), now=LATER)
+    assert (skipped["action"], skipped["changed"], skipped["written"]) == ("skip", False, [])

@@ -68,11 +68,16 @@ def _unmanaged(paths, where: str) -> DistributorError:
     )
 
 
+def same_source(recorded: Manifest, new: Manifest) -> bool:
+    """Whether the recorded source is the new one. The state's manifest is often the very object
+    parsed from the bundle (parse_manifest remembers a valid one), which needs no comparison of
+    100,000 entries."""
+    return recorded is new or recorded.to_dict() == new.to_dict()
+
+
 def compare_sources(recorded: Manifest, new: Manifest, destination: Destination) -> tuple[bool, str]:
-    """(update?, why) for one owner whose recorded source has the same id as the new one. The
-    state's manifest is often the very object parsed from the bundle (parse_manifest remembers
-    a valid one), which needs no comparison of 100,000 entries."""
-    if recorded is new or recorded.to_dict() == new.to_dict():
+    """(update?, why) for one owner whose recorded source has the same id as the new one."""
+    if same_source(recorded, new):
         return False, "the destination already holds source %s (%s)" % (new.id, new.digest)
     if recorded.created_at < new.created_at:
         return True, "source %s created %s is newer than the recorded %s" % (new.id, new.created, recorded.created)
@@ -313,10 +318,15 @@ def _compare_owner(manifest, key, destination, state, where, page_keys):
 def _compare_same_source(owner: Owner, manifest: Manifest, key: OwnerKey, destination: Destination, state: State,
                          page_keys: dict):
     """An owner whose recorded source has the new one's id: a skip Decision when neither the
-    source nor the storage settings changed, else why its outputs are written."""
+    source nor the settings its outputs were written with changed, else why its outputs are
+    written. Settings are compared only when the destination holds this very source: an older
+    one skipped under on_destination_newer leaves the newer publication's outputs as they are
+    (their render keys are of another source), until that source is published again."""
     update, why = compare_sources(owner.manifest, manifest, destination)
     if update:
         return why
+    if not same_source(owner.manifest, manifest):
+        return Decision("skip", why, destination.reconciliation, state, rewrites_outputs=False)
     resettle, because = settings_changed(state, key, destination, page_keys)
     if not resettle:
         return Decision("skip", why, destination.reconciliation, state, rewrites_outputs=False)
