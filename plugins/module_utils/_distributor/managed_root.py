@@ -14,7 +14,8 @@ from .config import Destination, render_bundle_path
 from .errors import DistributorError
 from .ownership import check_owner
 from .paths import JOURNAL_NAME, STATE_NAME
-from .root import inspect, opened
+from .release_root import opened_tree
+from .root import inspect
 from .state import OwnerKey, State
 from .storage.base import Storage
 from .timestamps import parse_rfc3339
@@ -56,7 +57,7 @@ def open_managed_root(pipeline_id: str, destination: Destination, selector: Sele
                       check_mode: bool, opener) -> Iterator[ManagedRoot]:
     """Open the selected root under its lock and read the record the body may act on."""
     bundle_path = render_bundle_path(destination, pipeline_id, selector.source_id, parse_created(selector.created))
-    with opened(destination, bundle_path, lock_timeout, check_mode, opener) as storage:
+    with opened_tree(destination, bundle_path, lock_timeout, check_mode, opener) as storage:
         where = storage.describe(STATE_NAME)
         records = inspect(storage)
         key = OwnerKey(pipeline_id, destination.id)

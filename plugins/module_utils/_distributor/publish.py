@@ -13,13 +13,14 @@ import hashlib
 from dataclasses import replace
 from datetime import datetime
 from functools import partial
+from typing import NamedTuple
 
 from . import report
 from .attributes import attributes_for
 from .budget import Mapped
 from .bundle import Bundle
 from .changes import publish_changes
-from .config import Pipeline, parse_destination, parse_pipeline, render_bundle_path, render_url
+from .config import Destination, Pipeline, parse_destination, parse_pipeline, render_bundle_path, render_url
 from .contentdiff import content_diffs
 from .decide import decide, decide_from_state
 from .drift import repairs
@@ -30,6 +31,8 @@ from .invalidation import changed_urls, invalidation_paths
 from .limits import UNLIMITED
 from .paths import STATE_NAME
 from .plan import Content, Plan, plan, plan_outputs, with_data
+from .publish_release import publish_release
+from .release_root import opened_release
 from .root import opened, present_in, read_records
 from .state import OwnerKey, output_to_dict, state_to_dict
 from .storage.select import open_storage
@@ -136,46 +139,109 @@ def publish(source: str, pipeline: dict, destination: dict, *, force: bool = Fal
     bundle_path = render_bundle_path(destination_cfg, pipeline_cfg.id, manifest.id, manifest.created_at)
     base_url = render_url(destination_cfg, pipeline_cfg.id, manifest.id, manifest.created_at)
     key = OwnerKey(pipeline_cfg.id, destination_cfg.id)
-    with opened(destination_cfg, bundle_path, lock_timeout, check_mode, opener) as storage:
-        state, state_error, journal = read_records(storage)
-        facts = dict(manifest=manifest, key=key, destination=destination_cfg, state=state, state_error=state_error,
-                     planned=frozenset(p.path for p in planned), force=force, where=storage.describe(), page_keys=page_keys)
-        decision = decide_from_state(**facts) if journal is None else None
-        present, listing, found = None, None, Leftovers()
-        if decision is None or verify != "none":
-            listing = frozenset(storage.list_files())
-            present = present_in(listing)
-            if state_error is None:
-                found = find_leftovers(storage, journal, set(state.by_path()) if state else set(), listing)
-                present -= {entry.path for entry in found.outputs}
-        if decision is None:
-            decision = decide(present=present, **facts)
-        rendered = decision.rewrites_outputs or verify != "none"
-        contents = (render_contents(bundle, planned, page, destination_cfg.storage, reusable(state, key), page_keys,
-                                    not check_mode) if rendered else {})
+    job = Job(bundle, planned, page, page_keys, key, destination_cfg, bundle_path, base_url, now, force, verify, check_mode)
+    released = None
+    if destination_cfg.releases is None:
+        with opened(destination_cfg, bundle_path, lock_timeout, check_mode, opener) as storage:
+            made = _made(job, storage, diff_contents, expect_plan_digest, result_limit)
+            if not check_mode:
+                made = _recovered(made, storage)
+                if made.plan.changed:
+                    execute(made.plan, storage, bundle)
+    else:
+        with opened_release(destination_cfg, bundle_path, lock_timeout, check_mode, opener) as root:
+            made, released = publish_release(job, root, lambda s, r: _made(job, s, diff_contents, expect_plan_digest,
+                                                                             result_limit, r))
+            storage = root.parent
+    stale = invalidation_paths(changed_urls(made.plan, base_url), destination_cfg.invalidation_limit)
+    warnings = storage.warnings + leftover_warnings(made.found, made.plan, made.recovered, made.staging, check_mode)
+    values = result(made.plan, warnings, made.where, made.review, full_result, made.shown, stale, made.recovered,
+                    made.staging, result_limit)
+    if released is not None:
+        values["release"] = released
+    return values
 
-        def make_plan(chosen: dict) -> Plan:
-            made = plan(decision=decision, key=key, destination=destination_cfg, manifest=manifest, planned=planned,
-                        contents=chosen, before=state, present=present, bundle_path=bundle_path, base_url=base_url, now=now)
-            check_delete_limit(made, destination_cfg, manifest, found.deletes(made))
-            return with_repairs(made, planned, chosen, listing, storage.measure, verify)
-        the_plan = pages_rendered(make_plan, contents, bundle, page)
-        recovered, staging = found.deletes(the_plan), list(found.staging)
-        review = plan_review(the_plan, manifest, present, recovered)
-        check_expected(expect_plan_digest, *review)
-        if check_mode:
-            read_sources(the_plan, bundle)
+
+class Job(NamedTuple):
+    """What one publish brings to its destination, whatever the mode."""
+
+    bundle: Bundle
+    planned: tuple
+    page: Page
+    page_keys: dict
+    key: OwnerKey
+    destination: Destination
+    bundle_path: str
+    base_url: str | None
+    now: datetime
+    force: bool
+    verify: str
+    check_mode: bool
+
+
+class Made(NamedTuple):
+    """A plan made against the live tree and reviewed: what the result reports and a run does."""
+
+    plan: Plan
+    found: Leftovers
+    recovered: list
+    staging: list
+    review: tuple
+    present: frozenset | None
+    shown: list
+    where: str
+
+
+def _made(job: Job, storage, diff_contents: bool, expect_plan_digest: str | None, limit: int,
+          release_facts=None) -> Made:
+    """Read, decide, plan and review at `storage` (the bundle path, or the live generation of a
+    release), checked against the approved digest; check mode's look ahead too. `release_facts`
+    (release mode) lists the whole tree (every kept output is linked into the new generation)
+    and adds to the digest what the release part of the run does, from the plan."""
+    manifest = job.bundle.manifest
+    state, state_error, journal = read_records(storage)
+    facts = dict(manifest=manifest, key=job.key, destination=job.destination, state=state, state_error=state_error,
+                 planned=frozenset(p.path for p in job.planned), force=job.force, where=storage.describe(),
+                 page_keys=job.page_keys)
+    decision = decide_from_state(**facts) if journal is None else None
+    present, listing, found = None, None, Leftovers()
+    whole = release_facts is not None and (decision is None or decision.action != "skip")
+    if decision is None or job.verify != "none" or whole:
+        listing = frozenset(storage.list_files())
+        present = present_in(listing)
+        if state_error is None:
+            found = find_leftovers(storage, journal, set(state.by_path()) if state else set(), listing)
+            present -= {entry.path for entry in found.outputs}
+    if decision is None:
+        decision = decide(present=present, **facts)
+    rendered = decision.rewrites_outputs or job.verify != "none"
+    contents = (render_contents(job.bundle, job.planned, job.page, job.destination.storage, reusable(state, job.key),
+                                job.page_keys, not job.check_mode) if rendered else {})
+
+    def make_plan(chosen: dict) -> Plan:
+        made = plan(decision=decision, key=job.key, destination=job.destination, manifest=manifest, planned=job.planned,
+                    contents=chosen, before=state, present=present, bundle_path=job.bundle_path, base_url=job.base_url,
+                    now=job.now)
+        check_delete_limit(made, job.destination, manifest, found.deletes(made))
+        return with_repairs(made, job.planned, chosen, listing, storage.measure, job.verify)
+    the_plan = pages_rendered(make_plan, contents, job.bundle, job.page)
+    recovered, staging = found.deletes(the_plan), list(found.staging)
+    review = plan_review(the_plan, manifest, present, recovered, release_facts(the_plan, present) if release_facts else None)
+    check_expected(expect_plan_digest, *review)
+    if job.check_mode:
+        read_sources(the_plan, job.bundle)
+        if release_facts is None:
             storage.check_writable(the_plan.directories_changed())
-        shown = _content_diffs(the_plan, present, storage, bundle, page, result_limit) if diff_contents else []
-        if not check_mode:
-            if found.token is not None or staging:
-                recovered, staging = recover(storage, found, recovered, len(recovered) < len(found.outputs))
-            if the_plan.changed:
-                execute(the_plan, storage, bundle)
-    stale = invalidation_paths(changed_urls(the_plan, base_url), destination_cfg.invalidation_limit)
-    warnings = storage.warnings + leftover_warnings(found, the_plan, recovered, staging, check_mode)
-    return result(the_plan, warnings, storage.describe(STATE_NAME), review, full_result, shown, stale, recovered, staging,
-                  result_limit)
+    shown = _content_diffs(the_plan, present, storage, job.bundle, job.page, limit) if diff_contents else []
+    return Made(the_plan, found, recovered, staging, review, present, shown, storage.describe(STATE_NAME))
+
+
+def _recovered(made: Made, storage) -> Made:
+    """A real run first undoes what a dead in-place attempt left (execute.recover)."""
+    if made.found.token is None and not made.staging:
+        return made
+    recovered, staging = recover(storage, made.found, made.recovered, len(made.recovered) < len(made.found.outputs))
+    return made._replace(recovered=recovered, staging=staging)
 
 
 def read_sources(the_plan: Plan, bundle: Bundle) -> None:
@@ -240,10 +306,13 @@ def leftover_warnings(found: Leftovers, the_plan: Plan, recovered: list, staging
     return warnings
 
 
-def plan_review(the_plan, manifest, present, leftovers) -> tuple:
-    """(facts, plan_digest, changes): what the result shows a reviewer and the digest covers."""
+def plan_review(the_plan, manifest, present, leftovers, release: dict | None = None) -> tuple:
+    """(facts, plan_digest, changes): what the result shows a reviewer and the digest covers;
+    in release mode also what the release part of the run does (`release`)."""
     changes = publish_changes(the_plan, present)
     facts = publish_facts(the_plan, manifest, leftovers, changes)
+    if release is not None:
+        facts["release"] = release
     return facts, plan_digest(facts), changes
 
 

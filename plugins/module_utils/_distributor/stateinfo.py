@@ -14,16 +14,20 @@ import json
 import math
 import time
 from collections import Counter
+from contextlib import contextmanager
 from datetime import datetime, timezone
+from typing import Iterator
 
 from .budget import Mapped
-from .config import parse_destination, render_bundle_path
+from .config import Destination, parse_destination, render_bundle_path
 from .drift import find_drift
 from .errors import DistributorError
 from .journal import Journal
 from .limits import LOCK_LIMIT, SHOWN_LIMIT
 from .paths import LOCK_NAME
 from .managed_root import Selector, parse_created
+from .release_root import opened_release
+from .releases import previous
 from .root import opened, read_journal, read_state
 from .state import OwnerKey, State, output_to_dict
 from .storage.lease import UNREADABLE_RECORD, lock_is_expired
@@ -39,7 +43,7 @@ def state_info(destination: dict, *, pipeline_id: str | None = None, selector: S
     for a nightly check; none of them is repaired (that is publish's `verify`)."""
     destination_cfg = parse_destination(destination)
     bundle_path = render_bundle_path(destination_cfg, pipeline_id, selector.source_id, parse_created(selector.created))
-    with opened(destination_cfg, bundle_path, 0, True, opener) as storage:
+    with _looked_at(destination_cfg, bundle_path, opener) as (storage, home, releases):
         state, state_error = read_state(storage)
         exists = state is not None or state_error is not None
         journal, journal_error = None, None
@@ -49,7 +53,7 @@ def state_info(destination: dict, *, pipeline_id: str | None = None, selector: S
             if error.reason != "invalid_state":
                 raise
             journal_error = error
-        lock = storage.read_bytes(LOCK_NAME, LOCK_LIMIT)
+        lock = home.read_bytes(LOCK_NAME, LOCK_LIMIT)
         key = OwnerKey(pipeline_id, destination_cfg.id) if pipeline_id is not None else None
         missing, drifted = None, None
         if verify != "none":
@@ -57,9 +61,23 @@ def state_info(destination: dict, *, pipeline_id: str | None = None, selector: S
             listed = frozenset(storage.list_files()) if records else frozenset()
             missing, drifted = find_drift(records, listed, storage.measure, verify)
     errors = [shown(e.message) for e in (state_error, journal_error) if e is not None]
-    return dict(describe(state, key, journal, lock, time.time() if now is None else now),
+    return dict(releases, describe(state, key, journal, lock, time.time() if now is None else now),
                 changed=False, exists=exists, valid=not errors, error="; ".join(errors) or None, bundle_path=bundle_path,
                 missing=missing, drifted=drifted)
+
+
+@contextmanager
+def _looked_at(destination: Destination, bundle_path: str, opener) -> Iterator[tuple]:
+    """(the tree, where its lock is, the release values): the bundle path itself, or in release
+    mode the live generation read through the link, the release home and its releases."""
+    if destination.releases is None:
+        with opened(destination, bundle_path, 0, True, opener) as storage:
+            yield storage, storage, {}
+        return
+    with opened_release(destination, bundle_path, 0, True, opener) as root:
+        back = previous(root.index)
+        yield root.storage, root.home, {"release": root.live, "previous": back.id if back else None,
+                                        "releases": [entry.to_dict() for entry in root.index.releases]}
 
 
 def describe(state: State | None, key: OwnerKey | None, journal: Journal | None, lock: bytes | None, now: float) -> dict:

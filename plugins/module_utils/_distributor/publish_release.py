@@ -1,0 +1,129 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A publish in release mode: plan against the live generation as an in-place publish plans
+against the bundle path, then build a new generation beside it and switch the link to it.
+
+What differs from publishing in place is only what the run does with the plan (release_build):
+the decision, the plan, the guards, the review and its digest are the same functions, so a
+release publish refuses exactly what an in-place one refuses, and more: unmanaged content in the
+live generation (it would be neither linked nor deleted, so the new release could not be whole).
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+
+from .attributes import attributes_for
+from .errors import DistributorError
+from .guards import first_paths
+from .paths import join
+from .plan import Content, Write
+from .release_build import build, clear_old, recover_dead, switch, would_clear
+from .release_index import Release
+from .release_root import ReleaseRoot
+from .releases import HOME, SWITCH_PREFIX, activated, begun, link_target, previous, release_id
+from .storage.select import new_token
+from .timestamps import parse_rfc3339
+
+
+def publish_release(job, root: ReleaseRoot, make) -> tuple:
+    """(made, release values). `make(storage, release_facts)` plans and reviews at the live
+    tree (publish._made); this adds the release's part before and after."""
+    settings = job.destination.releases
+    if root.plain and not settings.convert:
+        raise DistributorError(
+            "conflict", "%s is a plain directory, and release mode keeps a symbolic link there. Publish once with "
+            "releases.convert: true to make the directory the first release (docs/operations.md, Releases)"
+            % root.parent.describe(root.name))
+    root.parent.require_switch()
+    dead = recover_dead(root, job.check_mode)
+    index_before = root.index
+
+    def release_facts(the_plan, present) -> dict:
+        new = _placeholder(job, the_plan) if the_plan.changed else None
+        return {"activate": settings.activate, "convert": root.plain, "from": root.live,
+                "clears": would_clear(index_before, settings.keep, new) if settings.activate else [],
+                "failed": list(dead.failed)}
+    made = make(root.storage, release_facts)
+    _refuse_unmanaged(made, root)
+    values = {"id": None, "status": None, "from": root.live, "converted": None, "removed": list(dead.removed),
+              "failed": list(dead.failed), "kept": [{"id": i, "why": why} for i, why in dead.kept],
+              "previous": None, "preview_url": None}
+    if job.check_mode or not made.plan.changed:
+        values["previous"] = _previous_id(root)
+        return made, values
+    if root.plain:
+        values["converted"] = convert(root, made.plan, job.now)
+    new = build(root, made.plan, job.bundle, job.bundle.manifest, made.present or frozenset(), _own_sources(job), job.now)
+    values.update(id=new, status="staged", preview_url=_preview(settings, new))
+    if settings.activate:
+        switch(root, new, job.now)
+        cleared = clear_old(root, settings.keep)
+        values.update(status="active", removed=values["removed"] + list(cleared.removed),
+                      kept=values["kept"] + [{"id": i, "why": why} for i, why in cleared.kept])
+    values["previous"] = _previous_id(root)
+    return made, values
+
+
+def _placeholder(job, the_plan) -> Release:
+    """The release a run would add, for check mode's prediction of what it clears."""
+    owners = tuple(o.key for o in the_plan.after.owners) if the_plan.after else ()
+    return Release(release_id(job.now, "f" * 12), "staged", job.bundle.manifest.id, job.bundle.manifest.digest, owners,
+                   job.now, None, None, None)
+
+
+def _previous_id(root: ReleaseRoot) -> str | None:
+    entry = previous(root.index)
+    return entry.id if entry is not None else None
+
+
+def _preview(settings, release: str) -> str | None:
+    template = getattr(settings, "preview_url", None)
+    return template.replace("{release}", release) if template else None
+
+
+def _refuse_unmanaged(made, root: ReleaseRoot) -> None:
+    """A file no record names in the live tree would be left out of the new generation, which
+    would delete it from the site, or carried into it, which would make distributor vouch for
+    it: neither, so the publish refuses, naming it (check mode too)."""
+    if made.present is None:
+        return
+    managed = made.plan.before.by_path() if made.plan.before else {}
+    unmanaged = sorted(p for p in made.present if p not in managed)
+    if unmanaged:
+        raise DistributorError(
+            "unmanaged", "%s holds %d file(s) no record names%s; a release publish neither carries them into the next "
+            "release nor leaves them out. Move them away, or publish them with a pipeline"
+            % (root.storage.describe(), len(unmanaged), first_paths(unmanaged)))
+
+
+def _own_sources(job) -> dict:
+    """This publish's copies, as writes: what it writes again when a storage cannot link."""
+    configured = attributes_for(job.destination.storage)
+    manifest = job.bundle.manifest
+    return {item.path: Write(item.path, item.source_path, Content(manifest.file(item.source_path).sha256,
+                                                                  manifest.file(item.source_path).size,
+                                                                  attributes=configured(item.path)))
+            for item in job.planned if item.kind == "source"}
+
+
+def convert(root: ReleaseRoot, the_plan, now) -> dict:
+    """The plain bundle path becomes the first release: its directory is renamed into the
+    release home, then a link takes its place. Between the two renames the bundle path does not
+    exist (readers get ENOENT, a web server 404); the result reports the window."""
+    before = the_plan.before
+    stamp = parse_rfc3339(before.updated_at) if before is not None and before.updated_at else now
+    first = release_id(min(stamp, now - timedelta(seconds=1)), new_token())
+    owners = tuple(o.key for o in before.owners) if before else ()
+    manifest = before.owners[0].manifest if before and before.owners else None
+    entry = Release(first, "staged", manifest.id if manifest else "", manifest.digest if manifest else "", owners,
+                    now, now, None, None)
+    root.write_index(begun(root.index, entry))
+    started = time.monotonic()
+    root.parent.rename(root.name, join(HOME, root.name, first))
+    root.parent.switch(root.name, link_target(root.name, first), join(HOME, root.name, SWITCH_PREFIX + root.home.token))
+    window = time.monotonic() - started
+    root.live = first
+    root.write_index(activated(root.index, first, now))
+    root.storage = root.generation(first)
+    return {"id": first, "window_seconds": round(window, 6)}

@@ -1,0 +1,157 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Building a generation beside the live one, switching to it, and removing old ones.
+
+A publish in release mode makes the plan as an in-place publish would, against the live
+generation. Its new generation holds every output of the state after: the plan's writes
+written (executor: journal, staged writes, state), everything else hard-linked from the live
+generation, so a one-file change writes one file. Readers keep the live generation, whole,
+until one rename swaps the link; a publish that dies before it leaves the link and the live
+generation as they were, and its partial generation for the next run to mark `failed` and clear.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from .errors import DistributorError
+from .execute import execute
+from .paths import JOURNAL_NAME, STAGING_PREFIX, STATE_NAME, is_reserved, join
+from .plan import Plan
+from .release_index import Release, ReleaseIndex
+from .release_root import ReleaseRoot, read_generation_journal
+from .releases import (
+    HOME, SWITCH_PREFIX, activated, begun, built, dead, failed, link_target, release_id, removable)
+from .root import read_state
+
+
+@dataclass(frozen=True)
+class Clearing:
+    """What clearing old generations did: `removed` ids, `failed` ids of dead builds found, and
+    `kept` (id, why) of generations that hold something no record names, left whole."""
+
+    removed: tuple[str, ...] = ()
+    failed: tuple[str, ...] = ()
+    kept: tuple[tuple[str, str], ...] = ()
+
+
+def recover_dead(root: ReleaseRoot, check_mode: bool) -> Clearing:
+    """Builds a dead publish left (`staged`, never built: under the lock nobody else builds)
+    are marked `failed` and cleared like crash recovery clears an in-place publish: only files
+    the records vouch for. Check mode says what a run would do."""
+    ids = [entry.id for entry in dead(root.index)]
+    if not ids:
+        return Clearing()
+    if check_mode:
+        return Clearing(failed=tuple(ids))
+    root.write_index(failed(root.index, ids))
+    removed, kept = [], []
+    for release in ids:
+        why = clear(root, release, dead=True)
+        (kept.append((release, why)) if why else removed.append(release))
+    root.write_index(_forget(root.index, removed))
+    return Clearing(tuple(removed), tuple(ids), tuple(kept))
+
+
+def clear(root: ReleaseRoot, release: str, dead: bool = False) -> str | None:
+    """Remove one generation, or say why it stays (then nothing of it is removed). A superseded
+    generation holds what its record names; a dead build what the generation it was linked from
+    records, what its journal names and its staged files. Each file of a dead build must also be
+    the one described there (Storage.doubt), as crash recovery requires of what it deletes."""
+    storage = root.generation(release)
+    listing = storage.list_files()
+    if not listing:
+        return None
+    named = _named(root, release, storage, dead)
+    unknown = [p for p in listing if p not in named and not _own_record(p)]
+    if unknown:
+        return "holds %d file(s) no record names, such as %s" % (len(unknown), sorted(unknown)[0])
+    if dead:
+        asked = [(p, *named[p]) for p in listing if p in named] + [(p, None, None) for p in listing if STAGING_PREFIX in p]
+        doubts = [(p, why) for (p, _s, _d), why in zip(asked, storage.doubt_many(asked)) if why]
+        if doubts:
+            return "%s %s" % doubts[0]
+    outputs = [p for p in listing if not is_reserved(p)]
+    records = [p for p in listing if is_reserved(p)]
+    root.home.delete_many([join(release, p) for p in outputs + sorted(records, key=lambda p: p == STATE_NAME)])
+    return None
+
+
+def _own_record(path: str) -> bool:
+    return path in (STATE_NAME, JOURNAL_NAME) or STAGING_PREFIX in path
+
+
+def _named(root: ReleaseRoot, release: str, storage, dead: bool) -> dict:
+    """(size, sha256) of each path a record vouches for in generation `release`."""
+    named = {}
+    sources = [read_state(storage)[0]]
+    if dead:
+        entry = root.index.by_id(release)
+        if entry is not None and entry.from_id is not None:
+            sources.append(read_state(root.generation(entry.from_id))[0])
+    for state in sources:
+        if state is not None:
+            named.update({o.path: (o.size, o.sha256) for o in state.outputs})
+    journal = read_generation_journal(storage) if dead else None
+    if journal is not None:
+        named.update({e.path: (e.size, e.sha256) for e in journal.writes if e.sha256})
+    return named
+
+
+def _forget(index: ReleaseIndex, ids) -> ReleaseIndex:
+    """The index without the releases whose generation is gone."""
+    gone = set(ids)
+    return replace(index, releases=tuple(r for r in index.releases if r.id not in gone))
+
+
+def build(root: ReleaseRoot, the_plan: Plan, bundle, manifest, present: frozenset, own_sources: dict,
+          now: datetime) -> str:
+    """The plan's tree as a new generation, durable and recorded `built`; returns its id. Every
+    output of the state after that the plan does not write is linked from the live generation;
+    one the storage cannot link (an SFTP server without hardlink@openssh.com) is written again
+    from the bundle when this owner's, and refused otherwise (nobody else's bytes are at hand)."""
+    release = release_id(now, root.home.token)
+    owners = tuple(o.key for o in the_plan.after.owners) if the_plan.after else ()
+    entry = Release(release, "staged", manifest.id, manifest.digest, owners, now, None, None, root.live)
+    root.write_index(begun(root.index, entry))
+    written = {w.path for w in the_plan.writes + the_plan.repairs + the_plan.resettles}
+    kept = [o.path for o in the_plan.after.outputs if o.path not in written and o.path in present] if the_plan.after else []
+    pairs = [(join(root.live, p), join(release, p)) for p in kept] if root.live else []
+    again = [target.partition("/")[2] for _source, target in root.home.link_many(pairs)]
+    refused = [p for p in again if p not in own_sources]
+    if refused:
+        raise DistributorError(
+            "storage_error", "%s cannot link %s into the new release, and it is not this publish's to write again: "
+            "release mode in a shared root needs hardlink@openssh.com" % (root.home.describe(), refused[0]))
+    writes = the_plan.writes + the_plan.repairs + the_plan.resettles + tuple(own_sources[p] for p in again)
+    execute(replace(the_plan, writes=writes, repairs=(), resettles=(), deletes=()), root.generation(release), bundle)
+    root.write_index(built(root.index, release, now))
+    return release
+
+
+def switch(root: ReleaseRoot, release: str, now: datetime, rollback: bool = False) -> None:
+    """Point the bundle path at `release` in one rename, then record it active."""
+    temporary = join(HOME, root.name, SWITCH_PREFIX + root.home.token)
+    root.parent.switch(root.name, link_target(root.name, release), temporary)
+    root.live = release
+    root.write_index(activated(root.index, release, now, rollback))
+
+
+def clear_old(root: ReleaseRoot, keep: int) -> Clearing:
+    """After a switch: remove what keep-N no longer keeps (releases.removable)."""
+    removed, kept = [], []
+    for release in removable(root.index, keep):
+        why = clear(root, release)
+        (kept.append((release, why)) if why else removed.append(release))
+    root.write_index(_forget(root.index, removed))
+    return Clearing(tuple(removed), (), tuple(kept))
+
+
+def would_clear(index: ReleaseIndex, keep: int, new: Release | None) -> list[str]:
+    """Check mode's prediction of clear_old: the ids a run would remove after switching to a new
+    release (`new`, id unknown until the run: it is not one of them)."""
+    if new is None:
+        return []
+    after = activated(begun(index, new), new.id, new.created)
+    return [r for r in removable(after, keep) if r != new.id]
+

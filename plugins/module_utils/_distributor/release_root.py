@@ -1,0 +1,158 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A bundle path in release mode: the link, the release home beside it, its index and its lock.
+
+The bundle path `P/N` is a symbolic link to one generation under `P/.distributor-releases/N/`
+(releases.py has the layout and the rules). Everything here only reads and acts through Storage's
+primitives, so local and SFTP storage share it. What is read there is evidence: the link names a
+generation only when it is exactly the form distributor writes, and the index only describes the
+generations it names; neither chooses a path outside the release home.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from .config import Destination
+from .dryrun import with_dry_run_hint
+from .errors import DistributorError
+from .limits import INDEX_LIMIT
+from .paths import join
+from .release_index import ReleaseIndex, parse_index, serialize_index
+from .releases import HOME, INDEX_NAME, live_id, split_bundle_path
+from .root import opened, read_record, read_state
+from .storage.base import Storage
+from .storage.confined import ConfinedStorage
+from .storage.select import new_token
+
+
+@dataclass
+class ReleaseRoot:
+    """One bundle path's release home, read under its lock. `live` is the id the link names;
+    `plain` says the bundle path is still a plain directory (a conversion's start); `storage` is
+    where the live tree is read: the live generation, or the bundle path itself."""
+
+    parent: Storage
+    home: Storage
+    bundle_path: str
+    name: str
+    index: ReleaseIndex
+    live: str | None
+    plain: bool
+    storage: Storage = field(init=False)
+
+    def __post_init__(self):
+        self.storage = self.generation(self.live) if self.live else self.parent.at(self.bundle_path)
+
+    @property
+    def home_path(self) -> str:
+        return join(split_bundle_path(self.bundle_path)[0], HOME, self.name)
+
+    def generation(self, release: str) -> Storage:
+        """A generation's tree, with the links distributor made to its files counted (item 9)."""
+        storage = self.home.at(join(self.home_path, release))
+        storage.shared_links = SharedLinks(self, release)
+        return storage
+
+    def write_index(self, index: ReleaseIndex) -> None:
+        self.home.write_bytes(INDEX_NAME, serialize_index(index))
+        self.index = index
+
+
+class SharedLinks(Mapping):
+    """How many names distributor gave each file of one generation: one for each generation on
+    disk whose record names that path with the same digest (the generations a publish linked
+    it into). Read on first use only: a publish that shows no old content and measures nothing
+    reads no other generation's record. Any other link stays one distributor did not make."""
+
+    def __init__(self, root: ReleaseRoot, release: str):
+        self._root = root
+        self._release = release
+        self._counts: dict | None = None
+
+    def _load(self) -> dict:
+        if self._counts is None:
+            records = {}
+            for entry in self._root.index.releases:
+                state = _state_of(self._root.home.at(join(self._root.home_path, entry.id)))
+                records[entry.id] = {o.path: o.sha256 for o in state.outputs} if state else {}
+            mine = records.pop(self._release, {})
+            shared = Counter(p for other in records.values() for p, digest in other.items() if mine.get(p) == digest)
+            self._counts = {path: count + 1 for path, count in shared.items()}
+        return self._counts
+
+    def __getitem__(self, path: str) -> int:
+        return self._load()[path]
+
+    def __iter__(self):
+        return iter(self._load())
+
+    def __len__(self) -> int:
+        return len(self._load())
+
+
+def _state_of(storage: Storage):
+    """A generation's record, or None when it has none or it cannot be read: such a generation
+    vouches for no link."""
+    state, _error = read_state(storage)
+    return state
+
+
+@contextmanager
+def opened_release(destination: Destination, bundle_path: str, lock_timeout: float, check_mode: bool,
+                   opener) -> Iterator[ReleaseRoot]:
+    """The release home of `bundle_path`, locked unless in check mode: one lock covers reading
+    the live generation, building the next and switching to it."""
+    parent_path, name = split_bundle_path(bundle_path)
+    parent = ConfinedStorage(opener(destination.storage, parent_path, new_token()))
+    try:
+        home = parent.at(join(parent_path, HOME, name))
+        with nullcontext() if check_mode else home.lock(lock_timeout, destination.lock_expiry):
+            yield read_release_root(parent, home, bundle_path, name)
+    except DistributorError as error:
+        raise with_dry_run_hint(error, destination, bundle_path) from None
+    finally:
+        parent.close()
+
+
+def read_release_root(parent: Storage, home: Storage, bundle_path: str, name: str) -> ReleaseRoot:
+    """What the link and the index say, checked against each other."""
+    raw = read_record(home, INDEX_NAME, INDEX_LIMIT)
+    index = parse_index(raw, home.describe(INDEX_NAME)) if raw is not None else ReleaseIndex(bundle_path, ())
+    kind, target = parent.entry(name)
+    where = parent.describe(name)
+    if kind == "link":
+        live = live_id(target, name, where)
+        if index.by_id(live) is None:
+            raise DistributorError(
+                "invalid_state", "%s links to release %s, which %s does not record: distributor never switches to a "
+                "release before recording it. Find out who changed the link" % (where, live, home.describe(INDEX_NAME)))
+        return ReleaseRoot(parent, home, bundle_path, name, index, live, False)
+    if kind == "absent" and index.active() is not None:
+        raise DistributorError(
+            "invalid_state", "%s records release %s as active, but %s is gone: distributor never removes the link. "
+            "Put it back with distributor_release (release: %s), or find out who removed it"
+            % (home.describe(INDEX_NAME), index.active().id, where, index.active().id))
+    if kind in ("absent", "directory"):
+        return ReleaseRoot(parent, home, bundle_path, name, index, None, kind == "directory")
+    raise DistributorError(
+        "storage_error", "%s is %s, not the symbolic link release mode keeps there (or a directory to convert). "
+        "Find out who put it there" % (where, "a file" if kind == "file" else target or "something else"))
+
+
+@contextmanager
+def opened_tree(destination: Destination, bundle_path: str, lock_timeout: float, check_mode: bool,
+                opener) -> Iterator[Storage]:
+    """The tree prune and reconcile-state act on and state_info reads: the bundle path, or in
+    release mode the live generation, through the link, under the release home's lock. They
+    change that generation in place: their deletes unlink names only (the older generations'
+    names of a shared file stay), and the record is written by rename, a file of its own."""
+    if destination.releases is None:
+        with opened(destination, bundle_path, lock_timeout, check_mode, opener) as storage:
+            yield storage
+    else:
+        with opened_release(destination, bundle_path, lock_timeout, check_mode, opener) as root:
+            yield root.storage

@@ -1,0 +1,193 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Publishing in release mode (#30), on the memory double: a publish builds a whole generation
+beside the live one and switches the link to it; a skip makes none; keep-N keeps good releases;
+a dead build is marked failed and cleared; distributor_release switches forward and back."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
+from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.switch_release import switch_release
+
+from builders import LATER, MEMORY_STORAGE, NOW, write_bundle
+from memory_storage import MemoryStorage
+from test_crash_safety import Cut, Killed
+
+PIPELINE = {"id": "site"}
+HOME = ".distributor-releases/site"
+
+
+def destination(**releases):
+    return {"id": "web", "storage": MEMORY_STORAGE, "path": "site", "releases": dict({"keep": 3}, **releases)}
+
+
+def opener(store, cut=None):
+    return lambda cfg, base, token: MemoryStorage(store, base, token, cut)
+
+
+def look(store) -> MemoryStorage:
+    return MemoryStorage(store, "")
+
+
+def live(store) -> str:
+    kind, target = look(store).entry("site")
+    assert kind == "link" and target.startswith(HOME + "/"), (kind, target)
+    return target.rpartition("/")[2]
+
+
+def index(store) -> dict:
+    return json.loads(look(store).read_bytes(HOME + "/.distributor-releases.json", 1 << 20))
+
+
+def statuses(store) -> dict:
+    return {r["id"]: r["status"] for r in index(store)["releases"]}
+
+
+def generations(store) -> set:
+    return {p.split("/")[2] for p in look(store).list_files() if p.startswith(HOME + "/") and p.count("/") > 2}
+
+
+def bundle(tmp_path, name, files, created="2026-06-04T11:55:00Z"):
+    return write_bundle(tmp_path / name, files, id="site.example", created=created)
+
+
+def publish_files(tmp_path, store, name, files, dest=None, **kwargs):
+    return publish(bundle(tmp_path, name, files), PIPELINE, dest or destination(), now=kwargs.pop("now", NOW),
+                   opener=opener(store, kwargs.pop("cut", None)), **kwargs)
+
+
+def read(store, path) -> bytes:
+    return look(store).read_bytes(path, 1 << 20)
+
+
+def test_a_first_publish_makes_a_generation_and_links_the_bundle_path_to_it(tmp_path):
+    store = {}
+    result = publish_files(tmp_path, store, "one", {"index.html": b"one", "app.css": b"css"})
+    release = live(store)
+    assert result["release"]["id"] == release and result["release"]["status"] == "active"
+    assert read(store, "%s/%s/index.html" % (HOME, release)) == b"one"
+    assert read(store, "%s/%s/.distributor.json" % (HOME, release)) is not None
+    assert statuses(store) == {release: "active"}
+
+
+def test_a_publish_links_what_stays_and_writes_what_changes_then_switches(tmp_path):
+    store = {}
+    publish_files(tmp_path, store, "one", {"index.html": b"one", "app.css": b"css"})
+    first = live(store)
+    result = publish_files(tmp_path, store, "two", {"index.html": b"two", "app.css": b"css"}, now=LATER)
+    second = live(store)
+    assert second != first and result["written"] == ["index.html"]
+    assert read(store, "%s/%s/index.html" % (HOME, first)) == b"one"
+    assert read(store, "%s/%s/index.html" % (HOME, second)) == b"two"
+    assert look(store).links_of("%s/%s/app.css" % (HOME, second)) == 2
+    assert statuses(store) == {first: "superseded", second: "active"}
+
+
+def test_a_skip_makes_no_generation(tmp_path):
+    store = {}
+    files = {"index.html": b"one"}
+    publish_files(tmp_path, store, "one", files)
+    before = index(store)
+    result = publish_files(tmp_path, store, "again", files, now=LATER)
+    assert result["changed"] is False and result["release"]["id"] is None
+    assert len(generations(store)) == 1 and index(store) == before
+
+
+def test_keep_removes_superseded_generations_beyond_keep_but_never_the_previous_one(tmp_path):
+    store = {}
+    ids = []
+    for n in range(5):
+        publish_files(tmp_path, store, "b%d" % n, {"index.html": b"v%d" % n}, dest=destination(keep=2),
+                      now=NOW.replace(hour=n))
+        ids.append(live(store))
+    assert generations(store) == set(ids[-2:])
+    assert statuses(store) == {ids[-2]: "superseded", ids[-1]: "active"}
+
+
+def test_five_failed_publishes_then_one_success_leave_the_active_and_the_previous_good_one(tmp_path):
+    store = {}
+    publish_files(tmp_path, store, "good1", {"index.html": b"g1"}, now=NOW.replace(hour=1))
+    publish_files(tmp_path, store, "good2", {"index.html": b"g2"}, now=NOW.replace(hour=2))
+    good = live(store)
+    for n in range(5):
+        cut = Cut(at=6)
+        with pytest.raises(Killed):
+            publish_files(tmp_path, store, "bad%d" % n, {"index.html": b"bad%d" % n}, cut=cut, now=NOW.replace(hour=3 + n))
+        assert live(store) == good
+    result = publish_files(tmp_path, store, "good3", {"index.html": b"g3"}, dest=destination(keep=1), now=NOW.replace(hour=9))
+    assert result["release"]["failed"] and len(generations(store)) == 2
+    assert statuses(store)[good] == "superseded" and statuses(store)[live(store)] == "active"
+
+
+def test_check_mode_predicts_the_plan_digest_of_the_run(tmp_path):
+    store = {}
+    publish_files(tmp_path, store, "one", {"index.html": b"one"})
+    files = {"index.html": b"two"}
+    checked = publish_files(tmp_path, store, "two", files, now=LATER, check_mode=True)
+    assert checked["release"]["id"] is None and len(generations(store)) == 1
+    done = publish_files(tmp_path, store, "two", files, now=LATER, expect_plan_digest=checked["plan_digest"])
+    assert done["plan_digest"] == checked["plan_digest"] and done["release"]["status"] == "active"
+
+
+def test_a_staged_release_is_built_but_not_switched_until_activated(tmp_path):
+    store = {}
+    publish_files(tmp_path, store, "one", {"index.html": b"one"})
+    first = live(store)
+    staged = publish_files(tmp_path, store, "two", {"index.html": b"two"}, dest=destination(activate=False), now=LATER)
+    assert staged["release"]["status"] == "staged" and live(store) == first
+    new = staged["release"]["id"]
+    checked = switch_release("site", destination(), new, check_mode=True, opener=opener(store))
+    assert checked["changed"] and live(store) == first
+    done = switch_release("site", destination(), new, opener=opener(store), expect_plan_digest=checked["plan_digest"])
+    assert done["changed"] and live(store) == new and done["from"] == first
+    again = switch_release("site", destination(), new, opener=opener(store))
+    assert again["changed"] is False
+
+
+def test_rollback_to_previous_skips_releases_rolled_back_from(tmp_path):
+    store = {}
+    ids = []
+    for n in range(3):
+        publish_files(tmp_path, store, "b%d" % n, {"index.html": b"v%d" % n}, now=NOW.replace(hour=n))
+        ids.append(live(store))
+    back = switch_release("site", destination(), "previous", opener=opener(store))
+    assert back["rollback"] and live(store) == ids[1] and statuses(store)[ids[2]] == "rolled_back"
+    switch_release("site", destination(), "previous", opener=opener(store))
+    assert live(store) == ids[0]
+    with pytest.raises(DistributorError) as refused:
+        switch_release("site", destination(), "previous", opener=opener(store))
+    assert refused.value.reason == "invalid_config"
+
+
+def test_unmanaged_content_in_the_live_generation_makes_a_release_publish_refuse(tmp_path):
+    store = {}
+    publish_files(tmp_path, store, "one", {"index.html": b"one"})
+    look(store).write_bytes("%s/%s/planted.html" % (HOME, live(store)), b"x")
+    with pytest.raises(DistributorError) as refused:
+        publish_files(tmp_path, store, "two", {"index.html": b"two"}, now=LATER)
+    assert refused.value.reason == "unmanaged" and "planted.html" in str(refused.value)
+
+
+def test_a_plain_bundle_path_is_converted_only_when_asked(tmp_path):
+    store = {}
+    publish(bundle(tmp_path, "plain", {"index.html": b"one"}), PIPELINE, {"id": "web", "storage": MEMORY_STORAGE, "path": "site"},
+            now=NOW, opener=opener(store))
+    with pytest.raises(DistributorError) as refused:
+        publish_files(tmp_path, store, "two", {"index.html": b"two"}, now=LATER)
+    assert refused.value.reason == "conflict" and "convert" in str(refused.value)
+    result = publish_files(tmp_path, store, "two", {"index.html": b"two"}, dest=destination(convert=True), now=LATER)
+    assert result["release"]["converted"]["id"] in statuses(store)
+    assert read(store, "%s/%s/index.html" % (HOME, live(store))) == b"two"
+
+
+def test_a_planted_link_target_is_refused_and_names_the_link(tmp_path):
+    store = {}
+    publish_files(tmp_path, store, "one", {"index.html": b"one"})
+    look(store).switch("site", "../../etc", HOME + "/.distributor.switch.x")
+    with pytest.raises(DistributorError) as refused:
+        publish_files(tmp_path, store, "two", {"index.html": b"two"}, now=LATER)
+    assert refused.value.reason == "invalid_state" and "site" in str(refused.value)
