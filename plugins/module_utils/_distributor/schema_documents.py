@@ -426,6 +426,15 @@ DESTINATION = {
             },
             "additionalProperties": False,
         },
+        "releases": {
+            "type": "object",
+            "properties": {
+                "keep": {"type": "integer", "minimum": 1},
+                "activate": {"type": "boolean"},
+                "convert": {"type": "boolean"},
+            },
+            "additionalProperties": False,
+        },
     },
     "additionalProperties": False,
 }
