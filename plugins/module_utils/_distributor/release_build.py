@@ -18,11 +18,12 @@ from .errors import DistributorError
 from .execute import execute
 from .paths import JOURNAL_NAME, STAGING_PREFIX, STATE_NAME, is_reserved, join
 from .plan import Plan
-from .release_index import Release, ReleaseIndex
+from .release_index import STAGED, Release, ReleaseIndex
 from .release_root import ReleaseRoot, read_generation_journal
 from .releases import (
-    HOME, SWITCH_PREFIX, activated, begun, built, dead, failed, link_target, release_id, removable)
+    HOME, SWITCH_PREFIX, activated, begun, built, dead, failed, link_target, release_id, removable, removed)
 from .root import read_state
+from .timestamps import format_rfc3339
 
 
 @dataclass(frozen=True)
@@ -45,12 +46,12 @@ def recover_dead(root: ReleaseRoot, check_mode: bool) -> Clearing:
     if check_mode:
         return Clearing(failed=tuple(ids))
     root.write_index(failed(root.index, ids))
-    removed, kept = [], []
+    cleared, kept = [], []
     for release in ids:
         why = clear(root, release, dead=True)
-        (kept.append((release, why)) if why else removed.append(release))
-    root.write_index(_forget(root.index, removed))
-    return Clearing(tuple(removed), tuple(ids), tuple(kept))
+        (kept.append((release, why)) if why else cleared.append(release))
+    root.write_index(removed(root.index, cleared))
+    return Clearing(tuple(cleared), tuple(ids), tuple(kept))
 
 
 def clear(root: ReleaseRoot, release: str, dead: bool = False) -> str | None:
@@ -98,12 +99,6 @@ def _named(root: ReleaseRoot, release: str, storage, dead: bool) -> dict:
     return named
 
 
-def _forget(index: ReleaseIndex, ids) -> ReleaseIndex:
-    """The index without the releases whose generation is gone."""
-    gone = set(ids)
-    return replace(index, releases=tuple(r for r in index.releases if r.id not in gone))
-
-
 def build(root: ReleaseRoot, the_plan: Plan, bundle, manifest, present: frozenset, own_sources: dict,
           now: datetime) -> str:
     """The plan's tree as a new generation, durable and recorded `built`; returns its id. Every
@@ -112,7 +107,7 @@ def build(root: ReleaseRoot, the_plan: Plan, bundle, manifest, present: frozense
     from the bundle when this owner's, and refused otherwise (nobody else's bytes are at hand)."""
     release = release_id(now, root.home.token)
     owners = tuple(o.key for o in the_plan.after.owners) if the_plan.after else ()
-    entry = Release(release, "staged", manifest.id, manifest.digest, owners, now, None, None, root.live)
+    entry = Release(release, STAGED, manifest.id, manifest.digest, owners, format_rfc3339(now), None, None, root.live)
     root.write_index(begun(root.index, entry))
     written = {w.path for w in the_plan.writes + the_plan.repairs + the_plan.resettles}
     kept = [o.path for o in the_plan.after.outputs if o.path not in written and o.path in present] if the_plan.after else []
@@ -131,27 +126,28 @@ def build(root: ReleaseRoot, the_plan: Plan, bundle, manifest, present: frozense
 
 def switch(root: ReleaseRoot, release: str, now: datetime, rollback: bool = False) -> None:
     """Point the bundle path at `release` in one rename, then record it active."""
+    after = activated(root.index, release, now, rollback)
     temporary = join(HOME, root.name, SWITCH_PREFIX + root.home.token)
     root.parent.switch(root.name, link_target(root.name, release), temporary)
     root.live = release
-    root.write_index(activated(root.index, release, now, rollback))
+    root.write_index(after)
 
 
 def clear_old(root: ReleaseRoot, keep: int) -> Clearing:
     """After a switch: remove what keep-N no longer keeps (releases.removable)."""
-    removed, kept = [], []
+    cleared, kept = [], []
     for release in removable(root.index, keep):
         why = clear(root, release)
-        (kept.append((release, why)) if why else removed.append(release))
-    root.write_index(_forget(root.index, removed))
-    return Clearing(tuple(removed), (), tuple(kept))
+        (kept.append((release, why)) if why else cleared.append(release))
+    root.write_index(removed(root.index, cleared))
+    return Clearing(tuple(cleared), (), tuple(kept))
 
 
-def would_clear(index: ReleaseIndex, keep: int, new: Release | None) -> list[str]:
+def would_clear(index: ReleaseIndex, keep: int, new: Release | None, now: datetime) -> list[str]:
     """Check mode's prediction of clear_old: the ids a run would remove after switching to a new
     release (`new`, id unknown until the run: it is not one of them)."""
     if new is None:
         return []
-    after = activated(begun(index, new), new.id, new.created)
+    after = activated(built(begun(index, new), new.id, now), new.id, now)
     return [r for r in removable(after, keep) if r != new.id]
 
