@@ -147,7 +147,9 @@ def entry_at(parent: int, name: str, where: str) -> tuple[str, str | None]:
 def switch_at(holder: int, temporary: str, parent: int, name: str, target: str, shown: str, where: str) -> None:
     """A link holding `target` made at `temporary` in the open directory `holder` and renamed
     over `name` in `parent`. A directory raced in at `name` after the look makes the rename fail
-    (a link is never renamed over a directory)."""
+    (a link is never renamed over a directory); a file raced in is replaced, which rename(2)
+    cannot refuse: only someone who can write that directory can race, and the file keeps any
+    other name it has."""
     with os_errors("switch", where):
         mode = entry_mode(parent, name)
     if mode is not None and not stat.S_ISLNK(mode):
