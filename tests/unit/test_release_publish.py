@@ -6,12 +6,14 @@ a dead build is marked failed and cleared; distributor_release switches forward 
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
 from ansible_collections.distributor.core.plugins.module_utils._distributor.switch_release import switch_release
+from ansible_collections.distributor.core.plugins.module_utils._distributor.timestamps import format_rfc3339
 
 from builders import LATER, MEMORY_STORAGE, NOW, write_bundle
 from memory_storage import MemoryStorage
@@ -56,7 +58,10 @@ def bundle(tmp_path, name, files, created="2026-06-04T11:55:00Z"):
 
 
 def publish_files(tmp_path, store, name, files, dest=None, **kwargs):
-    return publish(bundle(tmp_path, name, files), PIPELINE, dest or destination(), now=kwargs.pop("now", NOW),
+    """A publish of `files` made at `now`, its bundle created a minute before."""
+    now = kwargs.pop("now", NOW)
+    created = format_rfc3339(now - timedelta(minutes=1))
+    return publish(bundle(tmp_path, name, files, created), PIPELINE, dest or destination(), now=now,
                    opener=opener(store, kwargs.pop("cut", None)), **kwargs)
 
 
@@ -93,7 +98,7 @@ def test_a_skip_makes_no_generation(tmp_path):
     files = {"index.html": b"one"}
     publish_files(tmp_path, store, "one", files)
     before = index(store)
-    result = publish_files(tmp_path, store, "again", files, now=LATER)
+    result = publish_files(tmp_path, store, "again", files)
     assert result["changed"] is False and result["release"]["id"] is None
     assert len(generations(store)) == 1 and index(store) == before
 
@@ -109,19 +114,35 @@ def test_keep_removes_superseded_generations_beyond_keep_but_never_the_previous_
     assert statuses(store) == {ids[-2]: "superseded", ids[-1]: "active"}
 
 
+def killed_at(operation, nth=1):
+    """A fault that kills the run (SIGKILL: no clean-up) at its `nth` `operation`."""
+    seen = []
+
+    def fault(op, path):
+        if op == operation:
+            seen.append(path)
+            if len(seen) == nth:
+                raise Killed("killed at %s %s" % (op, path))
+    return fault
+
+
 def test_five_failed_publishes_then_one_success_leave_the_active_and_the_previous_good_one(tmp_path):
     store = {}
-    publish_files(tmp_path, store, "good1", {"index.html": b"g1"}, now=NOW.replace(hour=1))
-    publish_files(tmp_path, store, "good2", {"index.html": b"g2"}, now=NOW.replace(hour=2))
+    publish_files(tmp_path, store, "good1", {"index.html": b"g1", "app.css": b"c"}, now=NOW.replace(hour=1))
+    publish_files(tmp_path, store, "good2", {"index.html": b"g2", "app.css": b"c"}, now=NOW.replace(hour=2))
     good = live(store)
     for n in range(5):
-        cut = Cut(at=6)
         with pytest.raises(Killed):
-            publish_files(tmp_path, store, "bad%d" % n, {"index.html": b"bad%d" % n}, cut=cut, now=NOW.replace(hour=3 + n))
+            publish_files(tmp_path, store, "bad%d" % n, {"index.html": b"bad%d" % n, "app.css": b"c"},
+                          cut=killed_at("rename" if n % 2 else "write", 2), now=NOW.replace(hour=3 + n))
         assert live(store) == good
-    result = publish_files(tmp_path, store, "good3", {"index.html": b"g3"}, dest=destination(keep=1), now=NOW.replace(hour=9))
-    assert result["release"]["failed"] and len(generations(store)) == 2
-    assert statuses(store)[good] == "superseded" and statuses(store)[live(store)] == "active"
+    bad = {i: status for i, status in statuses(store).items() if i > good}
+    assert bad and set(bad.values()) <= {"staged", "failed"} and len(generations(store)) > 2
+    result = publish_files(tmp_path, store, "good3", {"index.html": b"g3", "app.css": b"c"}, dest=destination(keep=1),
+                           now=NOW.replace(hour=9))
+    assert result["release"]["kept"] == [] and set(bad) <= set(result["release"]["removed"])
+    assert generations(store) == {good, live(store)}
+    assert statuses(store) == {good: "superseded", live(store): "active"}
 
 
 def test_check_mode_predicts_the_plan_digest_of_the_run(tmp_path):

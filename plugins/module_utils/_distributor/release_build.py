@@ -18,8 +18,8 @@ from .errors import DistributorError
 from .execute import execute
 from .paths import JOURNAL_NAME, STAGING_PREFIX, STATE_NAME, is_reserved, join
 from .plan import Plan
-from .release_index import STAGED, Release, ReleaseIndex
-from .release_root import ReleaseRoot, read_generation_journal
+from .release_index import FAILED, STAGED, Release, ReleaseIndex
+from .release_root import ReleaseRoot, SharedLinks, read_generation_journal
 from .releases import (
     HOME, SWITCH_PREFIX, activated, begun, built, dead, failed, link_target, release_id, removable, removed)
 from .root import read_state
@@ -48,22 +48,26 @@ def recover_dead(root: ReleaseRoot, check_mode: bool) -> Clearing:
     root.write_index(failed(root.index, ids))
     cleared, kept = [], []
     for release in ids:
-        why = clear(root, release, dead=True)
+        why = clear(root, release)
         (kept.append((release, why)) if why else cleared.append(release))
     root.write_index(removed(root.index, cleared))
     return Clearing(tuple(cleared), tuple(ids), tuple(kept))
 
 
-def clear(root: ReleaseRoot, release: str, dead: bool = False) -> str | None:
-    """Remove one generation, or say why it stays (then nothing of it is removed). A superseded
-    generation holds what its record names; a dead build what the generation it was linked from
-    records, what its journal names and its staged files. Each file of a dead build must also be
-    the one described there (Storage.doubt), as crash recovery requires of what it deletes."""
+def clear(root: ReleaseRoot, release: str) -> str | None:
+    """Remove one generation, or say why it stays (then nothing of it is removed). A complete
+    generation holds what its record names; a failed build what the generation it was linked
+    from records, what its journal names and its staged files. Each file of a failed build must
+    also be the one described there (Storage.doubt, the links counted as its records share
+    them), as crash recovery requires of what it deletes."""
+    entry = root.index.by_id(release)
+    dead = entry is not None and (entry.status == FAILED or entry.built is None)
     storage = root.generation(release)
     listing = storage.list_files()
     if not listing:
         return None
     named = _named(root, release, storage, dead)
+    storage.shared_links = SharedLinks(root, release, {p: digest for p, (_size, digest) in named.items()})
     unknown = [p for p in listing if p not in named and not _own_record(p)]
     if unknown:
         return "holds %d file(s) no record names, such as %s" % (len(unknown), sorted(unknown)[0])

@@ -23,7 +23,7 @@ from .limits import INDEX_LIMIT
 from .paths import join
 from .release_index import INDEX_NAME, ReleaseIndex, parse_index, serialize_index
 from .releases import HOME, live_id, split_bundle_path
-from .root import opened, read_record, read_state
+from .root import opened, read_journal, read_record, read_state
 from .storage.base import Storage
 from .storage.confined import ConfinedStorage
 from .storage.select import new_token
@@ -54,6 +54,7 @@ class ReleaseRoot:
         return storage
 
     def write_index(self, index: ReleaseIndex) -> None:
+        """Record `index` (a whole new file, by rename) and act on it from now on."""
         self.home.write_bytes(INDEX_NAME, serialize_index(index))
         self.index = index
 
@@ -64,9 +65,12 @@ class SharedLinks(Mapping):
     it into). Read on first use only: a publish that shows no old content and measures nothing
     reads no other generation's record. Any other link stays one distributor did not make."""
 
-    def __init__(self, root: ReleaseRoot, release: str):
+    def __init__(self, root: ReleaseRoot, release: str, digests: dict | None = None):
+        """`digests` (path -> sha256) stand for the generation's own record when it has none
+        that names its files (a build that died: the records it was made from)."""
         self._root = root
         self._release = release
+        self._digests = digests
         self._counts: dict | None = None
 
     def _load(self) -> dict:
@@ -76,6 +80,7 @@ class SharedLinks(Mapping):
                 state = _state_of(self._root.home.at(entry.id))
                 records[entry.id] = {o.path: o.sha256 for o in state.outputs} if state else {}
             mine = records.pop(self._release, {})
+            mine = self._digests if self._digests is not None else mine
             shared = Counter(p for other in records.values() for p, digest in other.items() if mine.get(p) == digest)
             self._counts = {path: count + 1 for path, count in shared.items()}
         return self._counts
@@ -88,6 +93,16 @@ class SharedLinks(Mapping):
 
     def __len__(self) -> int:
         return len(self._load())
+
+
+def read_generation_journal(storage: Storage):
+    """A generation's journal, or None: an invalid one vouches for nothing it names."""
+    try:
+        return read_journal(storage)
+    except DistributorError as error:
+        if error.reason != "invalid_state":
+            raise
+        return None
 
 
 def _state_of(storage: Storage):

@@ -62,7 +62,7 @@ def state_info(destination: dict, *, pipeline_id: str | None = None, selector: S
             listed = frozenset(storage.list_files()) if records else frozenset()
             missing, drifted = find_drift(records, listed, storage.measure, verify)
     errors = [shown(e.message) for e in (state_error, journal_error) if e is not None]
-    return dict(releases, describe(state, key, journal, lock, time.time() if now is None else now),
+    return dict(describe(state, key, journal, lock, time.time() if now is None else now), **releases,
                 changed=False, exists=exists, valid=not errors, error="; ".join(errors) or None, bundle_path=bundle_path,
                 missing=missing, drifted=drifted)
 
