@@ -17,7 +17,7 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.time
 
 from builders import LATER, MEMORY_STORAGE, NOW, write_bundle
 from memory_storage import MemoryStorage
-from test_crash_safety import Cut, Killed
+from test_crash_safety import Killed
 
 PIPELINE = {"id": "site"}
 HOME = ".distributor-releases/site"
@@ -143,6 +143,28 @@ def test_five_failed_publishes_then_one_success_leave_the_active_and_the_previou
     assert result["release"]["kept"] == [] and set(bad) <= set(result["release"]["removed"])
     assert generations(store) == {good, live(store)}
     assert statuses(store) == {good: "superseded", live(store): "active"}
+
+
+class Written(dict):
+    """A store that remembers every key ever set in it, the lock's included."""
+
+    def __init__(self):
+        super().__init__()
+        self.keys = []
+
+    def __setitem__(self, key, value):
+        self.keys.append(key)
+        super().__setitem__(key, value)
+
+
+@pytest.mark.parametrize("check_mode", [False, True])
+def test_a_storage_that_cannot_switch_atomically_is_refused_before_the_lock_is_taken(tmp_path, check_mode):
+    store = Written()
+    with pytest.raises(DistributorError) as refused:
+        publish(bundle(tmp_path, "one", {"index.html": b"one"}), PIPELINE, destination(), now=NOW, check_mode=check_mode,
+                opener=lambda cfg, base, token: MemoryStorage(store, base, token, lacks=frozenset({"switch"})))
+    assert refused.value.reason == "storage_error" and "posix-rename@openssh.com" in refused.value.message
+    assert store.keys == []
 
 
 def test_check_mode_predicts_the_plan_digest_of_the_run(tmp_path):

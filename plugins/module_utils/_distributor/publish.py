@@ -149,7 +149,7 @@ def publish(source: str, pipeline: dict, destination: dict, *, force: bool = Fal
                 if made.plan.changed:
                     execute(made.plan, storage, bundle)
     else:
-        with opened_release(destination_cfg, bundle_path, lock_timeout, check_mode, opener) as root:
+        with opened_release(destination_cfg, bundle_path, lock_timeout, check_mode, opener, switching=True) as root:
             made, released = publish_release(job, root, lambda s, r: _made(job, s, diff_contents, expect_plan_digest,
                                                                              result_limit, r))
             storage = root.parent

@@ -35,7 +35,6 @@ def publish_release(job, root: ReleaseRoot, make) -> tuple:
             "conflict", "%s is a plain directory, and release mode keeps a symbolic link there. Publish once with "
             "releases.convert: true to make the directory the first release (docs/operations.md, Releases)"
             % root.parent.describe(root.name))
-    root.parent.require_switch()
     dead = recover_dead(root, job.check_mode)
     index_before = root.index
 

@@ -114,12 +114,16 @@ def _state_of(storage: Storage):
 
 @contextmanager
 def opened_release(destination: Destination, bundle_path: str, lock_timeout: float, check_mode: bool,
-                   opener) -> Iterator[ReleaseRoot]:
+                   opener, switching: bool = False) -> Iterator[ReleaseRoot]:
     """The release home of `bundle_path`, locked unless in check mode: one lock covers reading
-    the live generation, building the next and switching to it."""
+    the live generation, building the next and switching to it. A run that will `switch` asks
+    the storage first whether it can switch atomically (Storage.require_switch): one that cannot
+    is refused before the lock, the first thing a run writes, is taken."""
     parent_path, name = split_bundle_path(bundle_path)
     parent = ConfinedStorage(opener(destination.storage, parent_path, new_token()))
     try:
+        if switching:
+            parent.require_switch()
         home = parent.at(join(HOME, name))
         with nullcontext() if check_mode else home.lock(lock_timeout, destination.lock_expiry):
             yield read_release_root(parent, home, bundle_path, name)
