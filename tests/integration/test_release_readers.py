@@ -9,8 +9,9 @@ over the bundle path) they see only whole generations; switched the way deploy s
 after file, as without releases) the descriptor reader catches a marker and an asset of two
 generations: a clean run of theirs means something.
 
-`stand_in(www, switch)` is the only part a release test replaces: with one release publish of a
-bundle holding `readers.generation_files(n)`, passed to `conftest.under_readers` the same way.
+`stand_in(www, switch)` is the only part the release test replaces: `release_publishes` makes
+generation n by one release publish (the core's `publish()`, in this process) of a bundle holding
+`readers.generation_files(n)`, passed to `conftest.under_readers` the same way.
 """
 
 from __future__ import annotations
@@ -19,8 +20,12 @@ import os
 import shutil
 import subprocess
 import time
+from datetime import datetime, timedelta, timezone
+
+from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
 
 from conftest import problems, under_readers
+from generations import generations, live, make_site, release_destination, statuses
 from hangs import no_hang
 from readers import ASSET, MARKER, generation_files
 
@@ -103,3 +108,41 @@ def test_the_descriptor_reader_catches_a_publish_in_place_that_mixes_two_generat
 
     assert reports["descriptor"]["mismatches"] > 0, reports
     assert all(report["errors"] == 0 for report in reports.values()), reports
+
+
+START = datetime(2026, 6, 4, 12, 0, tzinfo=timezone.utc)
+
+
+def release_publishes(tmp_path, www: str):
+    """publish(n): one release publish of generation n's bundle (made beforehand, so that the
+    publishes follow each other as fast as they run), each a second later than the one before."""
+    destination = release_destination({"type": "local", "root": www})
+    bundles = [make_site(str(tmp_path / ("bundle-%d" % n)), generation_files(n),
+                         (START + timedelta(seconds=n)).strftime("%Y-%m-%dT%H:%M:%SZ")) for n in range(PUBLISHES + 1)]
+    done = []
+
+    def publish_n(n: int) -> None:
+        result = publish(bundles[n], {"id": "site"}, destination, now=START + timedelta(seconds=n, milliseconds=500))
+        assert result["release"]["status"] == "active" and result["written"] == [ASSET, MARKER], result
+        done.append(result["release"]["id"])
+    return publish_n, done
+
+
+def test_readers_see_one_whole_generation_throughout_100_release_publishes(tmp_path, nginx):
+    www = str(tmp_path / "www")
+    publish_n, done = release_publishes(tmp_path, www)
+    publish_n(0)
+    server = nginx(os.path.join(www, NAME))
+    started = time.monotonic()
+    with no_hang(DEADLINE, "%d release publishes under three readers" % PUBLISHES):
+        reports = under_readers(os.path.join(www, NAME), server.url, publish_n, PUBLISHES)
+    took = time.monotonic() - started
+    print("\n%d release publishes in %.1fs; %s" % (PUBLISHES, took, "; ".join(
+        "%s: %d reads%s, %d errors, %d mismatches, %d generations" % (
+            kind, r["reads"], " (%d requests)" % r["requests"] if "requests" in r else "", r["errors"], r["mismatches"],
+            r["generations"]) for kind, r in reports.items())))
+
+    assert problems(reports) == []
+    assert len(done) == PUBLISHES + 1 and live(www) == done[-1]
+    assert generations(www) == set(done[-3:])
+    assert statuses(www) == {done[-3]: "superseded", done[-2]: "superseded", done[-1]: "active"}
