@@ -167,6 +167,41 @@ def test_a_storage_that_cannot_switch_atomically_is_refused_before_the_lock_is_t
     assert store.keys == []
 
 
+def test_a_run_killed_between_the_switch_and_its_record_leaves_the_live_release_active_for_the_next(tmp_path):
+    store = {}
+    for n in (1, 2):
+        publish_files(tmp_path, store, "good%d" % n, {"index.html": b"g%d" % n, "app.css": b"c"}, now=NOW.replace(hour=n))
+    seen = []
+
+    def after_the_switch(op, path):
+        seen.append(op)
+        if op == "write" and "switch" in seen:
+            raise Killed("killed before the switch was recorded")
+    with pytest.raises(Killed):
+        publish_files(tmp_path, store, "good3", {"index.html": b"g3", "app.css": b"c"}, now=NOW.replace(hour=3),
+                      cut=after_the_switch)
+    switched = live(store)
+    assert switched in statuses(store) and statuses(store)[switched] != "active"
+    result = publish_files(tmp_path, store, "good4", {"index.html": b"g4", "app.css": b"c"}, now=NOW.replace(hour=4))
+    assert result["release"]["from"] == switched and result["release"]["previous"] == switched
+    assert switched not in result["release"]["removed"] and statuses(store)[switched] == "superseded"
+    assert list(statuses(store).values()).count("active") == 1
+
+
+def test_releases_made_within_one_second_or_on_a_clock_behind_sort_as_they_were_made(tmp_path):
+    store = {}
+    made = []
+    for n, now in enumerate((LATER, LATER, NOW)):
+        created = "2026-06-01T00:00:0%dZ" % n
+        publish(bundle(tmp_path, "b%d" % n, {"index.html": b"v%d" % n}, created), PIPELINE, destination(keep=2), now=now,
+                opener=opener(store))
+        made.append(live(store))
+    assert made == sorted(made) and len(set(made)) == 3
+    assert statuses(store) == {made[1]: "superseded", made[2]: "active"}
+    back = switch_release("site", destination(), "previous", opener=opener(store))
+    assert back["release"] == made[1] and back["rollback"]
+
+
 def test_check_mode_predicts_the_plan_digest_of_the_run(tmp_path):
     store = {}
     publish_files(tmp_path, store, "one", {"index.html": b"one"})

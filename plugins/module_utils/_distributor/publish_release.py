@@ -21,7 +21,7 @@ from .plan import Content, Write
 from .release_build import build, clear_old, recover_dead, switch, would_clear
 from .release_index import STAGED, Release
 from .release_root import ReleaseRoot
-from .releases import HOME, SWITCH_PREFIX, activated, begun, built, earlier_good, link_target, release_id
+from .releases import HOME, SWITCH_PREFIX, activated, begun, built, earlier_good, link_target, next_release_id, release_id
 from .storage.select import new_token
 from .timestamps import format_rfc3339, parse_rfc3339
 
@@ -39,7 +39,7 @@ def publish_release(job, root: ReleaseRoot, make) -> tuple:
     index_before = root.index
 
     def release_facts(the_plan, present) -> dict:
-        new = _placeholder(job, the_plan) if the_plan.changed else None
+        new = _placeholder(job, the_plan, index_before) if the_plan.changed else None
         return {"activate": settings.activate, "convert": root.plain, "from": root.live,
                 "clears": would_clear(index_before, settings.keep, new, job.now) if settings.activate else [],
                 "failed": list(dead.failed)}
@@ -64,11 +64,11 @@ def publish_release(job, root: ReleaseRoot, make) -> tuple:
     return made, values
 
 
-def _placeholder(job, the_plan) -> Release:
+def _placeholder(job, the_plan, index) -> Release:
     """The release a run would add, for check mode's prediction of what it clears."""
     owners = tuple(o.key for o in the_plan.after.owners) if the_plan.after else ()
-    return Release(release_id(job.now, "f" * 12), STAGED, job.bundle.manifest.id, job.bundle.manifest.digest, owners,
-                   format_rfc3339(job.now))
+    return Release(next_release_id(index, job.now, "f" * 12), STAGED, job.bundle.manifest.id, job.bundle.manifest.digest,
+                   owners, format_rfc3339(job.now))
 
 
 def _previous_id(root: ReleaseRoot) -> str | None:

@@ -21,7 +21,7 @@ from .plan import Plan
 from .release_index import FAILED, STAGED, Release, ReleaseIndex
 from .release_root import ReleaseRoot, SharedLinks, read_generation_journal
 from .releases import (
-    HOME, SWITCH_PREFIX, activated, begun, built, dead, failed, link_target, release_id, removable, removed)
+    HOME, SWITCH_PREFIX, activated, begun, built, dead, failed, link_target, next_release_id, removable, removed)
 from .root import read_state
 from .timestamps import format_rfc3339
 
@@ -109,7 +109,7 @@ def build(root: ReleaseRoot, the_plan: Plan, bundle, manifest, present: frozense
     output of the state after that the plan does not write is linked from the live generation;
     one the storage cannot link (an SFTP server without hardlink@openssh.com) is written again
     from the bundle when this owner's, and refused otherwise (nobody else's bytes are at hand)."""
-    release = release_id(now, root.home.token)
+    release = next_release_id(root.index, now, root.home.token)
     owners = tuple(o.key for o in the_plan.after.owners) if the_plan.after else ()
     entry = Release(release, STAGED, manifest.id, manifest.digest, owners, format_rfc3339(now), None, None, root.live)
     root.write_index(begun(root.index, entry))

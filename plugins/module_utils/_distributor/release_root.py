@@ -21,12 +21,13 @@ from .dryrun import with_dry_run_hint
 from .errors import DistributorError
 from .limits import INDEX_LIMIT
 from .paths import join
-from .release_index import INDEX_NAME, ReleaseIndex, parse_index, serialize_index
-from .releases import HOME, live_id, split_bundle_path
+from .release_index import ACTIVE, FAILED, INDEX_NAME, Release, ReleaseIndex, parse_index, serialize_index
+from .releases import HOME, activated, live_id, split_bundle_path
 from .root import opened, read_journal, read_record, read_state
 from .storage.base import Storage
 from .storage.confined import ConfinedStorage
 from .storage.select import new_token
+from .timestamps import parse_rfc3339
 
 
 @dataclass
@@ -141,11 +142,12 @@ def read_release_root(parent: Storage, home: Storage, bundle_path: str, name: st
     where = parent.describe(name)
     if kind == "link":
         live = live_id(target, name, where)
-        if index.by_id(live) is None:
+        entry = index.by_id(live)
+        if entry is None:
             raise DistributorError(
                 "invalid_state", "%s links to release %s, which %s does not record: distributor never switches to a "
                 "release before recording it. Find out who changed the link" % (where, live, home.describe(INDEX_NAME)))
-        return ReleaseRoot(parent, home, bundle_path, name, index, live, False)
+        return ReleaseRoot(parent, home, bundle_path, name, switched(index, entry, where), live, False)
     if kind == "absent" and index.active is not None:
         raise DistributorError(
             "invalid_state", "%s records release %s as active, but %s is gone: distributor never removes the link. "
@@ -156,6 +158,22 @@ def read_release_root(parent: Storage, home: Storage, bundle_path: str, name: st
     raise DistributorError(
         "storage_error", "%s is %s, not the symbolic link release mode keeps there (or a directory to convert). "
         "Find out who put it there" % (where, "a file" if kind == "file" else target or "something else"))
+
+
+def switched(index: ReleaseIndex, entry: Release, where: str) -> ReleaseIndex:
+    """The index as the switch to the linked release `entry` left it. A run that died between
+    its rename of the link and the index's record of it left the release it built (or returned
+    to) linked but not `active`: it is the one served, so it is taken as active from then on,
+    activated when it was built, a rollback when it is older than the release recorded active.
+    A release never built, or one that failed, is one distributor never switches to."""
+    if entry.status == ACTIVE:
+        return index
+    if entry.built is None or entry.status == FAILED:
+        raise DistributorError(
+            "invalid_state", "%s links to release %s, which %s; distributor switches only to releases it built whole. "
+            "Find out who changed the link" % (where, entry.id, "failed" if entry.status == FAILED else "was never built"))
+    recorded = index.active
+    return activated(index, entry.id, parse_rfc3339(entry.built), recorded is not None and entry.id < recorded.id)
 
 
 @contextmanager

@@ -14,7 +14,7 @@ reads storage or the clock: `now` is given.
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 from .errors import DistributorError
 from .limits import SHOWN_LIMIT
@@ -34,6 +34,19 @@ def release_id(now: datetime, token: str) -> str:
     if not ID_PATTERN.match(made):
         raise ValueError("a release id needs a token of 12 lowercase hex digits, not %r" % (token,))
     return made
+
+
+def next_release_id(index: ReleaseIndex, now: datetime, token: str) -> str:
+    """The id of a release made now: `release_id`, unless the newest release of `index` sorts
+    after it (made within the same second, or by a publisher whose clock is ahead), then one
+    second after that one's. Ids sort as releases were made, which `previous`, keep-N and a
+    rollback's direction rely on; the release's own `created` keeps the publisher's time."""
+    made = release_id(now, token)
+    newest = index.releases[-1].id if index.releases else None
+    if newest is None or made > newest:
+        return made
+    return release_id(datetime.strptime(newest[:16], "%Y%m%dT%H%M%SZ").replace(tzinfo=timezone.utc) + timedelta(seconds=1),
+                      token)
 
 
 def split_bundle_path(bundle_path: str) -> tuple[str, str]:
