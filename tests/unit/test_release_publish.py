@@ -213,3 +213,69 @@ def test_a_planted_link_target_is_refused_and_names_the_link(tmp_path):
     with pytest.raises(DistributorError) as refused:
         publish_files(tmp_path, store, "two", {"index.html": b"two"}, now=LATER)
     assert refused.value.reason == "invalid_state" and "site" in str(refused.value)
+
+
+def shared(pipeline_id, **releases):
+    return {"id": "web", "storage": MEMORY_STORAGE, "path": "site", "state": {"mode": "shared_root"},
+            "releases": dict({"keep": 3}, **releases)}
+
+
+def test_in_a_shared_root_each_owner_publish_carries_the_others_outputs_by_link_and_a_rollback_names_whose_tree_changes(tmp_path):
+    store = {}
+    docs = bundle(tmp_path, "docs", {"docs/index.html": b"docs"}, created="2026-06-04T10:00:00Z")
+    publish(docs, {"id": "docs"}, shared("docs"), now=NOW, opener=opener(store))
+    first = live(store)
+    blog = bundle(tmp_path, "blog", {"blog/index.html": b"blog"}, created="2026-06-04T10:00:00Z")
+    result = publish(blog, {"id": "blog"}, shared("blog"), now=LATER, opener=opener(store))
+    second = live(store)
+    assert result["written"] == ["blog/index.html"]
+    carried = store["%s/%s/docs/index.html" % (HOME, second)]
+    assert carried is store["%s/%s/docs/index.html" % (HOME, first)] and carried.links(store) == 2
+    records = [json.loads(read(store, "%s/%s/.distributor.json" % (HOME, g))) for g in (first, second)]
+    docs_records = [[o for o in r["outputs"] if o["pipeline_id"] == "docs"] for r in records]
+    assert docs_records[0] == docs_records[1]
+    back = switch_release("docs", shared("docs"), "previous", opener=opener(store))
+    assert back["owners"] == ["blog/web"] and live(store) == first
+
+
+def test_a_preview_is_built_verified_and_named_by_its_url(tmp_path):
+    store = {}
+    publish_files(tmp_path, store, "one", {"index.html": b"one"})
+    dest = destination(activate=False, preview_url="https://preview.example.com/{release}/")
+    staged = publish_files(tmp_path, store, "two", {"index.html": b"two"}, dest=dest, now=LATER)
+    release = staged["release"]["id"]
+    assert staged["release"]["preview_url"] == "https://preview.example.com/%s/" % release
+    assert statuses(store)[release] == "staged" and read(store, "%s/%s/index.html" % (HOME, release)) == b"two"
+
+
+def test_a_staged_release_someone_emptied_is_never_switched_to(tmp_path):
+    store = {}
+    publish_files(tmp_path, store, "one", {"index.html": b"one"})
+    staged = publish_files(tmp_path, store, "two", {"index.html": b"two"}, dest=destination(activate=False), now=LATER)
+    release = staged["release"]["id"]
+    look(store).delete("%s/%s/index.html" % (HOME, release))
+    with pytest.raises(DistributorError) as refused:
+        switch_release("site", destination(), release, opener=opener(store))
+    assert refused.value.reason == "storage_error" and "not whole" in str(refused.value)
+    assert live(store) != release
+
+
+def test_a_storage_that_cannot_switch_atomically_is_refused_before_anything_is_written(tmp_path):
+    store = {}
+    lacking = lambda cfg, base, token: MemoryStorage(store, base, token, lacks=frozenset({"switch"}))
+    with pytest.raises(DistributorError) as refused:
+        publish(bundle(tmp_path, "one", {"index.html": b"one"}), PIPELINE, destination(), now=NOW, opener=lacking)
+    assert refused.value.reason == "storage_error" and "posix-rename@openssh.com" in str(refused.value)
+    assert store == {}
+
+
+def test_outputs_a_storage_cannot_link_are_written_again_from_the_bundle(tmp_path):
+    store = {}
+    publish_files(tmp_path, store, "one", {"index.html": b"one", "app.css": b"css"})
+    first = live(store)
+    lacking = lambda cfg, base, token: MemoryStorage(store, base, token, lacks=frozenset({"link"}))
+    publish(bundle(tmp_path, "two", {"index.html": b"two", "app.css": b"css"}, created="2026-06-05T11:00:00Z"), PIPELINE,
+            destination(), now=LATER, opener=lacking)
+    second = live(store)
+    assert read(store, "%s/%s/app.css" % (HOME, second)) == b"css"
+    assert store["%s/%s/app.css" % (HOME, second)] is not store["%s/%s/app.css" % (HOME, first)]

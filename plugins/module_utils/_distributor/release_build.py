@@ -14,7 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from .drift import find_drift
 from .errors import DistributorError
+from .guards import first_paths
 from .execute import execute
 from .paths import JOURNAL_NAME, STAGING_PREFIX, STATE_NAME, is_reserved, join
 from .plan import Plan
@@ -155,3 +157,20 @@ def would_clear(index: ReleaseIndex, keep: int, new: Release | None, now: dateti
     after = activated(built(begun(index, new), new.id, now), new.id, now)
     return [r for r in removable(after, keep) if r != new.id]
 
+
+def check_whole(root: ReleaseRoot, release: str, verify: str) -> None:
+    """Every output the generation's record names is there as recorded (`verify`: its size, or
+    its digest too): a generation that lost or changed files since it was built is refused,
+    never switched to, and a staged one is not offered for preview."""
+    storage = root.generation(release)
+    state, error = read_state(storage)
+    if error is not None:
+        raise error
+    if state is None:
+        raise DistributorError("invalid_state", "%s holds no record: it is not a release distributor built" % storage.describe())
+    missing, drifted = find_drift(state.outputs, frozenset(storage.list_files()), storage.measure, verify)
+    if missing or drifted:
+        raise DistributorError(
+            "storage_error", "release %s is not whole: %d output(s) missing%s, %d changed%s since it was built; it stays "
+            "as it is and the bundle path is not switched" % (release, len(missing), first_paths(missing), len(drifted),
+                                                             first_paths(drifted)))
