@@ -308,3 +308,16 @@ def test_prune_acts_on_the_live_generation_and_leaves_the_others_whole(tmp_path)
     assert read(store, "%s/%s/%s" % (HOME, first, gone)) is not None
     state = json.loads(read(store, "%s/%s/.distributor.json" % (HOME, second)))
     assert [o["path"] for o in state["outputs"]] == pruned["kept"] and gone not in pruned["kept"]
+
+
+def test_a_build_that_fails_is_marked_failed_and_cleared_at_once_leaving_the_live_release(tmp_path):
+    store = {}
+    publish_files(tmp_path, store, "one", {"index.html": b"one", "app.css": b"css"})
+    first = live(store)
+    source = bundle(tmp_path, "two", {"index.html": b"two", "app.css": b"css", "big.bin": b"x" * 10}, "2026-06-05T11:00:00Z")
+    with open(tmp_path / "two" / "big.bin", "wb") as handle:
+        handle.write(b"y" * 10)
+    with pytest.raises(DistributorError) as refused:
+        publish(source, PIPELINE, destination(), now=LATER, opener=opener(store))
+    assert refused.value.reason == "verification_failed"
+    assert live(store) == first and generations(store) == {first} and statuses(store) == {first: "active"}
