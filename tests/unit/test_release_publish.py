@@ -11,12 +11,13 @@ from datetime import timedelta
 import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
+from ansible_collections.distributor.core.plugins.module_utils._distributor.prune import prune
 from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
 from ansible_collections.distributor.core.plugins.module_utils._distributor.switch_release import switch_release
 from ansible_collections.distributor.core.plugins.module_utils._distributor.timestamps import format_rfc3339
 
 from builders import LATER, MEMORY_STORAGE, NOW, write_bundle
-from memory_storage import MemoryStorage
+from memory_storage import MemoryStorage, hard_link
 from test_crash_safety import Killed
 
 PIPELINE = {"id": "site"}
@@ -270,3 +271,110 @@ def test_a_planted_link_target_is_refused_and_names_the_link(tmp_path):
     with pytest.raises(DistributorError) as refused:
         publish_files(tmp_path, store, "two", {"index.html": b"two"}, now=LATER)
     assert refused.value.reason == "invalid_state" and "site" in str(refused.value)
+
+
+def shared(pipeline_id, **releases):
+    return {"id": "web", "storage": MEMORY_STORAGE, "path": "site", "state": {"mode": "shared_root"},
+            "releases": dict({"keep": 3}, **releases)}
+
+
+def test_in_a_shared_root_each_owner_publish_carries_the_others_outputs_by_link_and_a_rollback_names_whose_tree_changes(tmp_path):
+    store = {}
+    docs = bundle(tmp_path, "docs", {"docs/index.html": b"docs"}, created="2026-06-04T10:00:00Z")
+    publish(docs, {"id": "docs"}, shared("docs"), now=NOW, opener=opener(store))
+    first = live(store)
+    blog = bundle(tmp_path, "blog", {"blog/index.html": b"blog"}, created="2026-06-04T10:00:00Z")
+    result = publish(blog, {"id": "blog"}, shared("blog"), now=LATER, opener=opener(store))
+    second = live(store)
+    assert result["written"] == ["blog/index.html"]
+    carried = store["%s/%s/docs/index.html" % (HOME, second)]
+    assert carried is store["%s/%s/docs/index.html" % (HOME, first)] and carried.links(store) == 2
+    records = [json.loads(read(store, "%s/%s/.distributor.json" % (HOME, g))) for g in (first, second)]
+    docs_records = [[o for o in r["outputs"] if o["pipeline_id"] == "docs"] for r in records]
+    assert docs_records[0] == docs_records[1]
+    back = switch_release("docs", shared("docs"), "previous", opener=opener(store))
+    assert back["owners"] == ["blog/web"] and live(store) == first
+
+
+def test_a_preview_is_built_verified_and_named_by_its_url(tmp_path):
+    store = {}
+    publish_files(tmp_path, store, "one", {"index.html": b"one"})
+    dest = destination(activate=False, preview_url="https://preview.example.com/{release}/")
+    staged = publish_files(tmp_path, store, "two", {"index.html": b"two"}, dest=dest, now=LATER)
+    release = staged["release"]["id"]
+    assert staged["release"]["preview_url"] == "https://preview.example.com/%s/" % release
+    assert statuses(store)[release] == "staged" and read(store, "%s/%s/index.html" % (HOME, release)) == b"two"
+
+
+def test_a_staged_release_someone_emptied_is_never_switched_to(tmp_path):
+    store = {}
+    publish_files(tmp_path, store, "one", {"index.html": b"one"})
+    staged = publish_files(tmp_path, store, "two", {"index.html": b"two"}, dest=destination(activate=False), now=LATER)
+    release = staged["release"]["id"]
+    look(store).delete("%s/%s/index.html" % (HOME, release))
+    with pytest.raises(DistributorError) as refused:
+        switch_release("site", destination(), release, opener=opener(store))
+    assert refused.value.reason == "storage_error" and "not whole" in str(refused.value)
+    assert live(store) != release
+
+
+def test_a_storage_that_cannot_switch_atomically_is_refused_before_anything_is_written(tmp_path):
+    store = {}
+    lacking = lambda cfg, base, token: MemoryStorage(store, base, token, lacks=frozenset({"switch"}))
+    with pytest.raises(DistributorError) as refused:
+        publish(bundle(tmp_path, "one", {"index.html": b"one"}), PIPELINE, destination(), now=NOW, opener=lacking)
+    assert refused.value.reason == "storage_error" and "posix-rename@openssh.com" in str(refused.value)
+    assert store == {}
+
+
+def test_outputs_a_storage_cannot_link_are_written_again_from_the_bundle(tmp_path):
+    store = {}
+    publish_files(tmp_path, store, "one", {"index.html": b"one", "app.css": b"css"})
+    first = live(store)
+    lacking = lambda cfg, base, token: MemoryStorage(store, base, token, lacks=frozenset({"link"}))
+    publish(bundle(tmp_path, "two", {"index.html": b"two", "app.css": b"css"}, created="2026-06-05T11:00:00Z"), PIPELINE,
+            destination(), now=LATER, opener=lacking)
+    second = live(store)
+    assert read(store, "%s/%s/app.css" % (HOME, second)) == b"css"
+    assert store["%s/%s/app.css" % (HOME, second)] is not store["%s/%s/app.css" % (HOME, first)]
+
+
+def test_a_diff_shows_the_old_content_of_a_file_the_generations_share_and_refuses_a_planted_extra_name(tmp_path):
+    store = {}
+    publish_files(tmp_path, store, "one", {"index.html": b"one", "notes.txt": b"old\n"}, now=NOW.replace(hour=1))
+    publish_files(tmp_path, store, "two", {"index.html": b"two", "notes.txt": b"old\n"}, now=NOW.replace(hour=2))
+    checked = publish_files(tmp_path, store, "three", {"index.html": b"two", "notes.txt": b"new\n"},
+                            now=NOW.replace(hour=3), check_mode=True, diff_contents=True)
+    shown = {e["after_header"].rpartition("/")[2]: e for e in checked["diff"][1:]}
+    assert (shown["notes.txt"]["before"], shown["notes.txt"]["after"]) == ("old\n", "new\n")
+    hard_link(store, "secret", "%s/%s/notes.txt" % (HOME, live(store))) if store.setdefault("secret", b"secret\n") else None
+    checked = publish_files(tmp_path, store, "three", {"index.html": b"two", "notes.txt": b"new\n"},
+                            now=NOW.replace(hour=3), check_mode=True, diff_contents=True)
+    assert "secret" not in json.dumps(checked["diff"])
+
+
+def test_prune_acts_on_the_live_generation_and_leaves_the_others_whole(tmp_path):
+    store = {}
+    dest = dict(destination(), retention={"max_outputs": 1})
+    publish_files(tmp_path, store, "one", {"a.txt": b"a", "b.txt": b"b"}, dest=dest, now=NOW.replace(hour=1))
+    publish_files(tmp_path, store, "two", {"a.txt": b"a", "b.txt": b"b2"}, dest=dest, now=NOW.replace(hour=2))
+    first, second = sorted(generations(store))
+    pruned = prune("site", dest, now=NOW.replace(hour=3), opener=opener(store))
+    [gone] = pruned["deleted"]
+    assert live(store) == second and read(store, "%s/%s/%s" % (HOME, second, gone)) is None
+    assert read(store, "%s/%s/%s" % (HOME, first, gone)) is not None
+    state = json.loads(read(store, "%s/%s/.distributor.json" % (HOME, second)))
+    assert [o["path"] for o in state["outputs"]] == pruned["kept"] and gone not in pruned["kept"]
+
+
+def test_a_build_that_fails_is_marked_failed_and_cleared_at_once_leaving_the_live_release(tmp_path):
+    store = {}
+    publish_files(tmp_path, store, "one", {"index.html": b"one", "app.css": b"css"})
+    first = live(store)
+    source = bundle(tmp_path, "two", {"index.html": b"two", "app.css": b"css", "big.bin": b"x" * 10}, "2026-06-05T11:00:00Z")
+    with open(tmp_path / "two" / "big.bin", "wb") as handle:
+        handle.write(b"y" * 10)
+    with pytest.raises(DistributorError) as refused:
+        publish(source, PIPELINE, destination(), now=LATER, opener=opener(store))
+    assert refused.value.reason == "verification_failed"
+    assert live(store) == first and generations(store) == {first} and statuses(store) == {first: "active"}

@@ -18,7 +18,7 @@ from .errors import DistributorError
 from .guards import first_paths
 from .paths import join
 from .plan import Content, Write
-from .release_build import build, clear_old, recover_dead, switch, would_clear
+from .release_build import build, check_whole, clear_old, recover_dead, switch, would_clear
 from .release_index import STAGED, Release
 from .release_root import ReleaseRoot
 from .releases import HOME, SWITCH_PREFIX, activated, begun, built, earlier_good, link_target, next_release_id, release_id
@@ -45,9 +45,16 @@ def publish_release(job, root: ReleaseRoot, make) -> tuple:
                 "failed": list(dead.failed)}
     made = make(root.storage, release_facts)
     _refuse_unmanaged(made, root)
+    if root.plain and (made.found.token is not None or made.staging):
+        raise DistributorError(
+            "conflict", "%s holds what an interrupted publish in place left; publish once more without releases to "
+            "finish it, then convert" % root.storage.describe())
     values = {"id": None, "status": None, "from": root.live, "converted": None, "removed": list(dead.removed),
               "failed": list(dead.failed), "kept": [{"id": i, "why": why} for i, why in dead.kept],
               "previous": None, "preview_url": None}
+    if job.check_mode:
+        root.home.check_writable([""])
+        root.parent.check_writable([""])
     if job.check_mode or not made.plan.changed:
         values["previous"] = _previous_id(root)
         return made, values
@@ -55,7 +62,9 @@ def publish_release(job, root: ReleaseRoot, make) -> tuple:
         values["converted"] = convert(root, made.plan, job.now)
     new = build(root, made.plan, job.bundle, job.bundle.manifest, made.present or frozenset(), _own_sources(job), job.now)
     values.update(id=new, status="staged", preview_url=_preview(settings, new))
-    if settings.activate:
+    if not settings.activate:
+        check_whole(root, new, "sha256")
+    else:
         switch(root, new, job.now)
         cleared = clear_old(root, settings.keep)
         values.update(status="active", removed=values["removed"] + list(cleared.removed),

@@ -14,7 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from .drift import find_drift
 from .errors import DistributorError
+from .guards import first_paths
 from .execute import execute
 from .paths import JOURNAL_NAME, STAGING_PREFIX, STATE_NAME, is_reserved, join
 from .plan import Plan
@@ -113,6 +115,27 @@ def build(root: ReleaseRoot, the_plan: Plan, bundle, manifest, present: frozense
     owners = tuple(o.key for o in the_plan.after.owners) if the_plan.after else ()
     entry = Release(release, STAGED, manifest.id, manifest.digest, owners, format_rfc3339(now), None, None, root.live)
     root.write_index(begun(root.index, entry))
+    try:
+        _build(root, the_plan, bundle, present, own_sources, release)
+    except DistributorError:
+        _abandon(root, release)
+        raise
+    root.write_index(built(root.index, release, now))
+    return release
+
+
+def _abandon(root: ReleaseRoot, release: str) -> None:
+    """A build that failed (not one that died) is marked failed and cleared at once, as far as
+    the storage still lets it; what stays is the next run's to clear."""
+    try:
+        root.write_index(failed(root.index, [release]))
+        if clear(root, release) is None:
+            root.write_index(removed(root.index, [release]))
+    except DistributorError:
+        pass
+
+
+def _build(root: ReleaseRoot, the_plan: Plan, bundle, present: frozenset, own_sources: dict, release: str) -> None:
     written = {w.path for w in the_plan.writes + the_plan.repairs + the_plan.resettles}
     kept = [o.path for o in the_plan.after.outputs if o.path not in written and o.path in present] if the_plan.after else []
     pairs = [(join(root.live, p), join(release, p)) for p in kept] if root.live else []
@@ -124,8 +147,6 @@ def build(root: ReleaseRoot, the_plan: Plan, bundle, manifest, present: frozense
             "release mode in a shared root needs hardlink@openssh.com" % (root.home.describe(), refused[0]))
     writes = the_plan.writes + the_plan.repairs + the_plan.resettles + tuple(own_sources[p] for p in again)
     execute(replace(the_plan, writes=writes, repairs=(), resettles=(), deletes=()), root.generation(release), bundle)
-    root.write_index(built(root.index, release, now))
-    return release
 
 
 def switch(root: ReleaseRoot, release: str, now: datetime, rollback: bool = False) -> None:
@@ -155,3 +176,20 @@ def would_clear(index: ReleaseIndex, keep: int, new: Release | None, now: dateti
     after = activated(built(begun(index, new), new.id, now), new.id, now)
     return [r for r in removable(after, keep) if r != new.id]
 
+
+def check_whole(root: ReleaseRoot, release: str, verify: str) -> None:
+    """Every output the generation's record names is there as recorded (`verify`: its size, or
+    its digest too): a generation that lost or changed files since it was built is refused,
+    never switched to, and a staged one is not offered for preview."""
+    storage = root.generation(release)
+    state, error = read_state(storage)
+    if error is not None:
+        raise error
+    if state is None:
+        raise DistributorError("invalid_state", "%s holds no record: it is not a release distributor built" % storage.describe())
+    missing, drifted = find_drift(state.outputs, frozenset(storage.list_files()), storage.measure, verify)
+    if missing or drifted:
+        raise DistributorError(
+            "storage_error", "release %s is not whole: %d output(s) missing%s, %d changed%s since it was built; it stays "
+            "as it is and the bundle path is not switched" % (release, len(missing), first_paths(missing), len(drifted),
+                                                             first_paths(drifted)))
