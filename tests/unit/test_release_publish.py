@@ -189,6 +189,24 @@ def test_a_run_killed_between_the_switch_and_its_record_leaves_the_live_release_
     assert list(statuses(store).values()).count("active") == 1
 
 
+def test_a_build_killed_once_its_record_is_written_is_cleared_by_that_record_not_the_one_it_was_built_from(tmp_path):
+    store = {}
+    publish_files(tmp_path, store, "one", {"index.html": b"one", "app.css": b"c"}, now=NOW.replace(hour=1))
+    seen = []
+
+    def before_built(op, path):
+        seen.append((op, path))
+        if op == "write" and path == ".distributor-releases.json" and ("write", ".distributor.json") in seen:
+            raise Killed("killed before the build was recorded")
+    with pytest.raises(Killed):
+        publish_files(tmp_path, store, "two", {"index.html": b"two", "app.css": b"c"}, now=NOW.replace(hour=2),
+                      cut=before_built)
+    dead = [i for i, status in statuses(store).items() if status == "staged"]
+    result = publish_files(tmp_path, store, "three", {"index.html": b"three", "app.css": b"c"}, now=NOW.replace(hour=3))
+    assert result["release"]["failed"] == dead and result["release"]["kept"] == [] and dead[0] in result["release"]["removed"]
+    assert dead[0] not in generations(store)
+
+
 def test_releases_made_within_one_second_or_on_a_clock_behind_sort_as_they_were_made(tmp_path):
     store = {}
     made = []

@@ -20,11 +20,12 @@ from .guards import first_paths
 from .execute import execute
 from .paths import JOURNAL_NAME, STAGING_PREFIX, STATE_NAME, is_reserved, join
 from .plan import Plan
-from .release_index import FAILED, STAGED, Release, ReleaseIndex
+from .release_index import FAILED, INDEX_NAME, STAGED, Release, ReleaseIndex
 from .release_root import ReleaseRoot, SharedLinks, read_generation_journal
 from .releases import (
     HOME, SWITCH_PREFIX, activated, begun, built, dead, failed, link_target, next_release_id, removable, removed)
 from .root import read_state
+from .storage.base import staging_dir
 from .timestamps import format_rfc3339
 
 
@@ -43,6 +44,8 @@ def recover_dead(root: ReleaseRoot, check_mode: bool) -> Clearing:
     are marked `failed` and cleared like crash recovery clears an in-place publish: only files
     the records vouch for. Check mode says what a run would do."""
     ids = [entry.id for entry in dead(root.index)]
+    if not check_mode:
+        _tidy_home(root, ids)
     if not ids:
         return Clearing()
     if check_mode:
@@ -56,6 +59,30 @@ def recover_dead(root: ReleaseRoot, check_mode: bool) -> Clearing:
     return Clearing(tuple(cleared), tuple(ids), tuple(kept))
 
 
+def _tidy_home(root: ReleaseRoot, ids: list) -> None:
+    """What an attempt killed while it recorded the index or switched left in the release home:
+    its staging directory (with the index it staged, if it got that far) and its new link not yet
+    renamed over the bundle path, both named by its token. The attempts that may have left them
+    are the dead ones and the newest one (killed in its last records), whose tokens their ids
+    end with; each name is removed only as distributor makes it (a private directory of its
+    account, a file in it that Storage.doubt vouches for, a link), anything else stays. An
+    attempt killed while recording itself `staged`, its first write, is not in the index: what
+    it leaves (a staging directory) stays, as harmless as it is unnamed."""
+    newest = [root.index.releases[-1].id] if root.index.releases else []
+    names = []
+    for token in sorted({release.rpartition("-")[2] for release in ids + newest}):
+        if root.home.entry(SWITCH_PREFIX + token)[0] == "link":
+            names.append(SWITCH_PREFIX + token)
+        staging = staging_dir(INDEX_NAME, token)
+        if root.home.entry(staging)[0] == "directory":
+            staged = join(staging, INDEX_NAME)
+            if root.home.entry(staged)[0] == "file" and root.home.doubt(staged) is None:
+                names.append(staged)
+            names.append(staging)
+    if names:
+        root.home.delete_many(names)
+
+
 def clear(root: ReleaseRoot, release: str) -> str | None:
     """Remove one generation, or say why it stays (then nothing of it is removed). A complete
     generation holds what its record names; a failed build what the generation it was linked
@@ -66,7 +93,7 @@ def clear(root: ReleaseRoot, release: str) -> str | None:
     dead = entry is not None and (entry.status == FAILED or entry.built is None)
     storage = root.generation(release)
     listing = storage.list_files()
-    if not listing:
+    if not listing and not dead:
         return None
     named = _named(root, release, storage, dead)
     storage.shared_links = SharedLinks(root, release, {p: digest for p, (_size, digest) in named.items()})
@@ -81,7 +108,26 @@ def clear(root: ReleaseRoot, release: str) -> str | None:
     outputs = [p for p in listing if not is_reserved(p)]
     records = [p for p in listing if is_reserved(p)]
     root.home.delete_many([join(release, p) for p in outputs + sorted(records, key=lambda p: p == STATE_NAME)])
+    if dead:
+        _tidy(root, release, named)
     return None
+
+
+def _tidy(root: ReleaseRoot, release: str, named: dict) -> None:
+    """A dead build may have left directories without a file (killed between the mkdir and the
+    link or write it was for), which deleting files never removes: each directory a file its
+    records name would sit in, and the generation's own, is removed while empty, deepest first,
+    through the staging directory the build would have made there (storage.base.staging_dir:
+    deleting a reserved name, there or not, removes the directories it empties)."""
+    token = release.rpartition("-")[2]
+    heads = {""}
+    for path in named:
+        head = path.rpartition("/")[0]
+        while head not in heads:
+            heads.add(head)
+            head = head.rpartition("/")[0]
+    root.home.delete_many([join(release, staging_dir(join(head, "x"), token))
+                           for head in sorted(heads, key=lambda head: (-head.count("/"), head))])
 
 
 def _own_record(path: str) -> bool:
@@ -89,13 +135,16 @@ def _own_record(path: str) -> bool:
 
 
 def _named(root: ReleaseRoot, release: str, storage, dead: bool) -> dict:
-    """(size, sha256) of each path a record vouches for in generation `release`."""
+    """(size, sha256) of each path a record vouches for in generation `release`. A dead build's
+    files were linked from the generation it was built from, then written as its journal says
+    and recorded by its own state (when it was killed after writing it): the generation it was
+    built from speaks only for paths the build's own records do not name."""
     named = {}
     sources = [read_state(storage)[0]]
     if dead:
         entry = root.index.by_id(release)
         if entry is not None and entry.from_id is not None:
-            sources.append(read_state(root.generation(entry.from_id))[0])
+            sources.insert(0, read_state(root.generation(entry.from_id))[0])
     for state in sources:
         if state is not None:
             named.update({o.path: (o.size, o.sha256) for o in state.outputs})
