@@ -68,12 +68,14 @@ def statuses(root: str) -> dict:
     return {entry["id"]: entry["status"] for entry in index(root)["releases"]}
 
 
-def entries(top: str) -> dict:
-    """Everything under `top`, never followed: {relative path: (kind, bytes, link target or
-    inode)}. Files are compared by content and inode (a link distributor made keeps its inode),
-    links by target; what a crash or a race must leave untouched is compared this way."""
+def entries(top: str, skip: tuple = ()) -> dict:
+    """Everything under `top` but the directories `skip` (relative paths), never followed:
+    {relative path: (kind, bytes, link target or inode)}. Files are compared by content and
+    inode (a link distributor made keeps its inode), links by target; what a crash or a race
+    must leave untouched is compared this way."""
     found = {}
     for directory, dirs, files in os.walk(top):
+        dirs[:] = [name for name in dirs if os.path.relpath(os.path.join(directory, name), top) not in skip]
         for name in dirs + files:
             full = os.path.join(directory, name)
             info = os.lstat(full)

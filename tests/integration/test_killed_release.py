@@ -2,13 +2,15 @@
 """Release publishes killed with SIGKILL (#30 items 4 and 5), as the module process Ansible runs
 (`python -m ...distributor_publish args.json`), on local storage.
 
-Each round publishes a bundle that changes a fifth of a 1,000-file site (and adds and removes a
+Each round publishes a bundle that changes a fifth of a 600-file site (and adds and removes a
 file), and kills the process at a random moment between its taking the lock and the time such a
 publish takes: while it reads, links, writes, records, switches or clears. The bundle path's
 link and the live generation must then be untouched (same target, same files, same bytes), or,
 when the kill came after the switch, link the new generation whole; nothing outside the release
 home may change. The next run must mark the partial generation `failed`, remove what it wrote
-and succeed, leaving no staged file, journal or link of the dead attempt behind.
+and succeed, leaving no staged file, journal or link of the dead attempt behind. A run killed
+while it cleared old generations leaves the index naming one whose files are gone in part or
+whole: the next publish that switches clears it (a skip does not: it clears nothing).
 """
 
 from __future__ import annotations
@@ -22,14 +24,17 @@ import time
 from collections import Counter
 from datetime import datetime, timedelta, timezone
 
+import pytest
+
 from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.lease import holder_record
 
 from conftest import collections_path
 from generations import HOME, INDEX, NAME, entries, generation, generations, index, live, make_site, release_destination, statuses
 from hangs import no_hang
 
 MODULE = "ansible_collections.distributor.core.plugins.modules.distributor_publish"
-FILES = 1000
+FILES = 600
 ROUNDS = 24
 PIPELINE = {"id": "site"}
 START = datetime(2026, 6, 4, 12, 0, tzinfo=timezone.utc)
@@ -40,21 +45,22 @@ class Site:
     """A site of FILES files of 4 KiB in 20 directories; each version changes a fifth of them,
     adds one and removes one."""
 
-    def __init__(self, top: str, seed: int, count: int = FILES):
+    def __init__(self, top: str, seed: int, count: int = FILES, size: int = 4096):
         self.top = top
         self.random = random.Random(seed)
-        self.files = {"d%02d/f%04d.txt" % (i % 20, i): self.random.randbytes(4096) for i in range(count)}
+        self.size = size
+        self.files = {"d%02d/f%04d.txt" % (i % 20, i): self.random.randbytes(size) for i in range(count)}
         self.version = 0
 
     def bundle(self, changed: float = 0.2) -> str:
         self.version += 1
         if self.version > 1:
             for path in self.random.sample(sorted(self.files), int(len(self.files) * changed)):
-                self.files[path] = self.random.randbytes(4096)
+                self.files[path] = self.random.randbytes(self.size)
             del self.files[self.random.choice(sorted(self.files))]
-            self.files["d%02d/new%04d.txt" % (self.version % 20, self.version)] = self.random.randbytes(4096)
+            self.files["d%02d/new%04d.txt" % (self.version % 20, self.version)] = self.random.randbytes(self.size)
         created = "2026-06-04T%02d:%02d:00Z" % divmod(self.version, 60)
-        return make_site(os.path.join(self.top, "bundle-%d" % self.version), self.files, created)
+        return make_site(os.path.join(self.top, "bundles", str(self.version)), self.files, created)
 
     def arguments(self, bundle: str, root: str) -> str:
         path = bundle + ".json"
@@ -100,11 +106,9 @@ def calibrated(arguments: str, root: str) -> float:
 def outside_the_home(root: str, top: str) -> dict:
     """What a release publish must never touch: everything under the test's directory but the
     release home, the bundles and the bundle path's link (compared on its own)."""
-    found = entries(top)
-    home = os.path.relpath(os.path.join(root, HOME), top)
-    link = os.path.relpath(os.path.join(root, NAME), top)
-    return {path: entry for path, entry in found.items()
-            if path != link and not path.startswith((home + "/", "bundle-"))}
+    found = entries(top, skip=(os.path.relpath(os.path.join(root, HOME), top), "bundles"))
+    del found[os.path.relpath(os.path.join(root, NAME), top)]
+    return found
 
 
 def leftovers(root: str) -> list:
@@ -141,17 +145,39 @@ def test_a_build_killed_after_making_a_directory_it_never_linked_into_leaves_not
     assert generations(root) == {first, result["release"]["id"]} and dead not in statuses(root)
 
 
-def test_what_an_attempt_killed_while_recording_or_switching_left_in_the_release_home_goes_with_the_next_run(tmp_path):
+def test_a_generation_whose_clearing_was_killed_is_removed_whole_by_the_next_clear(tmp_path):
+    """A clear killed between a file's removal and its directory's leaves that directory empty,
+    planted here in the oldest generation; the next switch, keeping one release, removes it."""
+    top = str(tmp_path)
+    root = os.path.join(top, "www")
+    site = Site(top, seed=3, count=40)
+    destination = release_destination({"type": "local", "root": root}, keep=1)
+    first = publish(site.bundle(), PIPELINE, destination, now=START)["release"]["id"]
+    publish(site.bundle(), PIPELINE, destination, now=START + timedelta(minutes=1))
+    for name in os.listdir(os.path.join(generation(root, first), "d01")):
+        os.unlink(os.path.join(generation(root, first), "d01", name))
+
+    third = publish(site.bundle(), PIPELINE, destination, now=START + timedelta(minutes=2))
+    assert first in third["release"]["removed"] and first not in generations(root)
+
+
+@pytest.mark.parametrize("attempt", ["the newest release", "in no index, named by its lock record"])
+def test_what_an_attempt_killed_while_recording_or_switching_left_in_the_release_home_goes_with_the_next_run(
+        tmp_path, attempt):
     """A kill inside an index write leaves the attempt's staging directory in the release home
-    (with the index it staged), one between the switch's two steps its new link: planted here
-    for the newest release, they are gone after the next run, which publishes as usual."""
+    (with the index it staged), one between the switch's two steps its new link: planted here,
+    for the newest release or for an attempt killed before the index named it (its lock record
+    is left: the kernel dropped its flock), they are gone after the next run, which publishes."""
     top = str(tmp_path)
     root = os.path.join(top, "www")
     site = Site(top, seed=2, count=40)
     destination = release_destination({"type": "local", "root": root})
     first = publish(site.bundle(), PIPELINE, destination, now=START)["release"]["id"]
-    token = first.rpartition("-")[2]
     home = os.path.join(root, HOME)
+    token = first.rpartition("-")[2] if attempt == "the newest release" else "0dead0000001"
+    if attempt != "the newest release":
+        with open(os.path.join(home, ".distributor.lock"), "wb") as handle:
+            handle.write(holder_record(time.time(), 600, token))
     os.symlink(os.path.relpath(generation(root, first), root), os.path.join(home, ".distributor.switch." + token))
     os.mkdir(os.path.join(home, ".distributor.tmp." + token), 0o700)
     with open(os.path.join(home, ".distributor.tmp." + token, ".distributor-releases.json"), "wb") as handle:
@@ -203,10 +229,53 @@ def test_release_publishes_killed_at_random_moments_leave_the_live_release_and_t
             assert result["changed"] == (now == old) and whole(root, live(root), site.files)
             assert leftovers(root) == [], "left by the killed publish: %s (%s; index after the kill %s)" % (
                 leftovers(root), entries(os.path.join(root, HOME, leftovers(root)[0])).keys(), after_kill)
-            assert set(generations(root)) == set(statuses(root))
-            assert list(statuses(root).values()).count("active") == 1
-    print("\n%d rounds killed 0-%.0f ms after the lock (a whole run %.0f ms): %s; %d dead attempts marked failed"
-          " and removed; kill delays: median %.0f ms" % (ROUNDS, longest * 1000, longest * 1000, dict(outcomes),
-                                                         len(failed_ids), sorted(delays)[len(delays) // 2] * 1000))
+            assert set(generations(root)) <= set(statuses(root))
+    final = publish(site.bundle(), PIPELINE, destination)
+    assert final["release"]["status"] == "active" and whole(root, live(root), site.files) and leftovers(root) == []
+    assert set(generations(root)) == set(statuses(root)) and list(statuses(root).values()).count("active") == 1
+    median = sorted(delays)[len(delays) // 2] * 1000
+    shown = (ROUNDS, longest * 1000, dict(outcomes), len(failed_ids), median)
+    print("\n%d rounds killed 0-%.0f ms after the lock (as long as a whole run takes from there): %s; %d dead attempts"
+          " marked failed and removed; kill delays: median %.0f ms" % shown)
     assert sum(n for outcome, n in outcomes.items() if outcome.startswith("killed before")) >= ROUNDS // 2, outcomes
     assert failed_ids, "no kill left a partial generation: the rounds proved nothing"
+
+
+def killed_while_writing(arguments: str, root: str, good: set, rng: random.Random) -> None:
+    """The module process on `arguments`, killed (SIGKILL) once its new generation's journal is
+    there (its writes have begun, its switch is far off), up to 20 ms later."""
+    home = os.path.join(root, HOME)
+    process = subprocess.Popen([sys.executable, "-m", MODULE, arguments], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, env=dict(os.environ, PYTHONPATH=collections_path()))
+    try:
+        while process.poll() is None and not any(
+                os.path.exists(os.path.join(home, name, ".distributor.journal.json")) for name in generations(root) - good):
+            time.sleep(0.0005)
+        time.sleep(rng.uniform(0, 0.02))
+        process.kill()
+    finally:
+        code = process.wait()
+    assert code != 0, "the publish finished before it could be killed"
+
+
+def test_five_killed_publishes_then_one_success_leave_the_active_release_and_the_previous_good_one(tmp_path):
+    top = str(tmp_path)
+    root = os.path.join(top, "www")
+    site = Site(top, seed=5, count=200, size=64 * 1024)
+    rng = random.Random(5)
+    destination = release_destination({"type": "local", "root": root}, keep=1)
+    good = [publish(site.bundle(changed=0.5), PIPELINE, destination, now=START + timedelta(minutes=n))["release"]["id"]
+            for n in range(2)]
+    with no_hang(120, "five killed release publishes"):
+        for _n in range(5):
+            killed_while_writing(site.arguments(site.bundle(changed=1.0), root), root, set(good), rng)
+            assert live(root) == good[1]
+    dead = [release for release, status in statuses(root).items() if status == "staged"]
+    assert len(dead) == 1 and dead[0] in generations(root), statuses(root)
+    success = publish(site.bundle(changed=1.0), PIPELINE, destination)
+
+    new = success["release"]["id"]
+    assert success["release"]["status"] == "active" and live(root) == new and whole(root, new, site.files)
+    assert success["release"]["failed"] == dead and success["release"]["kept"] == []
+    assert generations(root) == {good[1], new} and statuses(root) == {good[1]: "superseded", new: "active"}
+    assert leftovers(root) == []

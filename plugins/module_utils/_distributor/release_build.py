@@ -64,13 +64,14 @@ def _tidy_home(root: ReleaseRoot, ids: list) -> None:
     its staging directory (with the index it staged, if it got that far) and its new link not yet
     renamed over the bundle path, both named by its token. The attempts that may have left them
     are the dead ones and the newest one (killed in its last records), whose tokens their ids
-    end with; each name is removed only as distributor makes it (a private directory of its
-    account, a file in it that Storage.doubt vouches for, a link), anything else stays. An
-    attempt killed while recording itself `staged`, its first write, is not in the index: what
-    it leaves (a staging directory) stays, as harmless as it is unnamed."""
+    end with, and the one whose lock record this run found (killed while recording itself
+    `staged`, before the index named it: release_root.last_holder). Each name is removed only
+    as distributor makes it (a private directory of its account, a file in it that
+    Storage.doubt vouches for, a link); anything else stays."""
     newest = [root.index.releases[-1].id] if root.index.releases else []
+    tokens = {release.rpartition("-")[2] for release in ids + newest} | ({root.last_holder} if root.last_holder else set())
     names = []
-    for token in sorted({release.rpartition("-")[2] for release in ids + newest}):
+    for token in sorted(tokens):
         if root.home.entry(SWITCH_PREFIX + token)[0] == "link":
             names.append(SWITCH_PREFIX + token)
         staging = staging_dir(INDEX_NAME, token)
@@ -94,6 +95,7 @@ def clear(root: ReleaseRoot, release: str) -> str | None:
     storage = root.generation(release)
     listing = storage.list_files()
     if not listing and not dead:
+        _tidy(root, release, {})
         return None
     named = _named(root, release, storage, dead)
     storage.shared_links = SharedLinks(root, release, {p: digest for p, (_size, digest) in named.items()})
@@ -107,18 +109,21 @@ def clear(root: ReleaseRoot, release: str) -> str | None:
             return "%s %s" % doubts[0]
     outputs = [p for p in listing if not is_reserved(p)]
     records = [p for p in listing if is_reserved(p)]
-    root.home.delete_many([join(release, p) for p in outputs + sorted(records, key=lambda p: p == STATE_NAME)])
-    if dead:
+    root.home.delete_many([join(release, p) for p in outputs])
+    if dead or any(p not in listing for p in named):
         _tidy(root, release, named)
+    root.home.delete_many([join(release, p) for p in sorted(records, key=lambda p: p == STATE_NAME)])
     return None
 
 
 def _tidy(root: ReleaseRoot, release: str, named: dict) -> None:
-    """A dead build may have left directories without a file (killed between the mkdir and the
-    link or write it was for), which deleting files never removes: each directory a file its
-    records name would sit in, and the generation's own, is removed while empty, deepest first,
-    through the staging directory the build would have made there (storage.base.staging_dir:
-    deleting a reserved name, there or not, removes the directories it empties)."""
+    """Directories without a file, which deleting files never removes: a dead build's (killed
+    between a mkdir and the link or write it was for) and an interrupted clear's (killed between
+    a file's removal and its directory's: its outputs are no longer all there). Each directory
+    a file its records name would sit in, and the generation's own, is removed while empty,
+    deepest first, through the staging directory the build would have made there
+    (storage.base.staging_dir: deleting a reserved name, there or not, removes the directories
+    it empties). The records go after: until then they say what the generation held."""
     token = release.rpartition("-")[2]
     heads = {""}
     for path in named:

@@ -11,6 +11,8 @@ generations it names; neither chooses a path outside the release home.
 from __future__ import annotations
 
 import hashlib
+import json
+import re
 from collections import Counter
 from collections.abc import Mapping
 from contextlib import contextmanager, nullcontext
@@ -20,8 +22,8 @@ from typing import Iterator
 from .config import Destination
 from .dryrun import with_dry_run_hint
 from .errors import DistributorError
-from .limits import INDEX_LIMIT
-from .paths import join
+from .limits import INDEX_LIMIT, LOCK_LIMIT
+from .paths import LOCK_NAME, join
 from .regular import ForeignLinks
 from .release_index import ACTIVE, FAILED, INDEX_NAME, Release, ReleaseIndex, parse_index, serialize_index
 from .releases import HOME, activated, live_id, split_bundle_path
@@ -31,12 +33,15 @@ from .storage.confined import ConfinedStorage
 from .storage.select import new_token
 from .timestamps import parse_rfc3339
 
+TOKEN = re.compile(r"[0-9a-f]{12}")  # an attempt's token (storage.select.new_token)
+
 
 @dataclass
 class ReleaseRoot:
     """One bundle path's release home, read under its lock. `live` is the id the link names;
     `plain` says the bundle path is still a plain directory (a conversion's start); `storage` is
-    where the live tree is read: the live generation, or the bundle path itself."""
+    where the live tree is read: the live generation, or the bundle path itself. `last_holder` is
+    the token of the attempt whose lock record this run found (see last_holder)."""
 
     parent: Storage
     home: Storage
@@ -46,6 +51,7 @@ class ReleaseRoot:
     live: str | None
     plain: bool
     storage: Storage = field(init=False)
+    last_holder: str | None = None
 
     def __post_init__(self):
         self.storage = self.generation(self.live) if self.live else self.parent.at(self.name)
@@ -158,12 +164,30 @@ def opened_release(destination: Destination, bundle_path: str, lock_timeout: flo
         if switching:
             parent.require_switch()
         home = parent.at(join(HOME, name))
+        before = None if check_mode else last_holder(home)
         with nullcontext() if check_mode else home.lock(lock_timeout, destination.lock_expiry):
-            yield read_release_root(parent, home, bundle_path, name)
+            root = read_release_root(parent, home, bundle_path, name)
+            root.last_holder = before
+            yield root
     except DistributorError as error:
         raise with_dry_run_hint(error, destination, bundle_path) from None
     finally:
         parent.close()
+
+
+def last_holder(home: Storage) -> str | None:
+    """The token of the attempt whose record is at the lock's name before this run takes it: one
+    that was killed (a run that ends removes its lock record, and the kernel or the lock's expiry
+    lets the next run in), or one still running, which leaves nothing behind once it ends. Its
+    first write, the index recording it `staged`, is staged under that token; killed there, it
+    is in no index, and this is how the next run finds what it left (release_build). Evidence:
+    a token of the form distributor makes, or None; it only names what to look at."""
+    try:
+        raw = home.read_bytes(LOCK_NAME, LOCK_LIMIT)
+        token = json.loads(raw)["token"] if raw else None
+    except (DistributorError, ValueError, TypeError, KeyError):
+        return None
+    return token if isinstance(token, str) and TOKEN.fullmatch(token) else None
 
 
 def read_release_root(parent: Storage, home: Storage, bundle_path: str, name: str) -> ReleaseRoot:
