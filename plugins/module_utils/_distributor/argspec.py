@@ -120,6 +120,9 @@ MANAGED_ROOT = dict(
     expect_plan_digest=dict(type="str"),
 )
 
+# distributor_release: a managed root in release mode and the release its link is switched to.
+RELEASE = dict(MANAGED_ROOT, release=dict(type="str", required=True))
+
 # Every module that returns per-file lists: how many entries each holds, and where the whole
 # result goes (budget.py, record.py).
 RESULT = dict(
