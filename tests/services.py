@@ -1,5 +1,5 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Real servers on 127.0.0.1 for tests and benchmarks: OpenSSH sshd and moto's S3 server.
+"""Real servers on 127.0.0.1 for tests and benchmarks: OpenSSH sshd, moto's S3 server and nginx.
 
 The backends are tested against what users run, not against fakes, so these start the real
 programs as subprocesses on free ports, each with its own throw-away configuration. Nothing here
@@ -9,7 +9,9 @@ needs pytest: benchmarks and ad-hoc scripts use the same helpers.
 from __future__ import annotations
 
 import getpass
+import grp
 import os
+import pwd
 import shutil
 import signal
 import socket
@@ -22,6 +24,7 @@ from dataclasses import dataclass, field
 
 HOST = "127.0.0.1"
 SSHD = "/usr/sbin/sshd"
+NGINX = "/usr/sbin/nginx"
 PRIVSEP_DIR = "/run/sshd"
 START_ATTEMPTS = 5
 START_TIMEOUT = 20.0
@@ -311,3 +314,86 @@ class S3Server:
 
 def start_s3(check_credentials: bool = False) -> S3Server:
     return S3Server(tempfile.mkdtemp(prefix="distributor-moto-"), check_credentials).start()
+
+
+@dataclass
+class NginxServer:
+    """nginx serving `root` on 127.0.0.1 with the `server` block given (its `listen` and `root`
+    lines replaced by this server's port and `root`), as the current user: the pid file, logs and
+    temporary paths sit in `directory`, and the `user` directive is written only when running as
+    root (whose workers would otherwise become nobody, who cannot enter pytest's directories)."""
+
+    directory: str
+    root: str
+    server_block: str
+    host: str = HOST
+    port: int = 0
+    process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return "http://%s:%d" % (self.host, self.port)
+
+    @property
+    def log_file(self) -> str:
+        return os.path.join(self.directory, "nginx.log")
+
+    def _server(self, port: int) -> str:
+        """The block as given, its one `listen` and one `root` line pointed at this test's."""
+        lines = self.server_block.splitlines()
+        for directive, value in (("listen", "%s:%d" % (self.host, port)), ("root", self.root)):
+            found = [i for i, line in enumerate(lines) if line.split()[:1] == [directive]]
+            if len(found) != 1:
+                raise ValueError("the nginx server block needs exactly one `%s` line, found %d:\n%s"
+                                 % (directive, len(found), self.server_block))
+            line = lines[found[0]]
+            lines[found[0]] = "%s%s %s;" % (line[:len(line) - len(line.lstrip())], directive, value)
+        return "\n".join(lines)
+
+    def _config(self, port: int) -> str:
+        here = self.directory
+        user = ["user %s %s;" % (pwd.getpwuid(os.geteuid()).pw_name, grp.getgrgid(os.getegid()).gr_name)] \
+            if os.geteuid() == 0 else []
+        temp = ["%s_temp_path %s;" % (kind, os.path.join(here, kind))
+                for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")]
+        path = os.path.join(here, "nginx.conf")
+        with open(path, "w") as handle:
+            handle.write("\n".join([
+                *user,
+                "daemon off;",
+                "worker_processes 1;",
+                "pid %s;" % os.path.join(here, "nginx.pid"),
+                "error_log %s warn;" % self.log_file,
+                "events { worker_connections 64; }",
+                "http {",
+                "access_log off;",
+                *temp,
+                self._server(port),
+                "}",
+                "",
+            ]))
+        return path
+
+    def _command(self, port: int) -> list:
+        return [NGINX, "-p", self.directory, "-e", self.log_file, "-c", self._config(port)]
+
+    def start(self) -> "NginxServer":
+        # A relative `include fastcgi_params;` is read beside nginx.conf: the package's own copy.
+        shipped = "/etc/nginx/fastcgi_params"
+        with open(os.path.join(self.directory, "fastcgi_params"), "wb") as handle:
+            if os.path.exists(shipped):
+                with open(shipped, "rb") as source:
+                    handle.write(source.read())
+        self.process, self.port = _start(self._command, b"", self.log_file)
+        return self
+
+    def stop(self) -> None:
+        if self.process is not None:
+            _stop(self.process)
+            self.process = None
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def start_nginx(root: str, server_block: str) -> NginxServer:
+    """nginx on a free port of 127.0.0.1 serving `root` (which may be a symbolic link)."""
+    return NginxServer(tempfile.mkdtemp(prefix="distributor-nginx-"), root, server_block).start()

@@ -306,6 +306,34 @@ options:
                 stopped renewing it may be broken; a live holder renews it every third of this.
               - Local locks are released by the kernel when the holder dies; the expiry does not apply.
             type: float
+      releases:
+        description:
+          - Release mode (C(local) and C(sftp); C(s3) fails with C(invalid_config)). The bundle path becomes a
+            relative symbolic link to one complete generation kept in C(.distributor-releases/<name>/) beside it;
+            a publish builds the next generation there (unchanged outputs as hard links), then switches the link
+            in one rename. Needs a non-empty I(path).
+          - Given, even empty (V({})), it turns release mode on. See C(docs/config.md) for the layout.
+        type: dict
+        version_added: 0.2.0
+        suboptions:
+          keep:
+            description:
+              - Good releases kept after a switch, the active one included (at least V(1), V(3) when unset).
+                Failed and rolled-back releases are removed at once and never counted; the active release and
+                the one a rollback returns to are never removed, whatever this says.
+            type: int
+          activate:
+            description:
+              - Switch the link to the release a publish builds. V(false) builds and verifies a C(staged)
+                release to preview, switched to later with C(distributor.core.distributor_release).
+                V(true) when unset.
+            type: bool
+          convert:
+            description:
+              - Let the first release-mode publish to a bundle path that is a plain directory holding a state record
+                turn it into the first release (renamed into the release home, the link put in its place).
+                Without it such a publish fails and says so. V(false) when unset.
+            type: bool
 """
 
     MANAGED_ROOT = r"""

@@ -6,18 +6,23 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import subprocess
 import sys
+import time
 
 import pytest
 import yaml
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest_build import create_manifest
+from services import NGINX, _die_with_parent, start_nginx
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 INSTALLED = os.path.join(REPO_ROOT, ".build", "collections")
 PLAYBOOKS = os.path.join(REPO_ROOT, "playbooks")
 VENV_BIN = os.path.dirname(sys.executable)
+READERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "readers.py")
+READY_SECONDS = 20
 
 
 def collections_path() -> str:
@@ -207,3 +212,89 @@ def backend(request, tmp_path):
     server = request.getfixturevalue("s3_server")
     bucket = server.create_bucket()
     return Backend("s3", server.storage(bucket, prefix="site"), s3=(server.client(), bucket))
+
+
+def recommended_nginx_server() -> str:
+    """The `server` block docs/operations.md recommends for serving releases: the tests serve
+    exactly what users are told to write."""
+    with open(os.path.join(REPO_ROOT, "docs", "operations.md"), encoding="utf-8") as handle:
+        text = handle.read()
+    start = text.index("\n## Serving releases from a web server\n")
+    end = text.find("\n## ", start + 1)
+    [block] = re.findall(r"```nginx\n(.*?)```", text[start:end if end >= 0 else len(text)], re.S)
+    return block
+
+
+@pytest.fixture
+def nginx():
+    """serve(root) -> a running nginx (its `url`) serving `root`, a bundle path that may be a
+    symbolic link, with the recommended server block; its own port on 127.0.0.1, its own
+    configuration, pid and logs in a temporary directory, stopped at the end of the test."""
+    if not os.access(NGINX, os.X_OK):
+        pytest.fail("%s is missing: install Debian's nginx package (see .ci/run)" % NGINX)
+    servers = []
+
+    def serve(root: str):
+        servers.append(start_nginx(str(root), recommended_nginx_server()))
+        return servers[-1]
+
+    yield serve
+    for server in servers:
+        server.stop()
+
+
+def _ready(kind: str, process: subprocess.Popen) -> None:
+    waited, _, _ = select.select([process.stdout], [], [], READY_SECONDS)
+    line = process.stdout.readline() if waited else "no read succeeded within %ds\n" % READY_SECONDS
+    if line != "ready\n":
+        process.kill()
+        _out, err = process.communicate()
+        raise AssertionError("the %s reader never read a whole generation before switching began: %s%s"
+                             % (kind, line, err))
+
+
+def under_readers(bundle_path: str, url: str, publish, publishes: int = 100, settle: float = 0.2,
+                  seconds: float = 120) -> dict:
+    """Runs publish(1) ... publish(publishes) while the three readers read; {kind: its counts}.
+
+    `publish(n)` makes generation n (`readers.generation_files(n)`) live at `bundle_path` by
+    whatever is under test: a stand-in switcher, or one release publish. Generation 0 must be
+    live, and `url` served from `bundle_path`, before the call. The readers (tests/integration/
+    readers.py) start first and each has read a whole generation before the first publish; they
+    read on for `settle` seconds after the last one (so each sees where it ended) and stop, within
+    `seconds` whatever happens here."""
+    targets = {"descriptor": bundle_path, "by_name": bundle_path, "http": url}
+    processes = {kind: subprocess.Popen([sys.executable, READERS, kind, target, str(seconds)], stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                        preexec_fn=_die_with_parent)
+                 for kind, target in targets.items()}
+    try:
+        for kind, process in processes.items():
+            _ready(kind, process)
+        for n in range(1, publishes + 1):
+            publish(n)
+        time.sleep(settle)
+    finally:
+        for process in processes.values():
+            if process.poll() is None:
+                process.terminate()
+    reports = {}
+    for kind, process in processes.items():
+        out, err = process.communicate(timeout=30)
+        if process.returncode != 0 or not out.strip():
+            raise AssertionError("the %s reader failed (exit %s): %s" % (kind, process.returncode, err))
+        reports[kind] = json.loads(out.splitlines()[-1])
+    return reports
+
+
+def problems(reports: dict) -> list:
+    """What the readers saw that a whole-generation switch must never show; [] when nothing."""
+    found = []
+    for kind, report in reports.items():
+        if report["reads"] == 0 or report["generations"] < 2:
+            found.append("%s reader: %d reads over %d generation(s): it proves nothing"
+                         % (kind, report["reads"], report["generations"]))
+        if report["errors"] or report["mismatches"]:
+            found.append("%s reader: %d errors %s, %d mismatches in %d reads"
+                         % (kind, report["errors"], report["error_kinds"], report["mismatches"], report["reads"]))
+    return found

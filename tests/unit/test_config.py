@@ -145,3 +145,43 @@ def test_page_options_are_checked_naming_the_field(markdown, message):
 def test_page_options_are_kept():
     parsed = parse_pipeline({"id": "site", "markdown": {"stylesheet": "/css/site.css", "template": "/etc/page.html"}})
     assert (parsed.stylesheet, parsed.template, parsed.allow_raw_html) == ("/css/site.css", "/etc/page.html", False)
+
+
+def test_release_mode_is_off_unless_given_and_defaults_to_keep_3_activate_no_convert():
+    assert parse_destination(destination(path="site")).releases is None
+    assert parse_destination(destination(path="site", releases=None)).releases is None
+    cfg = parse_destination(destination(path="site", releases={}))
+    assert (cfg.releases.keep, cfg.releases.activate, cfg.releases.convert) == (3, True, False)
+    cfg = parse_destination(destination(path="site", releases={"keep": 1, "activate": False, "convert": True}))
+    assert (cfg.releases.keep, cfg.releases.activate, cfg.releases.convert) == (1, False, True)
+
+
+def test_unset_release_suboptions_take_their_defaults():
+    cfg = parse_destination(destination(path="site", releases={"keep": None, "activate": None, "convert": None}))
+    assert (cfg.releases.keep, cfg.releases.activate, cfg.releases.convert) == (3, True, False)
+
+
+@pytest.mark.parametrize("releases, words", [
+    ({"keep": 0}, ("releases.keep", "1 or more")),
+    ({"keep": True}, ("releases.keep", "integer")),
+    ({"activate": "yes"}, ("releases.activate", "boolean")),
+    ({"kept": 3}, ("releases", "kept")),
+])
+def test_release_settings_are_checked_naming_the_field(releases, words):
+    refused(parse_destination, destination(path="site", releases=releases), *words)
+
+
+def test_releases_on_s3_are_invalid_config_saying_why():
+    message = refused(parse_destination, {"id": "cdn", "path": "site", "storage": {"type": "s3", "bucket": "b"},
+                                          "releases": {}}, "destination cdn", "releases")
+    assert "S3 does not have" in message and "symbolic links" in message and "CDN" in message
+
+
+@pytest.mark.parametrize("path", [None, "", "/"])
+def test_releases_need_a_bundle_path_below_the_root(path):
+    refused(parse_destination, destination(path=path, releases={"keep": 2}), "releases need a bundle path")
+
+
+@pytest.mark.parametrize("storage", [{"type": "local", "root": "/srv/www"}, {"type": "sftp", "host": "h", "root": "/srv"}])
+def test_releases_are_accepted_on_local_and_sftp(storage):
+    assert parse_destination(destination(path="site", storage=storage, releases={})).releases.keep == 3

@@ -14,6 +14,7 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.jour
 from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest import parse_manifest
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import path_problem
 from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.release_index import parse_index
 from ansible_collections.distributor.core.plugins.module_utils._distributor.state import parse_state
 
 from builders import LATER, MEMORY_STORAGE, NOW, write_bundle
@@ -40,6 +41,7 @@ def test_parsers_raise_only_distributor_errors(data):
     raw = json.dumps(data).encode()
     quietly(parse_journal, raw, "journal")
     quietly(parse_state, raw, "state")
+    quietly(parse_index, raw, "index")
     quietly(parse_manifest, data, "manifest")
     quietly(parse_pipeline, data)
     quietly(parse_destination, data)

@@ -29,6 +29,8 @@ _AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 DEFAULT_MAX_DELETES = 256
 # CloudFront's free monthly allowance of invalidation paths.
 DEFAULT_INVALIDATION_LIMIT = 1000
+# Good releases kept: the active one, the one `previous` returns to, and one before that.
+DEFAULT_KEEP = 3
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,16 @@ class Retention:
 
 
 @dataclass(frozen=True)
+class Releases:
+    """Release mode (releases.py): how many good releases stay, whether a publish switches to
+    what it built, and whether a plain bundle path may become the first release."""
+
+    keep: int = DEFAULT_KEEP
+    activate: bool = True
+    convert: bool = False
+
+
+@dataclass(frozen=True)
 class Destination:
     """A destination's settings with defaults filled in: where outputs go and the policies
     (state mode, reconciliation, conflicts, takeover) every decision about that root reads."""
@@ -80,6 +92,8 @@ class Destination:
     max_deletes: int = DEFAULT_MAX_DELETES
     allow_empty: bool = False
     invalidation_limit: int = DEFAULT_INVALIDATION_LIMIT
+    # None: the bundle path is a directory, changed in place.
+    releases: Releases | None = None
 
     @property
     def shared_root(self) -> bool:
@@ -179,11 +193,14 @@ def parse_destination(data: object) -> Destination:
         max_deletes=transfer.get("max_deletes", DEFAULT_MAX_DELETES),
         allow_empty=transfer.get("allow_empty", False),
         invalidation_limit=links.get("invalidation_limit", DEFAULT_INVALIDATION_LIMIT),
+        releases=Releases(**data["releases"]) if "releases" in data else None,
     )
     if math.isnan(destination.lock_expiry):
         # Ansible's float type turns "nan" into a number that every schema bound lets through.
         raise DistributorError("invalid_config", "%s: lock.expiry must be a number of seconds, not NaN" % where)
     _check_templates(destination, where)
+    if destination.releases is not None:
+        _check_releases(destination, where)
     try:
         check_storage(destination.storage)
     except DistributorError as error:
@@ -191,6 +208,24 @@ def parse_destination(data: object) -> Destination:
     if destination.base_url:
         _check_base_url(destination.base_url, where)
     return destination
+
+
+def _check_releases(destination: Destination, where: str) -> None:
+    """Release mode needs a link that can be renamed over atomically, in a directory above the
+    bundle path: S3 has neither links nor renames, and the root has no directory above it."""
+    if destination.storage["type"] == "s3":
+        raise DistributorError(
+            "invalid_config",
+            "%s: releases need symbolic links and atomic renames, which S3 does not have; on S3 the way to switch "
+            "a whole site at once is a CDN whose origin moves from one prefix to the next, which distributor does "
+            "not do yet (see docs/config.md, releases). Remove releases from this destination." % where,
+        )
+    if destination.path.strip("/") == "":
+        raise DistributorError(
+            "invalid_config",
+            "%s: releases need a bundle path (path): the bundle path becomes a symbolic link to the live release, "
+            "and the storage root itself cannot be one. Give a path such as \"site\"." % where,
+        )
 
 
 def parse_age(text: str, where: str) -> int:

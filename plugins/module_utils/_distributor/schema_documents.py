@@ -1,6 +1,6 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The JSON Schemas of everything distributor reads: manifest, state records, journal, pipeline,
-destination.
+"""The JSON Schemas of everything distributor reads: manifest, state records, journal, release
+index, pipeline, destination.
 
 They live here as Python data because Ansible ships only Python to the host that runs a module;
 `make schemas` exports them to `schemas/*.schema.json` for people and other tools, and a test keeps
@@ -187,6 +187,53 @@ JOURNAL = {
                                        "recovery never deletes it",
                     },
                 ],
+            },
+        },
+    },
+}
+
+# A release id: the UTC second of the publish, then its attempt's token (releases.release_id).
+# `$` also matches before a trailing newline; the length closes that gap.
+RELEASE_ID = {"type": "string", "pattern": "^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{12}$", "maxLength": 29,
+              "description": "a release id (YYYYMMDDTHHMMSSZ- and 12 lowercase hex digits)"}
+_OPT_TIMESTAMP = {"type": ["string", "null"], "minLength": 1}
+
+# release_index.parse_index also checks what this cannot state: the timestamps are RFC3339, no id
+# is listed twice, at most one release is active.
+RELEASE_INDEX = {
+    "$schema": DRAFT,
+    "$id": "release-index.schema.json",
+    "title": "distributor release index (.distributor-releases/<name>/.distributor-releases.json)",
+    "type": "object",
+    "required": ["schema", "bundle_path", "releases"],
+    "properties": {
+        "schema": {"const": 1},
+        "bundle_path": {"type": "string", "minLength": 1},
+        "releases": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["id", "status", "manifest_id", "manifest_digest", "owners", "created", "built",
+                             "activated", "from"],
+                "properties": {
+                    "id": RELEASE_ID,
+                    "status": {"enum": list(vocabulary.RELEASE_STATUSES)},
+                    "manifest_id": ID,
+                    "manifest_digest": SHA256,
+                    "owners": {
+                        "type": "array",
+                        "minItems": 1,
+                        "items": {
+                            "type": "object",
+                            "required": ["pipeline", "destination"],
+                            "properties": {"pipeline": ID, "destination": ID},
+                        },
+                    },
+                    "created": TIMESTAMP,
+                    "built": _OPT_TIMESTAMP,
+                    "activated": _OPT_TIMESTAMP,
+                    "from": dict(RELEASE_ID, type=["string", "null"]),
+                },
             },
         },
     },
@@ -379,6 +426,15 @@ DESTINATION = {
             },
             "additionalProperties": False,
         },
+        "releases": {
+            "type": "object",
+            "properties": {
+                "keep": {"type": "integer", "minimum": 1},
+                "activate": {"type": "boolean"},
+                "convert": {"type": "boolean"},
+            },
+            "additionalProperties": False,
+        },
     },
     "additionalProperties": False,
 }
@@ -389,6 +445,7 @@ SCHEMAS = {
     "state-v2": STATE_V2,
     "state-v3": STATE_V3,
     "journal": JOURNAL,
+    "release-index": RELEASE_INDEX,
     "pipeline": PIPELINE,
     "destination": DESTINATION,
 }

@@ -78,7 +78,7 @@ def _json_type(value: object) -> str:
 
 def _describe(error, name: str) -> str:
     """jsonschema's error as a sentence naming the field the way a reader finds it: files[2].size."""
-    location = _json_path(error.absolute_path) or "the " + name.split("-")[0]
+    location = _json_path(error.absolute_path) or "the " + name.split("-v")[0].replace("-", " ")
     value, kind, expected = error.instance, error.validator, error.validator_value
     secret = bool(error.absolute_path) and error.absolute_path[-1] in SECRET_FIELDS
     if kind == "type":

@@ -1,0 +1,194 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The release rules, pure: a release goes staged → built → active → superseded (or failed,
+rolled_back); `previous` returns only to a good release; keep-N counts good releases only and
+never removes the active release or the one a rollback returns to."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from ansible_collections.distributor.core.plugins.module_utils._distributor import vocabulary
+from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
+from ansible_collections.distributor.core.plugins.module_utils._distributor.release_index import (
+    ID_PATTERN, Release, ReleaseIndex, parse_index, serialize_index)
+from ansible_collections.distributor.core.plugins.module_utils._distributor.releases import (
+    activated, begun, built, dead, failed, previous, release_id, removable, removed)
+from ansible_collections.distributor.core.plugins.module_utils._distributor.state import OwnerKey
+
+from builders import sha
+
+START = datetime(2026, 12, 6, 5, 30, tzinfo=timezone.utc)
+
+
+def rid(n: int) -> str:
+    """The id of the n-th release, n minutes after START."""
+    return release_id(START + timedelta(minutes=n), "%012x" % n)
+
+
+def entry(n: int, status: str = "staged", built_at: str | None = None) -> Release:
+    return Release(rid(n), status, "docs", sha(b"%d" % n), (OwnerKey("docs", "web"),), "2026-12-06T05:30:00Z",
+                   built_at, None, None)
+
+
+def index_of(*statuses: str) -> ReleaseIndex:
+    """Releases 0, 1, ... with these statuses, all built."""
+    return ReleaseIndex("site", tuple(entry(n, status, "2026-12-06T05:31:00Z") for n, status in enumerate(statuses)))
+
+
+def publish(index: ReleaseIndex, n: int, fail: bool = False) -> ReleaseIndex:
+    """What a publish does to the index: begin, then fail, or build and switch."""
+    index = begun(index, entry(n))
+    if fail:
+        return failed(index, [rid(n)])
+    return activated(built(index, rid(n), START), rid(n), START)
+
+
+def test_a_release_id_sorts_by_time_and_matches_its_pattern():
+    assert release_id(START, "0123456789ab") == "20261206T053000Z-0123456789ab"
+    assert release_id(datetime(2026, 12, 6, 6, 30, tzinfo=timezone(timedelta(hours=1))), "0123456789ab") == \
+        "20261206T053000Z-0123456789ab"
+    assert rid(1) < rid(2) < rid(100) and all(ID_PATTERN.match(rid(n)) for n in (0, 1, 4095))
+
+
+@pytest.mark.parametrize("token", ["t", "0123456789AB", "../0123456789", "0123456789abc"])
+def test_a_release_id_is_never_made_of_a_token_that_is_not_one(token):
+    with pytest.raises(ValueError):
+        release_id(START, token)
+
+
+def test_a_release_is_staged_then_built_then_active_and_the_old_one_superseded():
+    index = publish(ReleaseIndex("site"), 0)
+    staged = begun(index, entry(1))
+    assert staged.by_id(rid(1)).status == "staged" and dead(staged) == (staged.by_id(rid(1)),)
+    done = built(staged, rid(1), START)
+    assert done.by_id(rid(1)).built == "2026-12-06T05:30:00Z" and dead(done) == ()
+    switched = activated(done, rid(1), START + timedelta(seconds=5))
+    assert (switched.active.id, switched.active.activated) == (rid(1), "2026-12-06T05:30:05Z")
+    assert switched.by_id(rid(0)).status == "superseded"
+
+
+def test_a_rollback_marks_the_release_it_leaves_rolled_back():
+    index = index_of("superseded", "active")
+    back = activated(index, previous(index).id, START, rollback=True)
+    assert back.active.id == rid(0) and back.by_id(rid(1)).status == "rolled_back"
+
+
+def test_activating_the_active_release_changes_nothing():
+    index = index_of("superseded", "active")
+    assert activated(index, rid(1), START) is index
+
+
+@pytest.mark.parametrize("statuses, target, words", [
+    (("active", "failed"), 1, "failed"),
+    (("active",), 7, "holds no release"),
+])
+def test_a_failed_or_unknown_release_is_never_activated(statuses, target, words):
+    with pytest.raises(DistributorError) as caught:
+        activated(index_of(*statuses), rid(target), START)
+    assert caught.value.reason == "invalid_config" and words in caught.value.message
+
+
+def test_an_attempt_never_built_is_never_activated():
+    with pytest.raises(DistributorError) as caught:
+        activated(begun(index_of("active"), entry(1)), rid(1), START)
+    assert caught.value.reason == "invalid_config" and "never completely built" in caught.value.message
+
+
+def test_previous_skips_rolled_back_and_failed_releases():
+    index = index_of("superseded", "superseded", "failed", "rolled_back", "active")
+    assert previous(index).id == rid(1)
+    assert previous(index_of("superseded", "rolled_back", "failed", "active", "superseded")).id == rid(0)
+
+
+@pytest.mark.parametrize("statuses, words", [
+    (("failed", "rolled_back", "active"), "no earlier good release to return to"),
+    (("staged", "superseded"), "no release of it is active"),
+    (("active", "superseded"), "no earlier good release to return to"),
+])
+def test_without_a_good_release_before_the_active_one_previous_is_refused(statuses, words):
+    with pytest.raises(DistributorError) as caught:
+        previous(index_of(*statuses))
+    assert caught.value.reason == "invalid_config" and words in caught.value.message
+
+
+def test_five_failed_publishes_then_one_success_still_leave_the_active_and_the_previous_good_one():
+    index = publish(ReleaseIndex("site"), 0)
+    for n in range(1, 6):
+        index = publish(index, n, fail=True)
+    index = publish(index, 6)
+    for keep in (1, 2, 3):
+        gone = removable(index, keep)
+        assert gone == tuple(rid(n) for n in range(1, 6))
+        left = removed(index, gone)
+        assert [(r.id, r.status) for r in left.releases] == [(rid(0), "superseded"), (rid(6), "active")]
+        assert previous(left).id == rid(0)
+
+
+def test_keep_counts_good_releases_with_the_active_one():
+    index = index_of("superseded", "superseded", "superseded", "superseded", "active")
+    assert removable(index, 3) == (rid(0), rid(1))
+    assert removable(index, 5) == removable(index, 50) == ()
+
+
+def test_keep_1_still_keeps_the_release_previous_returns_to():
+    index = index_of("superseded", "superseded", "active")
+    assert removable(index, 1) == (rid(0),)
+
+
+def test_failed_and_rolled_back_releases_go_at_once():
+    assert removable(index_of("failed", "superseded", "rolled_back", "active"), 10) == (rid(0), rid(2))
+
+
+def test_a_staged_release_older_than_the_active_one_goes_and_a_newer_one_stays():
+    index = index_of("staged", "superseded", "active", "staged")
+    assert removable(index, 3) == (rid(0),)
+
+
+def test_without_an_active_release_no_staged_release_goes():
+    assert removable(index_of("staged", "staged"), 1) == ()
+
+
+def test_dead_attempts_are_the_staged_ones_never_built_and_are_marked_failed():
+    index = begun(begun(index_of("active"), entry(1)), entry(2))
+    index = built(index, rid(2), START)
+    assert [r.id for r in dead(index)] == [rid(1)]
+    assert failed(index, [r.id for r in dead(index)]).by_id(rid(1)).status == "failed"
+
+
+def test_the_active_release_is_never_marked_failed():
+    with pytest.raises(ValueError):
+        failed(index_of("active"), [rid(0)])
+
+
+def test_a_release_is_begun_once_and_built_only_while_staged():
+    with pytest.raises(ValueError):
+        begun(index_of("active"), entry(0))
+    with pytest.raises(ValueError):
+        built(index_of("active"), rid(0), START)
+
+
+INDEXES = st.lists(st.sampled_from(vocabulary.RELEASE_STATUSES), max_size=12).map(
+    lambda statuses: [s if s != "active" or statuses.index("active") == n else "superseded" for n, s in enumerate(statuses)])
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(INDEXES, st.integers(min_value=1, max_value=6), st.sets(st.integers(min_value=0, max_value=11)))
+def test_removable_never_holds_the_active_or_previous_release_and_holds_every_failed_one(statuses, keep, unbuilt):
+    index = ReleaseIndex("site", tuple(
+        entry(n, status, None if n in unbuilt and status == "staged" else "2026-12-06T05:31:00Z")
+        for n, status in enumerate(statuses)))
+    assert parse_index(serialize_index(index), "index") == index
+    gone = set(removable(index, keep))
+    spared = {r.id for r in (index.active,) if r is not None}
+    try:
+        spared.add(previous(index).id)
+    except DistributorError:
+        pass
+    assert not gone & spared
+    assert {r.id for r in index.releases if r.status == "failed"} <= gone
+    if index.active is not None:
+        good = [r for r in index.releases if r.status in ("active", "superseded")]
+        assert len([r for r in good if r.id not in gone]) >= min(keep, len(good))
