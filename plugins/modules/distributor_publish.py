@@ -19,7 +19,7 @@ description:
     listings of the managed outputs before and after, then a content diff of each text output
     written (old content read from the destination, in check mode too).
   - With O(destination.releases) (release mode, C(local) and C(sftp)) the bundle path is a symbolic link to one
-    complete release: the publish plans against the live release as it would against the bundle path, builds the
+    complete release, and the publish plans against the live release as it would against the bundle path, builds the
     next release beside it (unchanged outputs as hard links, the rest written), makes it durable and switches the
     link in one rename; RV(release) says what it built, switched, converted and removed.
 options:
@@ -332,7 +332,7 @@ state:
 release:
   description:
     - In release mode, what the publish did with releases. A publish that changes nothing (C(skip)) builds no release,
-      and check mode builds none: then RV(release.id) and RV(release.status) are V(null), and RV(release.from),
+      and check mode builds none; then RV(release.id) and RV(release.status) are V(null), and RV(release.from),
       RV(release.failed) and RV(release.previous) say what a run would start from.
   returned: when O(destination.releases) is set
   type: dict

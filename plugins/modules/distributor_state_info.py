@@ -302,7 +302,7 @@ release:
   sample: 20261206T053000Z-0123456789ab
 previous:
   description:
-    - In release mode, the release M(distributor.core.distributor_release) with C(release=previous) returns to: the
+    - In release mode, the release M(distributor.core.distributor_release) with C(release=previous) returns to, the
       newest C(superseded) release older than the live one; V(null) when there is none.
   returned: when O(destination.releases) is set
   type: str
