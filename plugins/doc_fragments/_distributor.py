@@ -334,6 +334,12 @@ options:
                 turn it into the first release (renamed into the release home, the link put in its place).
                 Without it such a publish fails and says so. V(false) when unset.
             type: bool
+          preview_url:
+            description:
+              - Where a release can be looked at before it is live, with C({release}) standing for its id, for
+                example V(https://preview.example.com/{release}/) served from C(.distributor-releases/<name>/) by a
+                web server only reviewers reach. A publish returns it filled in as RV(distributor.core.distributor_publish#module:release.preview_url).
+            type: str
 """
 
     MANAGED_ROOT = r"""

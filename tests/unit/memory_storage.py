@@ -5,62 +5,134 @@ from __future__ import annotations
 
 import hashlib
 import time
+from contextlib import suppress
 from typing import Callable, ContextManager, Iterable
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.limits import LOCK_EXPIRY_SECONDS, LOCK_LIMIT
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import LOCK_NAME, join
+from ansible_collections.distributor.core.plugins.module_utils._distributor.regular import ForeignLinks, links_not_ours
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.base import Storage, temp_name, verdict
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.lease import Lease, LockFile, Seen, held
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.refusals import (
+    already_there, link_refused, missing, no_atomic_switch, not_a_link, not_linkable)
+
+
+class Symlink:
+    """A symbolic link in a memory store: the value at its key, holding `target`, never followed."""
+
+    def __init__(self, target: str):
+        self.target = target
+
+    def __repr__(self) -> str:
+        return "Symlink(%r)" % self.target
+
+
+class Linked(bytes):
+    """The content of a file with several names: the same object at each key that names it (a
+    hard link), so it shares its bytes and its link count. Written again, a name gets new bytes
+    (a new file, as a rename into place gives) and leaves the others."""
+
+    names: set
+
+    def links(self, files: dict) -> int:
+        """How many keys of `files` name this very file."""
+        return sum(1 for name in self.names if files.get(name) is self)
+
+
+def hard_link(files: dict, source: str, target: str) -> None:
+    """`target` made another name of the file at `source` (both store keys), as a test plants one."""
+    data = files[source]
+    if not isinstance(data, Linked):
+        data = Linked(data)
+        data.names = {source}
+        files[source] = data
+    data.names.add(target)
+    files[target] = data
 
 
 class MemoryStorage(Storage):
     """Files live in `files`, a dict shared by every MemoryStorage opened on the same `store`.
+    A key holds bytes, a Symlink or a Linked file (hard links: see hard_link); directories are
+    the prefixes of keys, as in S3.
 
     `fault(op, path)` is called before every storage operation; a test makes it raise to cut a
     publish at exactly that step. A lock renewal is the operation `renew` (path LOCK_NAME), so a
-    test can also fail a renewal, or replace the lock record there to steal the lock. `clock`
-    (a StorageClock) dates lock records as a real storage does; without one, none is dated.
-    `foreign` holds the keys of files another account owns (planted by a test, shared like
-    `store`): doubt refuses them, and a write of distributor's replaces them with its own.
+    test can also fail a renewal, or replace the lock record there to steal the lock. The
+    release primitives are the operations `entry`, `symlink` (the temporary link of a switch),
+    `switch` (its rename over the path; a failure there removes the temporary link through a
+    `delete`, which a killed run never makes), `rename` (path: the source) and `link` (each
+    target of link_many). `clock` (a StorageClock) dates lock records as a real storage does;
+    without one, none is dated. `foreign` holds the keys of files another account owns (planted
+    by a test, shared like `store`): doubt refuses them, and a write of distributor's replaces
+    them with its own. `lacks` names the means this storage goes without, as an SFTP server may:
+    "link" (link_many links nothing), "switch" (no atomic switch).
     """
 
     def __init__(self, store: dict, base: str = "", token: str = "t", fault: Callable[[str, str], None] | None = None,
-                 clock: StorageClock | None = None, foreign: set | None = None):
+                 clock: StorageClock | None = None, foreign: set | None = None, lacks: frozenset = frozenset()):
         super().__init__(token)
         self.clock = clock
         self.files = store
         self.foreign = set() if foreign is None else foreign
         self.base = base
         self.fault = fault or (lambda op, path: None)
+        self.lacks = lacks
 
     def _key(self, path: str) -> str:
-        return join(self.base, path)
+        """The store key of `path`; a link on the way is refused, never followed."""
+        key = join(self.base, path)
+        end = key.find("/")
+        while end > 0:
+            if isinstance(self.files.get(key[:end]), Symlink):
+                raise link_refused(self.describe_key(key[:end]))
+            end = key.find("/", end + 1)
+        return key
+
+    @staticmethod
+    def describe_key(key: str) -> str:
+        return "memory:/" + key
 
     def describe(self, path: str = "") -> str:
-        return "memory:/" + self._key(path)
+        return self.describe_key(join(self.base, path))
+
+    def _file(self, path: str) -> bytes | None:
+        """The bytes of the regular file at `path` (None when absent), as a read finds them: a
+        link is refused, and so is a file with more names than distributor made (shared_links)."""
+        data = self.files.get(self._key(path))
+        if isinstance(data, Symlink):
+            raise link_refused(self.describe(path))
+        if isinstance(data, Linked) and links_not_ours(data.links(self.files), self.shared_links.get(path, 1)):
+            raise ForeignLinks(self.describe(path), data.links(self.files))
+        return data
 
     def read_bytes(self, path: str, limit: int) -> bytes | None:
         self.fault("read", path)
-        data = self.files.get(self._key(path))
-        return None if data is None else data[:limit + 1]
+        data = self._file(path)
+        return None if data is None else bytes(data[:limit + 1])
 
     def measure(self, path: str, size: int, digest: bool) -> tuple[int, str | None] | None:
         self.fault("measure", path)
-        data = self.files.get(self._key(path))
+        data = self._file(path)
         if data is None:
             return None
         return len(data), "sha256:" + hashlib.sha256(data).hexdigest() if digest and len(data) == size else None
 
     def doubt(self, path: str, size: int | None = None, sha256: str | None = None) -> str | None:
         self.fault("doubt", path)
-        if self._key(path) not in self.files:
+        data = self.files.get(self._key(path))
+        if data is None:
             return "is gone"
         owner = "is owned by another account" if self._key(path) in self.foreign else None
-        return verdict(None, owner, None, size, sha256, lambda: self.measure(path, size, True))
+        kind = "a symbolic link" if isinstance(data, Symlink) else None
+        links = data.links(self.files) if isinstance(data, Linked) else 1
+        return verdict(kind, owner, links, size, sha256, lambda: self.measure(path, size, True),
+                       self.shared_links.get(path, 1))
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
         staged = self._key(temp_name(path, self.token))
         self.fault("write", path)
+        if isinstance(self.files.get(self._key(path)), Symlink):
+            raise link_refused(self.describe(path))
         self.files[staged] = b""
         try:
             for chunk in chunks:
@@ -75,7 +147,10 @@ class MemoryStorage(Storage):
     def resettle(self, path: str, sha256: str, size: int) -> bool:
         """Memory keeps no settings: the output is settled when it holds the recorded bytes."""
         self.fault("resettle", path)
-        return self.measure(path, size, True) == (size, sha256)
+        try:
+            return self.measure(path, size, True) == (size, sha256)
+        except ForeignLinks:
+            return False
 
     def delete(self, path: str) -> bool:
         self.fault("delete", path)
@@ -87,9 +162,92 @@ class MemoryStorage(Storage):
         return self._key(path) in self.files
 
     def list_files(self) -> list[str]:
+        """A link is listed, never followed: what its target holds sits under the target's keys."""
         self.fault("list", "")
+        if isinstance(self.files.get(self.base), Symlink):
+            raise link_refused(self.describe())
+        self._key("")
         prefix = self.base + "/" if self.base else ""
         return sorted(k[len(prefix):] for k in self.files if k.startswith(prefix))
+
+    # -- releases ---------------------------------------------------------------------------
+
+    def at(self, base: str) -> MemoryStorage:
+        """A view on the same store, sharing its fault, clock, foreign files and what it lacks."""
+        return MemoryStorage(self.files, join(self.base, base), self.token, self.fault, self.clock, self.foreign,
+                             self.lacks)
+
+    def _kind(self, key: str) -> tuple[str, str | None]:
+        data = self.files.get(key)
+        if isinstance(data, Symlink):
+            return "link", data.target
+        if data is not None:
+            return "file", None
+        inside = key + "/" if key else ""
+        return ("directory", None) if any(k.startswith(inside) for k in self.files) else ("absent", None)
+
+    def entry(self, path: str) -> tuple[str, str | None]:
+        self.fault("entry", path)
+        return self._kind(self._key(path))
+
+    def require_switch(self) -> None:
+        if "switch" in self.lacks:
+            raise no_atomic_switch(self.describe(), "posix-rename@openssh.com")
+
+    def switch(self, path: str, target: str, temporary: str) -> None:
+        self.require_switch()
+        key, made = self._key(path), self._key(temporary)
+        kind = self._kind(key)[0]
+        if kind not in ("absent", "link"):
+            raise not_a_link(self.describe(path), "a " + kind)
+        if self._kind(made)[0] != "absent":
+            raise already_there("create link", self.describe(temporary))
+        self.fault("symlink", temporary)
+        self.files[made] = Symlink(target)
+        try:
+            self.fault("switch", path)
+            self.files[key] = self.files.pop(made)
+        except BaseException:
+            with suppress(BaseException):
+                self.fault("delete", temporary)
+                self.files.pop(made, None)
+            raise
+
+    def rename(self, source: str, target: str) -> None:
+        old, new = self._key(source), self._key(target)
+        if self._kind(new)[0] != "absent":
+            raise already_there("move %s to" % self.describe(source), self.describe(target))
+        if self._kind(old)[0] == "absent":
+            raise missing("move", self.describe(source))
+        self.fault("rename", source)
+        for key in [k for k in self.files if k == old or k.startswith(old + "/")]:
+            data = self.files.pop(key)
+            moved = new + key[len(old):]
+            if isinstance(data, Linked):
+                data.names.add(moved)
+            self.files[moved] = data
+            if key in self.foreign:
+                self.foreign.discard(key)
+                self.foreign.add(moved)
+
+    def link_many(self, pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        pairs = list(pairs)
+        if "link" in self.lacks:
+            return pairs
+        for source, target in pairs:
+            old, new = self._key(source), self._key(target)
+            kind = self._kind(old)[0]
+            if kind == "absent":
+                raise missing("link", self.describe(source))
+            if kind == "link":
+                raise link_refused(self.describe(source))
+            if kind != "file":
+                raise not_linkable(self.describe(source), "a " + kind)
+            if self._kind(new)[0] != "absent":
+                raise already_there("link %s to" % self.describe(source), self.describe(target))
+            self.fault("link", target)
+            hard_link(self.files, old, new)
+        return []
 
     def lock(self, timeout: float, expiry: float = LOCK_EXPIRY_SECONDS) -> ContextManager[Lease]:
         """The protocol of SFTP and S3 (lease.held), over the dict."""

@@ -185,3 +185,17 @@ def test_releases_need_a_bundle_path_below_the_root(path):
 @pytest.mark.parametrize("storage", [{"type": "local", "root": "/srv/www"}, {"type": "sftp", "host": "h", "root": "/srv"}])
 def test_releases_are_accepted_on_local_and_sftp(storage):
     assert parse_destination(destination(path="site", storage=storage, releases={})).releases.keep == 3
+
+
+@pytest.mark.parametrize("preview, words", [
+    ("https://preview.example.com/", ("releases.preview_url", "{release}")),
+    ("https://preview.example.com/{release}/?x=1", ("releases.preview_url", "query")),
+    ("file:///srv/{release}", ("releases.preview_url", "http")),
+])
+def test_a_preview_url_must_hold_the_release_and_be_a_url_distributor_could_make(preview, words):
+    refused(parse_destination, destination(path="site", releases={"preview_url": preview}), *words)
+
+
+def test_a_preview_url_with_the_release_is_kept():
+    cfg = parse_destination(destination(path="site", releases={"preview_url": "https://preview.example.com/{release}/"}))
+    assert cfg.releases.preview_url == "https://preview.example.com/{release}/"

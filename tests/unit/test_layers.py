@@ -36,8 +36,9 @@ LAYERS = (
     ("pure core", ("decide", "plan", "guards", "invalidation", "digest", "changes", "contentdiff", "report", "dryrun", "drift",
                    "budget", "releases")),
     ("storage", ("storage", "storage.*")),
-    ("shell", ("root", "managed_root", "execute", "readahead", "record")),
-    ("operations", ("publish", "prune", "reconcile", "stateinfo", "ensure_manifest", "adapter")),
+    ("shell", ("root", "managed_root", "execute", "readahead", "record", "release_root", "release_build")),
+    ("operations", ("publish", "publish_release", "switch_release", "prune", "reconcile", "stateinfo", "ensure_manifest",
+                    "adapter")),
 )
 
 

@@ -6,12 +6,14 @@ a dead build is marked failed and cleared; distributor_release switches forward 
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
 from ansible_collections.distributor.core.plugins.module_utils._distributor.switch_release import switch_release
+from ansible_collections.distributor.core.plugins.module_utils._distributor.timestamps import format_rfc3339
 
 from builders import LATER, MEMORY_STORAGE, NOW, write_bundle
 from memory_storage import MemoryStorage
@@ -56,7 +58,10 @@ def bundle(tmp_path, name, files, created="2026-06-04T11:55:00Z"):
 
 
 def publish_files(tmp_path, store, name, files, dest=None, **kwargs):
-    return publish(bundle(tmp_path, name, files), PIPELINE, dest or destination(), now=kwargs.pop("now", NOW),
+    """A publish of `files` made at `now`, its bundle created a minute before."""
+    now = kwargs.pop("now", NOW)
+    created = format_rfc3339(now - timedelta(minutes=1))
+    return publish(bundle(tmp_path, name, files, created), PIPELINE, dest or destination(), now=now,
                    opener=opener(store, kwargs.pop("cut", None)), **kwargs)
 
 
@@ -83,7 +88,8 @@ def test_a_publish_links_what_stays_and_writes_what_changes_then_switches(tmp_pa
     assert second != first and result["written"] == ["index.html"]
     assert read(store, "%s/%s/index.html" % (HOME, first)) == b"one"
     assert read(store, "%s/%s/index.html" % (HOME, second)) == b"two"
-    assert look(store).links_of("%s/%s/app.css" % (HOME, second)) == 2
+    shared = store["%s/%s/app.css" % (HOME, second)]
+    assert shared is store["%s/%s/app.css" % (HOME, first)] and shared.links(store) == 2
     assert statuses(store) == {first: "superseded", second: "active"}
 
 
@@ -92,7 +98,7 @@ def test_a_skip_makes_no_generation(tmp_path):
     files = {"index.html": b"one"}
     publish_files(tmp_path, store, "one", files)
     before = index(store)
-    result = publish_files(tmp_path, store, "again", files, now=LATER)
+    result = publish_files(tmp_path, store, "again", files)
     assert result["changed"] is False and result["release"]["id"] is None
     assert len(generations(store)) == 1 and index(store) == before
 
@@ -108,19 +114,35 @@ def test_keep_removes_superseded_generations_beyond_keep_but_never_the_previous_
     assert statuses(store) == {ids[-2]: "superseded", ids[-1]: "active"}
 
 
+def killed_at(operation, nth=1):
+    """A fault that kills the run (SIGKILL: no clean-up) at its `nth` `operation`."""
+    seen = []
+
+    def fault(op, path):
+        if op == operation:
+            seen.append(path)
+            if len(seen) == nth:
+                raise Killed("killed at %s %s" % (op, path))
+    return fault
+
+
 def test_five_failed_publishes_then_one_success_leave_the_active_and_the_previous_good_one(tmp_path):
     store = {}
-    publish_files(tmp_path, store, "good1", {"index.html": b"g1"}, now=NOW.replace(hour=1))
-    publish_files(tmp_path, store, "good2", {"index.html": b"g2"}, now=NOW.replace(hour=2))
+    publish_files(tmp_path, store, "good1", {"index.html": b"g1", "app.css": b"c"}, now=NOW.replace(hour=1))
+    publish_files(tmp_path, store, "good2", {"index.html": b"g2", "app.css": b"c"}, now=NOW.replace(hour=2))
     good = live(store)
     for n in range(5):
-        cut = Cut(at=6)
         with pytest.raises(Killed):
-            publish_files(tmp_path, store, "bad%d" % n, {"index.html": b"bad%d" % n}, cut=cut, now=NOW.replace(hour=3 + n))
+            publish_files(tmp_path, store, "bad%d" % n, {"index.html": b"bad%d" % n, "app.css": b"c"},
+                          cut=killed_at("rename" if n % 2 else "write", 2), now=NOW.replace(hour=3 + n))
         assert live(store) == good
-    result = publish_files(tmp_path, store, "good3", {"index.html": b"g3"}, dest=destination(keep=1), now=NOW.replace(hour=9))
-    assert result["release"]["failed"] and len(generations(store)) == 2
-    assert statuses(store)[good] == "superseded" and statuses(store)[live(store)] == "active"
+    bad = {i: status for i, status in statuses(store).items() if i > good}
+    assert bad and set(bad.values()) <= {"staged", "failed"} and len(generations(store)) > 2
+    result = publish_files(tmp_path, store, "good3", {"index.html": b"g3", "app.css": b"c"}, dest=destination(keep=1),
+                           now=NOW.replace(hour=9))
+    assert result["release"]["kept"] == [] and set(bad) <= set(result["release"]["removed"])
+    assert generations(store) == {good, live(store)}
+    assert statuses(store) == {good: "superseded", live(store): "active"}
 
 
 def test_check_mode_predicts_the_plan_digest_of_the_run(tmp_path):
@@ -191,3 +213,69 @@ def test_a_planted_link_target_is_refused_and_names_the_link(tmp_path):
     with pytest.raises(DistributorError) as refused:
         publish_files(tmp_path, store, "two", {"index.html": b"two"}, now=LATER)
     assert refused.value.reason == "invalid_state" and "site" in str(refused.value)
+
+
+def shared(pipeline_id, **releases):
+    return {"id": "web", "storage": MEMORY_STORAGE, "path": "site", "state": {"mode": "shared_root"},
+            "releases": dict({"keep": 3}, **releases)}
+
+
+def test_in_a_shared_root_each_owner_publish_carries_the_others_outputs_by_link_and_a_rollback_names_whose_tree_changes(tmp_path):
+    store = {}
+    docs = bundle(tmp_path, "docs", {"docs/index.html": b"docs"}, created="2026-06-04T10:00:00Z")
+    publish(docs, {"id": "docs"}, shared("docs"), now=NOW, opener=opener(store))
+    first = live(store)
+    blog = bundle(tmp_path, "blog", {"blog/index.html": b"blog"}, created="2026-06-04T10:00:00Z")
+    result = publish(blog, {"id": "blog"}, shared("blog"), now=LATER, opener=opener(store))
+    second = live(store)
+    assert result["written"] == ["blog/index.html"]
+    carried = store["%s/%s/docs/index.html" % (HOME, second)]
+    assert carried is store["%s/%s/docs/index.html" % (HOME, first)] and carried.links(store) == 2
+    records = [json.loads(read(store, "%s/%s/.distributor.json" % (HOME, g))) for g in (first, second)]
+    docs_records = [[o for o in r["outputs"] if o["pipeline_id"] == "docs"] for r in records]
+    assert docs_records[0] == docs_records[1]
+    back = switch_release("docs", shared("docs"), "previous", opener=opener(store))
+    assert back["owners"] == ["blog/web"] and live(store) == first
+
+
+def test_a_preview_is_built_verified_and_named_by_its_url(tmp_path):
+    store = {}
+    publish_files(tmp_path, store, "one", {"index.html": b"one"})
+    dest = destination(activate=False, preview_url="https://preview.example.com/{release}/")
+    staged = publish_files(tmp_path, store, "two", {"index.html": b"two"}, dest=dest, now=LATER)
+    release = staged["release"]["id"]
+    assert staged["release"]["preview_url"] == "https://preview.example.com/%s/" % release
+    assert statuses(store)[release] == "staged" and read(store, "%s/%s/index.html" % (HOME, release)) == b"two"
+
+
+def test_a_staged_release_someone_emptied_is_never_switched_to(tmp_path):
+    store = {}
+    publish_files(tmp_path, store, "one", {"index.html": b"one"})
+    staged = publish_files(tmp_path, store, "two", {"index.html": b"two"}, dest=destination(activate=False), now=LATER)
+    release = staged["release"]["id"]
+    look(store).delete("%s/%s/index.html" % (HOME, release))
+    with pytest.raises(DistributorError) as refused:
+        switch_release("site", destination(), release, opener=opener(store))
+    assert refused.value.reason == "storage_error" and "not whole" in str(refused.value)
+    assert live(store) != release
+
+
+def test_a_storage_that_cannot_switch_atomically_is_refused_before_anything_is_written(tmp_path):
+    store = {}
+    lacking = lambda cfg, base, token: MemoryStorage(store, base, token, lacks=frozenset({"switch"}))
+    with pytest.raises(DistributorError) as refused:
+        publish(bundle(tmp_path, "one", {"index.html": b"one"}), PIPELINE, destination(), now=NOW, opener=lacking)
+    assert refused.value.reason == "storage_error" and "posix-rename@openssh.com" in str(refused.value)
+    assert store == {}
+
+
+def test_outputs_a_storage_cannot_link_are_written_again_from_the_bundle(tmp_path):
+    store = {}
+    publish_files(tmp_path, store, "one", {"index.html": b"one", "app.css": b"css"})
+    first = live(store)
+    lacking = lambda cfg, base, token: MemoryStorage(store, base, token, lacks=frozenset({"link"}))
+    publish(bundle(tmp_path, "two", {"index.html": b"two", "app.css": b"css"}, created="2026-06-05T11:00:00Z"), PIPELINE,
+            destination(), now=LATER, opener=lacking)
+    second = live(store)
+    assert read(store, "%s/%s/app.css" % (HOME, second)) == b"css"
+    assert store["%s/%s/app.css" % (HOME, second)] is not store["%s/%s/app.css" % (HOME, first)]

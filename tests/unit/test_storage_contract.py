@@ -26,6 +26,7 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.limi
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import LOCK_NAME
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage import s3 as s3_backend
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.base import Storage
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.confined import ConfinedStorage
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
 
 from builders import sha
@@ -785,6 +786,289 @@ def test_s3_bodies_over_small_body_are_held_large_bodies_at_a_time(backend, monk
 @only("s3")
 def test_s3_missing_bucket_name_is_a_config_error(backend):
     expect_error("invalid_config", backend.open, BASE, "t1", bucket="")
+
+
+# -- releases: links and renames ------------------------------------------------------------
+
+
+RELEASING = ("local", "sftp", "memory")
+
+
+def _mode(backend: Backend, path: str) -> int:
+    return os.stat(backend.base_dir() / path).st_mode & 0o7777
+
+
+def _names(backend: Backend, storage: Storage, path: str) -> int:
+    """The link count of the file at `path` as the backend itself counts it (SFTP: the `ls -l`
+    field of its listing, the count every check of SftpStorage reads)."""
+    if backend.name == "local":
+        return os.stat(backend.base_dir() / path, follow_symlinks=False).st_nlink
+    if backend.name == "sftp":
+        directory, _slash, name = storage._remote(path, look_at_name=False).rpartition("/")
+        return storage._counted_in(directory, True)[name][0]
+    return storage.files[storage._key(path)].links(storage.files)
+
+
+@only(*RELEASING)
+def test_entry_tells_each_kind_and_never_follows_a_link(backend):
+    storage = backend.open()
+    storage.write_bytes("gen/a.txt", b"a")
+    storage.switch("current", "gen", "tmp-link")
+    assert [storage.entry(path) for path in ("gen/a.txt", "gen", "current", "missing", "gone/missing")] == [
+        ("file", None), ("directory", None), ("link", "gen"), ("absent", None), ("absent", None)]
+    error = expect_error("storage_error", storage.entry, "current/a.txt")
+    assert "symbolic link" in error.message
+
+
+@only("local", "sftp")
+def test_entry_reads_any_link_target_as_it_is_and_names_other_kinds(backend, tmp_path):
+    base = backend.base_dir()
+    base.mkdir(parents=True)
+    os.symlink(b"../../outside/\xff-not-utf8", bytes(base / "odd"))
+    os.symlink(tmp_path, base / "absolute")
+    os.mkfifo(base / "pipe")
+    storage = backend.open()
+    assert storage.entry("odd") == ("link", "../../outside/\udcff-not-utf8")
+    assert storage.entry("absolute") == ("link", str(tmp_path))
+    assert storage.entry("pipe") == ("other", "a FIFO (named pipe)")
+
+
+@only(*RELEASING)
+def test_switch_makes_a_link_over_nothing_then_over_a_link_holding_exactly_its_target(backend):
+    storage = backend.open()
+    storage.write_bytes(".distributor-releases/site/one/index.html", b"one")
+    storage.write_bytes(".distributor-releases/site/two/index.html", b"two")
+    storage.switch("site", ".distributor-releases/site/one", ".distributor-releases/site/.distributor.switch.a")
+    assert storage.entry("site") == ("link", ".distributor-releases/site/one")
+    storage.switch("site", ".distributor-releases/site/two", ".distributor-releases/site/.distributor.switch.b")
+    assert storage.entry("site") == ("link", ".distributor-releases/site/two")
+    assert storage.list_files() == [".distributor-releases/site/one/index.html",
+                                    ".distributor-releases/site/two/index.html", "site"]
+    if backend.root is not None:
+        assert os.readlink(backend.base_dir() / "site") == ".distributor-releases/site/two"
+        assert (backend.base_dir() / "site" / "index.html").read_bytes() == b"two"
+
+
+@only(*RELEASING)
+@pytest.mark.parametrize("occupant", ["directory", "file"])
+def test_switch_refuses_a_directory_or_a_file_at_the_path_and_leaves_no_temporary(backend, occupant):
+    storage = backend.open()
+    storage.write_bytes("site/index.html" if occupant == "directory" else "site", b"theirs")
+    error = expect_error("storage_error", storage.switch, "site", "gen", "tmp-link")
+    assert storage.describe("site") in error.message and "a " + occupant in error.message
+    assert storage.entry("site") == (occupant, None)
+    assert storage.entry("tmp-link") == ("absent", None)
+
+
+@only(*RELEASING)
+def test_switch_refuses_a_temporary_name_that_is_taken(backend):
+    storage = backend.open()
+    storage.write_bytes("tmp-link", b"someone's")
+    error = expect_error("storage_error", storage.switch, "site", "gen", "tmp-link")
+    assert storage.describe("tmp-link") in error.message
+    assert storage.entry("site") == ("absent", None) and storage.read_bytes("tmp-link", 100) == b"someone's"
+
+
+@only(*RELEASING)
+def test_switch_removes_its_temporary_link_when_the_rename_fails(backend, monkeypatch):
+    storage = backend.open()
+    storage.switch("site", "one", "tmp-link")
+    if backend.name == "local":
+        def failing(*args, **kwargs):
+            raise OSError(5, "Input/output error")
+        monkeypatch.setattr(os, "replace", failing)
+    elif backend.name == "sftp":
+        session = storage._open()
+        real = session._request
+
+        def failing(command, *args):
+            if args and args[0] == "posix-rename@openssh.com":
+                raise OSError(5, "Input/output error")
+            return real(command, *args)
+        monkeypatch.setattr(session, "_request", failing)
+    else:
+        def failing(op, path):
+            if op == "switch":
+                raise DistributorError("storage_error", "lost connection")
+        storage.fault = failing
+    expect_error("storage_error", storage.switch, "site", "two", "tmp-link")
+    monkeypatch.undo()
+    assert storage.entry("tmp-link") == ("absent", None)
+    assert storage.entry("site") == ("link", "one")
+
+
+@only(*RELEASING)
+def test_rename_moves_a_directory_into_parents_it_makes(backend):
+    storage = backend.open(directory_mode="0750")
+    storage.write_bytes("site/a.txt", b"a")
+    storage.write_bytes("site/sub/b.txt", b"b")
+    storage.rename("site", ".distributor-releases/site/first")
+    assert storage.list_files() == [".distributor-releases/site/first/a.txt", ".distributor-releases/site/first/sub/b.txt"]
+    assert storage.entry("site") == ("absent", None)
+    assert storage.read_bytes(".distributor-releases/site/first/sub/b.txt", 10) == b"b"
+    if backend.root is not None:
+        assert _mode(backend, ".distributor-releases") == _mode(backend, ".distributor-releases/site") == 0o750
+
+
+@only(*RELEASING)
+def test_rename_refuses_a_target_that_exists_and_a_source_that_does_not(backend):
+    storage = backend.open()
+    storage.write_bytes("site/a.txt", b"a")
+    storage.write_bytes("taken/x.txt", b"x")
+    error = expect_error("storage_error", storage.rename, "site", "taken")
+    assert storage.describe("taken") in error.message
+    if backend.root is not None:
+        (backend.base_dir() / "empty").mkdir()
+        expect_error("storage_error", storage.rename, "site", "empty")
+        assert os.listdir(backend.base_dir() / "empty") == []
+    error = expect_error("storage_error", storage.rename, "nothing", "new")
+    assert storage.describe("nothing") in error.message
+    assert storage.list_files() == ["site/a.txt", "taken/x.txt"]
+
+
+@only(*RELEASING)
+def test_link_many_gives_the_file_a_second_name_in_directories_it_makes(backend):
+    storage = backend.open(directory_mode="0750")
+    storage.write_bytes("one/docs/a.txt", b"alpha")
+    storage.write_bytes("one/b.txt", b"beta")
+    assert storage.link_many([("one/docs/a.txt", "two/docs/a.txt"), ("one/b.txt", "two/b.txt")]) == []
+    assert storage.list_files() == ["one/b.txt", "one/docs/a.txt", "two/b.txt", "two/docs/a.txt"]
+    assert _names(backend, storage, "two/docs/a.txt") == _names(backend, storage, "one/docs/a.txt") == 2
+    storage.shared_links.update({"two/docs/a.txt": 2, "one/docs/a.txt": 2})
+    assert storage.read_bytes("two/docs/a.txt", 100) == b"alpha"
+    if backend.root is not None:
+        base = backend.base_dir()
+        assert os.stat(base / "two/docs/a.txt").st_ino == os.stat(base / "one/docs/a.txt").st_ino
+        assert _mode(backend, "two") == _mode(backend, "two/docs") == 0o750
+    else:
+        assert storage.files[storage._key("two/b.txt")] is storage.files[storage._key("one/b.txt")]
+
+
+@only(*RELEASING)
+def test_link_many_refuses_a_link_a_directory_a_missing_source_and_a_taken_target(backend):
+    storage = backend.open()
+    storage.write_bytes("one/a.txt", b"a")
+    storage.write_bytes("two/a.txt", b"theirs")
+    storage.switch("alias.txt", "one/a.txt", "tmp-link")
+    error = expect_error("storage_error", storage.link_many, [("alias.txt", "two/alias.txt")])
+    assert "symbolic link" in error.message and storage.describe("alias.txt") in error.message
+    for source, target in (("one", "two/one"), ("one/missing.txt", "two/missing.txt"), ("one/a.txt", "two/a.txt")):
+        error = expect_error("storage_error", storage.link_many, [(source, target)])
+        assert storage.describe(source if target != "two/a.txt" else target) in error.message
+    assert storage.list_files() == ["alias.txt", "one/a.txt", "two/a.txt"]
+    assert storage.read_bytes("two/a.txt", 100) == b"theirs"
+
+
+@only("sftp", "memory")
+def test_link_many_hands_back_what_the_server_cannot_link_and_a_switch_is_refused_before_anything(backend):
+    """An SFTP server without hardlink@openssh.com: the caller writes those files again; one
+    without posix-rename@openssh.com cannot switch a link in one step, and no fallback exists."""
+    storage = backend.open()
+    storage.write_bytes("one/a.txt", b"a")
+    if backend.name == "sftp":
+        storage._extensions = frozenset()
+        server = "sftp://%s@127.0.0.1:%d" % (backend.server.username, backend.server.port)
+    else:
+        storage.lacks = frozenset({"link", "switch"})
+        server = storage.describe()
+    pairs = [("one/a.txt", "two/a.txt")]
+    assert storage.link_many(pairs) == pairs
+    for call, args in ((storage.require_switch, ()), (storage.switch, ("site", "one", "tmp-link"))):
+        error = expect_error("storage_error", call, *args)
+        assert server in error.message and "posix-rename@openssh.com" in error.message
+        assert "no non-atomic fallback" in error.message
+    assert storage.list_files() == ["one/a.txt"]
+
+
+@only("local", "sftp")
+def test_require_switch_passes_where_the_switch_is_atomic(backend):
+    backend.open().require_switch()
+
+
+@only(*RELEASING)
+def test_a_file_with_as_many_names_as_distributor_made_is_read_and_one_more_is_refused(backend):
+    storage = backend.open()
+    storage.write_bytes("g1/a.txt", b"alpha")
+    storage.link_many([("g1/a.txt", "g2/a.txt")])
+    error = expect_error("storage_error", storage.read_bytes, "g2/a.txt", 100)
+    assert "has 2 links" in error.message
+    expect_error("storage_error", storage.measure, "g2/a.txt", 5, True)
+    storage.shared_links["g2/a.txt"] = 2
+    assert storage.read_bytes("g2/a.txt", 100) == b"alpha"
+    assert storage.measure("g2/a.txt", 5, True) == (5, sha(b"alpha"))
+    if backend.name != "sftp":
+        assert storage.doubt("g2/a.txt", 5, sha(b"alpha")) is None
+    storage.link_many([("g1/a.txt", "g3/a.txt")])
+    error = expect_error("storage_error", storage.read_bytes, "g2/a.txt", 100)
+    assert "has 3 links" in error.message
+    expect_error("storage_error", storage.measure, "g2/a.txt", 5, True)
+    if backend.name != "sftp":
+        assert storage.doubt("g2/a.txt", 5, sha(b"alpha")) == "has 3 links, and distributor made 2"
+
+
+@only(*RELEASING)
+def test_views_at_another_base_act_below_it_only(backend):
+    storage = ConfinedStorage(backend.open())
+    backend.opened.append(storage)
+    home = storage.at(".distributor-releases/site")
+    generation = home.at("one")
+    generation.write_bytes("docs/a.txt", b"a")
+    assert generation.list_files() == ["docs/a.txt"]
+    assert home.entry("one/docs") == ("directory", None)
+    assert storage.list_files() == [".distributor-releases/site/one/docs/a.txt"]
+    assert generation.describe("docs/a.txt") == storage.describe(".distributor-releases/site/one/docs/a.txt")
+    for call, args in ((storage.at, ("../up",)), (home.at, ("/abs",)), (generation.read_bytes, ("../two/x", 10)),
+                       (generation.entry, ("../one",)), (home.switch, ("site", "../../elsewhere", "tmp")),
+                       (home.link_many, ([("one/docs/a.txt", "../x")],)), (home.rename, ("one", "../moved"))):
+        expect_error("invalid_state", call, *args)
+    generation.close()
+    assert storage.read_bytes(".distributor-releases/site/one/docs/a.txt", 10) == b"a"
+
+
+@only(*RELEASING)
+def test_a_lock_taken_through_a_view_guards_the_changes_made_through_every_view(backend):
+    storage = ConfinedStorage(backend.open(token="t1"))
+    thief = backend.open(base=BASE + "/home", token="t2")
+    backend.opened.append(storage)
+    home = storage.at("home")
+    generation = home.at("one")
+    with home.lock(timeout=5):
+        generation.write_bytes(".distributor.json", b"{}")
+        thief.delete(LOCK_NAME)
+        with thief.lock(timeout=5):
+            expect_error("locked", generation.write_bytes, ".distributor.json", b"{}")
+            expect_error("locked", home.switch, "current", "one", "tmp-link")
+    assert home.entry("current") == ("absent", None)
+
+
+@only("sftp")
+def test_views_share_the_one_sftp_connection_which_closes_with_the_storage(backend, monkeypatch):
+    storage = backend.open()
+    connects = []
+    real = storage._chain.connect
+    monkeypatch.setattr(storage._chain, "connect", lambda: connects.append(1) or real())
+    view = storage.at("one")
+    view.write_bytes("a.txt", b"a")
+    inner = view.at("two")
+    inner.write_bytes("b.txt", b"b")
+    assert storage.list_files() == ["one/a.txt", "one/two/b.txt"]
+    assert len(connects) == 1 and view._client is storage._client is inner._client
+    view.close()
+    assert storage.read_bytes("one/a.txt", 10) == b"a" and inner.read_bytes("b.txt", 10) == b"b"
+    transport = storage._client.get_transport()
+    storage.close()
+    assert not transport.is_active()
+    expect_error("storage_error", inner.read_bytes, "b.txt", 10)
+
+
+@only("s3")
+def test_s3_offers_no_links_or_renames_and_says_so(backend):
+    storage = backend.open()
+    calls = ((storage.at, ("one",)), (storage.entry, ("site",)), (storage.switch, ("site", "one", "tmp")),
+             (storage.require_switch, ()), (storage.rename, ("site", "one")), (storage.link_many, ([("a", "b")],)))
+    for call, args in calls:
+        error = expect_error("storage_error", call, *args)
+        assert "releases need" in error.message and "s3://" in error.message
 
 
 # -- missing libraries --------------------------------------------------------------------

@@ -70,6 +70,7 @@ class Releases:
     keep: int = DEFAULT_KEEP
     activate: bool = True
     convert: bool = False
+    preview_url: str | None = None
 
 
 @dataclass(frozen=True)
@@ -226,6 +227,14 @@ def _check_releases(destination: Destination, where: str) -> None:
             "%s: releases need a bundle path (path): the bundle path becomes a symbolic link to the live release, "
             "and the storage root itself cannot be one. Give a path such as \"site\"." % where,
         )
+    preview = destination.releases.preview_url
+    if not preview:
+        return
+    problem = url_problem(preview.replace("{release}", "20261206T053000Z-0123456789ab"))
+    if problem or "{release}" not in preview:
+        raise DistributorError("invalid_config", "%s: releases.preview_url %r %s" % (
+            where, preview, "%s once {release} is filled in" % problem if problem else
+            "holds no {release}, so every release would have the same preview"))
 
 
 def parse_age(text: str, where: str) -> int:

@@ -28,6 +28,8 @@ def state_info_task(destination: Destination, bundle_path: str) -> tuple[str, bo
     bundle path stands in for `path`, so the task needs no `created` or `source_id`."""
     storage = {k: v for k, v in destination.storage.items() if k not in _WRITE_SETTINGS and k not in _SECRETS}
     arguments = {"destination": {"id": destination.id, "storage": storage, "path": bundle_path}}
+    if destination.releases is not None:
+        arguments["destination"]["releases"] = {}
     task = "- distributor.core.distributor_state_info: " + json.dumps(arguments, ensure_ascii=False)
     return task, any(k in _SECRETS for k in destination.storage)
 

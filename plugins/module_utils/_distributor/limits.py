@@ -23,6 +23,8 @@ BYTES_PER_CONTAINER = 32
 INDEX_LIMIT = 4 * 1024 * 1024
 # A lock holds one holder record of a few hundred bytes.
 LOCK_LIMIT = 64 * 1024
+# Bytes of a symbolic link's target read back (Storage.entry): Linux's PATH_MAX, the most a link holds.
+LINK_TARGET_LIMIT = 4096
 # Directory levels below a bundle path that a listing descends; deeper is a storage_error.
 DEPTH_LIMIT = 256
 # Characters of a string read from storage (a lock holder, an owner id) shown back to a user.

@@ -18,12 +18,12 @@ from .errors import DistributorError
 from .guards import first_paths
 from .paths import join
 from .plan import Content, Write
-from .release_build import build, clear_old, recover_dead, switch, would_clear
-from .release_index import Release
+from .release_build import build, check_whole, clear_old, recover_dead, switch, would_clear
+from .release_index import STAGED, Release
 from .release_root import ReleaseRoot
-from .releases import HOME, SWITCH_PREFIX, activated, begun, link_target, previous, release_id
+from .releases import HOME, SWITCH_PREFIX, activated, begun, built, earlier_good, link_target, release_id
 from .storage.select import new_token
-from .timestamps import parse_rfc3339
+from .timestamps import format_rfc3339, parse_rfc3339
 
 
 def publish_release(job, root: ReleaseRoot, make) -> tuple:
@@ -42,13 +42,16 @@ def publish_release(job, root: ReleaseRoot, make) -> tuple:
     def release_facts(the_plan, present) -> dict:
         new = _placeholder(job, the_plan) if the_plan.changed else None
         return {"activate": settings.activate, "convert": root.plain, "from": root.live,
-                "clears": would_clear(index_before, settings.keep, new) if settings.activate else [],
+                "clears": would_clear(index_before, settings.keep, new, job.now) if settings.activate else [],
                 "failed": list(dead.failed)}
     made = make(root.storage, release_facts)
     _refuse_unmanaged(made, root)
     values = {"id": None, "status": None, "from": root.live, "converted": None, "removed": list(dead.removed),
               "failed": list(dead.failed), "kept": [{"id": i, "why": why} for i, why in dead.kept],
               "previous": None, "preview_url": None}
+    if job.check_mode:
+        root.home.check_writable([""])
+        root.parent.check_writable([""])
     if job.check_mode or not made.plan.changed:
         values["previous"] = _previous_id(root)
         return made, values
@@ -56,7 +59,9 @@ def publish_release(job, root: ReleaseRoot, make) -> tuple:
         values["converted"] = convert(root, made.plan, job.now)
     new = build(root, made.plan, job.bundle, job.bundle.manifest, made.present or frozenset(), _own_sources(job), job.now)
     values.update(id=new, status="staged", preview_url=_preview(settings, new))
-    if settings.activate:
+    if not settings.activate:
+        check_whole(root, new, "sha256")
+    else:
         switch(root, new, job.now)
         cleared = clear_old(root, settings.keep)
         values.update(status="active", removed=values["removed"] + list(cleared.removed),
@@ -68,12 +73,12 @@ def publish_release(job, root: ReleaseRoot, make) -> tuple:
 def _placeholder(job, the_plan) -> Release:
     """The release a run would add, for check mode's prediction of what it clears."""
     owners = tuple(o.key for o in the_plan.after.owners) if the_plan.after else ()
-    return Release(release_id(job.now, "f" * 12), "staged", job.bundle.manifest.id, job.bundle.manifest.digest, owners,
-                   job.now, None, None, None)
+    return Release(release_id(job.now, "f" * 12), STAGED, job.bundle.manifest.id, job.bundle.manifest.digest, owners,
+                   format_rfc3339(job.now))
 
 
 def _previous_id(root: ReleaseRoot) -> str | None:
-    entry = previous(root.index)
+    entry = earlier_good(root.index)
     return entry.id if entry is not None else None
 
 
@@ -116,9 +121,9 @@ def convert(root: ReleaseRoot, the_plan, now) -> dict:
     first = release_id(min(stamp, now - timedelta(seconds=1)), new_token())
     owners = tuple(o.key for o in before.owners) if before else ()
     manifest = before.owners[0].manifest if before and before.owners else None
-    entry = Release(first, "staged", manifest.id if manifest else "", manifest.digest if manifest else "", owners,
-                    now, now, None, None)
-    root.write_index(begun(root.index, entry))
+    entry = Release(first, STAGED, manifest.id if manifest else "", manifest.digest if manifest else "", owners,
+                    format_rfc3339(now))
+    root.write_index(built(begun(root.index, entry), first, now))
     started = time.monotonic()
     root.parent.rename(root.name, join(HOME, root.name, first))
     root.parent.switch(root.name, link_target(root.name, first), join(HOME, root.name, SWITCH_PREFIX + root.home.token))

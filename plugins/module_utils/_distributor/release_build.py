@@ -14,15 +14,18 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from .drift import find_drift
 from .errors import DistributorError
+from .guards import first_paths
 from .execute import execute
 from .paths import JOURNAL_NAME, STAGING_PREFIX, STATE_NAME, is_reserved, join
 from .plan import Plan
-from .release_index import Release, ReleaseIndex
-from .release_root import ReleaseRoot, read_generation_journal
+from .release_index import FAILED, STAGED, Release, ReleaseIndex
+from .release_root import ReleaseRoot, SharedLinks, read_generation_journal
 from .releases import (
-    HOME, SWITCH_PREFIX, activated, begun, built, dead, failed, link_target, release_id, removable)
+    HOME, SWITCH_PREFIX, activated, begun, built, dead, failed, link_target, release_id, removable, removed)
 from .root import read_state
+from .timestamps import format_rfc3339
 
 
 @dataclass(frozen=True)
@@ -45,24 +48,28 @@ def recover_dead(root: ReleaseRoot, check_mode: bool) -> Clearing:
     if check_mode:
         return Clearing(failed=tuple(ids))
     root.write_index(failed(root.index, ids))
-    removed, kept = [], []
+    cleared, kept = [], []
     for release in ids:
-        why = clear(root, release, dead=True)
-        (kept.append((release, why)) if why else removed.append(release))
-    root.write_index(_forget(root.index, removed))
-    return Clearing(tuple(removed), tuple(ids), tuple(kept))
+        why = clear(root, release)
+        (kept.append((release, why)) if why else cleared.append(release))
+    root.write_index(removed(root.index, cleared))
+    return Clearing(tuple(cleared), tuple(ids), tuple(kept))
 
 
-def clear(root: ReleaseRoot, release: str, dead: bool = False) -> str | None:
-    """Remove one generation, or say why it stays (then nothing of it is removed). A superseded
-    generation holds what its record names; a dead build what the generation it was linked from
-    records, what its journal names and its staged files. Each file of a dead build must also be
-    the one described there (Storage.doubt), as crash recovery requires of what it deletes."""
+def clear(root: ReleaseRoot, release: str) -> str | None:
+    """Remove one generation, or say why it stays (then nothing of it is removed). A complete
+    generation holds what its record names; a failed build what the generation it was linked
+    from records, what its journal names and its staged files. Each file of a failed build must
+    also be the one described there (Storage.doubt, the links counted as its records share
+    them), as crash recovery requires of what it deletes."""
+    entry = root.index.by_id(release)
+    dead = entry is not None and (entry.status == FAILED or entry.built is None)
     storage = root.generation(release)
     listing = storage.list_files()
     if not listing:
         return None
     named = _named(root, release, storage, dead)
+    storage.shared_links = SharedLinks(root, release, {p: digest for p, (_size, digest) in named.items()})
     unknown = [p for p in listing if p not in named and not _own_record(p)]
     if unknown:
         return "holds %d file(s) no record names, such as %s" % (len(unknown), sorted(unknown)[0])
@@ -98,12 +105,6 @@ def _named(root: ReleaseRoot, release: str, storage, dead: bool) -> dict:
     return named
 
 
-def _forget(index: ReleaseIndex, ids) -> ReleaseIndex:
-    """The index without the releases whose generation is gone."""
-    gone = set(ids)
-    return replace(index, releases=tuple(r for r in index.releases if r.id not in gone))
-
-
 def build(root: ReleaseRoot, the_plan: Plan, bundle, manifest, present: frozenset, own_sources: dict,
           now: datetime) -> str:
     """The plan's tree as a new generation, durable and recorded `built`; returns its id. Every
@@ -112,7 +113,7 @@ def build(root: ReleaseRoot, the_plan: Plan, bundle, manifest, present: frozense
     from the bundle when this owner's, and refused otherwise (nobody else's bytes are at hand)."""
     release = release_id(now, root.home.token)
     owners = tuple(o.key for o in the_plan.after.owners) if the_plan.after else ()
-    entry = Release(release, "staged", manifest.id, manifest.digest, owners, now, None, None, root.live)
+    entry = Release(release, STAGED, manifest.id, manifest.digest, owners, format_rfc3339(now), None, None, root.live)
     root.write_index(begun(root.index, entry))
     written = {w.path for w in the_plan.writes + the_plan.repairs + the_plan.resettles}
     kept = [o.path for o in the_plan.after.outputs if o.path not in written and o.path in present] if the_plan.after else []
@@ -131,27 +132,45 @@ def build(root: ReleaseRoot, the_plan: Plan, bundle, manifest, present: frozense
 
 def switch(root: ReleaseRoot, release: str, now: datetime, rollback: bool = False) -> None:
     """Point the bundle path at `release` in one rename, then record it active."""
+    after = activated(root.index, release, now, rollback)
     temporary = join(HOME, root.name, SWITCH_PREFIX + root.home.token)
     root.parent.switch(root.name, link_target(root.name, release), temporary)
     root.live = release
-    root.write_index(activated(root.index, release, now, rollback))
+    root.write_index(after)
 
 
 def clear_old(root: ReleaseRoot, keep: int) -> Clearing:
     """After a switch: remove what keep-N no longer keeps (releases.removable)."""
-    removed, kept = [], []
+    cleared, kept = [], []
     for release in removable(root.index, keep):
         why = clear(root, release)
-        (kept.append((release, why)) if why else removed.append(release))
-    root.write_index(_forget(root.index, removed))
-    return Clearing(tuple(removed), (), tuple(kept))
+        (kept.append((release, why)) if why else cleared.append(release))
+    root.write_index(removed(root.index, cleared))
+    return Clearing(tuple(cleared), (), tuple(kept))
 
 
-def would_clear(index: ReleaseIndex, keep: int, new: Release | None) -> list[str]:
+def would_clear(index: ReleaseIndex, keep: int, new: Release | None, now: datetime) -> list[str]:
     """Check mode's prediction of clear_old: the ids a run would remove after switching to a new
     release (`new`, id unknown until the run: it is not one of them)."""
     if new is None:
         return []
-    after = activated(begun(index, new), new.id, new.created)
+    after = activated(built(begun(index, new), new.id, now), new.id, now)
     return [r for r in removable(after, keep) if r != new.id]
 
+
+def check_whole(root: ReleaseRoot, release: str, verify: str) -> None:
+    """Every output the generation's record names is there as recorded (`verify`: its size, or
+    its digest too): a generation that lost or changed files since it was built is refused,
+    never switched to, and a staged one is not offered for preview."""
+    storage = root.generation(release)
+    state, error = read_state(storage)
+    if error is not None:
+        raise error
+    if state is None:
+        raise DistributorError("invalid_state", "%s holds no record: it is not a release distributor built" % storage.describe())
+    missing, drifted = find_drift(state.outputs, frozenset(storage.list_files()), storage.measure, verify)
+    if missing or drifted:
+        raise DistributorError(
+            "storage_error", "release %s is not whole: %d output(s) missing%s, %d changed%s since it was built; it stays "
+            "as it is and the bundle path is not switched" % (release, len(missing), first_paths(missing), len(drifted),
+                                                             first_paths(drifted)))

@@ -68,7 +68,13 @@ class ReleaseIndex:
 def serialize_index(index: ReleaseIndex) -> bytes:
     """The bytes of the index file, one form for the same index (fields in a fixed order,
     releases by id, one line each)."""
-    releases = [{
+    releases = [release_to_dict(release) for release in index.releases]
+    return (readable_json({"schema": 1, "bundle_path": index.bundle_path, "releases": releases}) + "\n").encode("utf-8")
+
+
+def release_to_dict(release: Release) -> dict:
+    """A release as the index and the modules' results hold it."""
+    return {
         "id": release.id,
         "status": release.status,
         "manifest_id": release.manifest_id,
@@ -78,8 +84,7 @@ def serialize_index(index: ReleaseIndex) -> bytes:
         "built": release.built,
         "activated": release.activated,
         "from": release.from_id,
-    } for release in index.releases]
-    return (readable_json({"schema": 1, "bundle_path": index.bundle_path, "releases": releases}) + "\n").encode("utf-8")
+    }
 
 
 def parse_index(raw: bytes, where: str) -> ReleaseIndex:

@@ -21,9 +21,9 @@ from .dryrun import with_dry_run_hint
 from .errors import DistributorError
 from .limits import INDEX_LIMIT
 from .paths import join
-from .release_index import ReleaseIndex, parse_index, serialize_index
-from .releases import HOME, INDEX_NAME, live_id, split_bundle_path
-from .root import opened, read_record, read_state
+from .release_index import INDEX_NAME, ReleaseIndex, parse_index, serialize_index
+from .releases import HOME, live_id, split_bundle_path
+from .root import opened, read_journal, read_record, read_state
 from .storage.base import Storage
 from .storage.confined import ConfinedStorage
 from .storage.select import new_token
@@ -45,19 +45,16 @@ class ReleaseRoot:
     storage: Storage = field(init=False)
 
     def __post_init__(self):
-        self.storage = self.generation(self.live) if self.live else self.parent.at(self.bundle_path)
-
-    @property
-    def home_path(self) -> str:
-        return join(split_bundle_path(self.bundle_path)[0], HOME, self.name)
+        self.storage = self.generation(self.live) if self.live else self.parent.at(self.name)
 
     def generation(self, release: str) -> Storage:
         """A generation's tree, with the links distributor made to its files counted (item 9)."""
-        storage = self.home.at(join(self.home_path, release))
+        storage = self.home.at(release)
         storage.shared_links = SharedLinks(self, release)
         return storage
 
     def write_index(self, index: ReleaseIndex) -> None:
+        """Record `index` (a whole new file, by rename) and act on it from now on."""
         self.home.write_bytes(INDEX_NAME, serialize_index(index))
         self.index = index
 
@@ -68,18 +65,22 @@ class SharedLinks(Mapping):
     it into). Read on first use only: a publish that shows no old content and measures nothing
     reads no other generation's record. Any other link stays one distributor did not make."""
 
-    def __init__(self, root: ReleaseRoot, release: str):
+    def __init__(self, root: ReleaseRoot, release: str, digests: dict | None = None):
+        """`digests` (path -> sha256) stand for the generation's own record when it has none
+        that names its files (a build that died: the records it was made from)."""
         self._root = root
         self._release = release
+        self._digests = digests
         self._counts: dict | None = None
 
     def _load(self) -> dict:
         if self._counts is None:
             records = {}
             for entry in self._root.index.releases:
-                state = _state_of(self._root.home.at(join(self._root.home_path, entry.id)))
+                state = _state_of(self._root.home.at(entry.id))
                 records[entry.id] = {o.path: o.sha256 for o in state.outputs} if state else {}
             mine = records.pop(self._release, {})
+            mine = self._digests if self._digests is not None else mine
             shared = Counter(p for other in records.values() for p, digest in other.items() if mine.get(p) == digest)
             self._counts = {path: count + 1 for path, count in shared.items()}
         return self._counts
@@ -92,6 +93,16 @@ class SharedLinks(Mapping):
 
     def __len__(self) -> int:
         return len(self._load())
+
+
+def read_generation_journal(storage: Storage):
+    """A generation's journal, or None: an invalid one vouches for nothing it names."""
+    try:
+        return read_journal(storage)
+    except DistributorError as error:
+        if error.reason != "invalid_state":
+            raise
+        return None
 
 
 def _state_of(storage: Storage):
@@ -109,7 +120,7 @@ def opened_release(destination: Destination, bundle_path: str, lock_timeout: flo
     parent_path, name = split_bundle_path(bundle_path)
     parent = ConfinedStorage(opener(destination.storage, parent_path, new_token()))
     try:
-        home = parent.at(join(parent_path, HOME, name))
+        home = parent.at(join(HOME, name))
         with nullcontext() if check_mode else home.lock(lock_timeout, destination.lock_expiry):
             yield read_release_root(parent, home, bundle_path, name)
     except DistributorError as error:
@@ -131,11 +142,11 @@ def read_release_root(parent: Storage, home: Storage, bundle_path: str, name: st
                 "invalid_state", "%s links to release %s, which %s does not record: distributor never switches to a "
                 "release before recording it. Find out who changed the link" % (where, live, home.describe(INDEX_NAME)))
         return ReleaseRoot(parent, home, bundle_path, name, index, live, False)
-    if kind == "absent" and index.active() is not None:
+    if kind == "absent" and index.active is not None:
         raise DistributorError(
             "invalid_state", "%s records release %s as active, but %s is gone: distributor never removes the link. "
             "Put it back with distributor_release (release: %s), or find out who removed it"
-            % (home.describe(INDEX_NAME), index.active().id, where, index.active().id))
+            % (home.describe(INDEX_NAME), index.active.id, where, index.active.id))
     if kind in ("absent", "directory"):
         return ReleaseRoot(parent, home, bundle_path, name, index, None, kind == "directory")
     raise DistributorError(

@@ -24,6 +24,7 @@ from .timestamps import format_rfc3339
 from .visible import visible
 
 HOME = ".distributor-releases"
+SWITCH_PREFIX = ".distributor.switch."  # + an attempt token: the new link in the release home before its rename
 
 
 def release_id(now: datetime, token: str) -> str:
@@ -126,11 +127,25 @@ def failed(index: ReleaseIndex, ids) -> ReleaseIndex:
     return _with(index, *(replace(entry, status=FAILED) for entry in entries))
 
 
+def chosen(index: ReleaseIndex, release: str) -> Release:
+    """The release distributor_release is asked for: `previous`, or an id the index lists. Its
+    status is judged by `activated` (a failed or unbuilt one is refused there)."""
+    if release == "previous":
+        return previous(index)
+    entry = index.by_id(release) if ID_PATTERN.match(release) else None
+    if entry is None:
+        raise DistributorError("invalid_config", "release: %s is not a release of %s (an id such as %s, or previous); "
+                               "distributor_state_info lists those it holds" % (
+                                   visible(release[:SHOWN_LIMIT]), index.bundle_path,
+                                   index.releases[-1].id if index.releases else "20261206T053000Z-0123456789ab"))
+    return entry
+
+
 def previous(index: ReleaseIndex) -> Release:
     """The release `release: previous` returns to: the newest `superseded` one older than the
     active one. A release rolled back from is `rolled_back`, a failed one `failed`: neither
     is ever returned to. None to return to is invalid_config."""
-    found = _previous(index)
+    found = earlier_good(index)
     if found is None:
         active = index.active
         raise DistributorError(
@@ -149,7 +164,7 @@ def removable(index: ReleaseIndex, keep: int) -> tuple[str, ...]:
     release nor `previous`, whatever `keep`."""
     if keep < 1:
         raise ValueError("keep is at least 1, not %r" % (keep,))
-    active, before = index.active, _previous(index)
+    active, before = index.active, earlier_good(index)
     spared = {entry.id for entry in (active, before) if entry is not None}
     superseded = [entry.id for entry in index.releases if entry.status == SUPERSEDED]
     kept = set(superseded[max(0, len(superseded) - (keep - 1)):])
@@ -172,7 +187,8 @@ def dead(index: ReleaseIndex) -> tuple[Release, ...]:
     return tuple(entry for entry in index.releases if entry.status == STAGED and entry.built is None)
 
 
-def _previous(index: ReleaseIndex) -> Release | None:
+def earlier_good(index: ReleaseIndex) -> Release | None:
+    """previous's answer, or None when there is none (listings, not a request)."""
     active = index.active
     if active is None:
         return None

@@ -432,6 +432,7 @@ DESTINATION = {
                 "keep": {"type": "integer", "minimum": 1},
                 "activate": {"type": "boolean"},
                 "convert": {"type": "boolean"},
+                "preview_url": {"type": "string", "minLength": 1, "maxLength": 2048},
             },
             "additionalProperties": False,
         },

@@ -27,7 +27,8 @@ from .limits import LOCK_LIMIT, SHOWN_LIMIT
 from .paths import LOCK_NAME
 from .managed_root import Selector, parse_created
 from .release_root import opened_release
-from .releases import previous
+from .release_index import release_to_dict
+from .releases import earlier_good
 from .root import opened, read_journal, read_state
 from .state import OwnerKey, State, output_to_dict
 from .storage.lease import UNREADABLE_RECORD, lock_is_expired
@@ -61,7 +62,7 @@ def state_info(destination: dict, *, pipeline_id: str | None = None, selector: S
             listed = frozenset(storage.list_files()) if records else frozenset()
             missing, drifted = find_drift(records, listed, storage.measure, verify)
     errors = [shown(e.message) for e in (state_error, journal_error) if e is not None]
-    return dict(releases, describe(state, key, journal, lock, time.time() if now is None else now),
+    return dict(describe(state, key, journal, lock, time.time() if now is None else now), **releases,
                 changed=False, exists=exists, valid=not errors, error="; ".join(errors) or None, bundle_path=bundle_path,
                 missing=missing, drifted=drifted)
 
@@ -75,9 +76,9 @@ def _looked_at(destination: Destination, bundle_path: str, opener) -> Iterator[t
             yield storage, storage, {}
         return
     with opened_release(destination, bundle_path, 0, True, opener) as root:
-        back = previous(root.index)
+        back = earlier_good(root.index)
         yield root.storage, root.home, {"release": root.live, "previous": back.id if back else None,
-                                        "releases": [entry.to_dict() for entry in root.index.releases]}
+                                        "releases": [release_to_dict(entry) for entry in root.index.releases]}
 
 
 def describe(state: State | None, key: OwnerKey | None, journal: Journal | None, lock: bytes | None, now: float) -> dict:

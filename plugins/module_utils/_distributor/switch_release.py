@@ -13,13 +13,12 @@ from datetime import datetime
 
 from .config import parse_destination, render_bundle_path
 from .digest import PLAN_FORMAT, check_expected, plan_digest
-from .drift import find_drift
 from .errors import DistributorError
-from .guards import first_paths
 from .managed_root import Selector, parse_created
-from .release_build import switch
+from .release_build import check_whole, switch
 from .release_root import ReleaseRoot, opened_release
-from .releases import chosen, previous
+from .release_index import release_to_dict
+from .releases import chosen, earlier_good
 from .root import read_state
 from .storage.select import open_storage
 from .timestamps import utc_now
@@ -37,7 +36,7 @@ def switch_release(pipeline_id: str, destination: dict, release: str, *, selecto
                                "the releases of a destination in release mode" % destination_cfg.id)
     bundle_path = render_bundle_path(destination_cfg, pipeline_id, selector.source_id, parse_created(selector.created))
     with opened_release(destination_cfg, bundle_path, lock_timeout, check_mode, opener) as root:
-        target = chosen(root.index, release, root.home.describe())
+        target = chosen(root.index, release)
         rollback = root.live is not None and target.id < root.live
         owners = affected_owners(root, target.id)
         facts = {"plan_format": PLAN_FORMAT, "operation": "release", "bundle_path": bundle_path, "from": root.live,
@@ -48,12 +47,12 @@ def switch_release(pipeline_id: str, destination: dict, release: str, *, selecto
         check_expected(expect_plan_digest, facts, digest, changes)
         before = root.live
         if changed:
-            _check_whole(root, target.id)
+            check_whole(root, target.id, "size")
             root.parent.require_switch()
             if not check_mode:
                 switch(root, target.id, now, rollback)
-        releases = [_listed(entry) for entry in root.index.releases]
-        back = previous(root.index)
+        releases = [release_to_dict(entry) for entry in root.index.releases]
+        back = earlier_good(root.index)
     return {
         "changed": changed,
         "bundle_path": bundle_path,
@@ -80,25 +79,3 @@ def affected_owners(root: ReleaseRoot, release: str) -> list[str]:
     now = sources(read_state(root.generation(root.live))[0]) if root.live else {}
     then = sources(read_state(root.generation(release))[0])
     return sorted(k for k in set(now) | set(then) if now.get(k) != then.get(k))
-
-
-def _check_whole(root: ReleaseRoot, release: str) -> None:
-    """Every output the generation's record names is there at its recorded size: a generation
-    that lost files since it was built is refused, never switched to."""
-    storage = root.generation(release)
-    state, error = read_state(storage)
-    if error is not None:
-        raise error
-    if state is None:
-        raise DistributorError("invalid_state", "%s holds no record: it is not a release distributor built" % storage.describe())
-    missing, drifted = find_drift(state.outputs, frozenset(storage.list_files()), storage.measure, "size")
-    if missing or drifted:
-        raise DistributorError(
-            "storage_error", "release %s is not whole: %d output(s) missing%s, %d changed%s since it was built; it stays "
-            "as it is and the bundle path is not switched" % (release, len(missing), first_paths(missing), len(drifted),
-                                                             first_paths(drifted)))
-
-
-def _listed(entry) -> dict:
-    """A release as the result lists it."""
-    return entry.to_dict()

@@ -18,7 +18,9 @@ from urllib.parse import quote, quote_plus
 from ..errors import Unreadable
 from ..limits import LOCK_EXPIRY_SECONDS
 from ..paths import STAGING_PREFIX
+from ..regular import links_not_ours
 from .lease import Lease
+from .refusals import not_offered
 
 Item = TypeVar("Item")
 
@@ -61,17 +63,20 @@ def hash_stream(read: Callable[[int], bytes], limit: int) -> str:
 
 
 def verdict(kind: str | None, owner: str | None, links: int | None, size: int | None, sha256: str | None,
-            measured: Callable[[], tuple[int, str | None] | None]) -> str | None:
+            measured: Callable[[], tuple[int, str | None] | None], ours: int = 1) -> str | None:
     """Storage.doubt's answer, from what a backend saw at the path: `kind` (regular.kind_of; a
     directory passes only as a name distributor gives, without `sha256`), `owner` (owner_doubt,
     None when an account distributor writes as owns it), `links` (None where the storage cannot
-    tell: SFTP) and `measured()`, measure's answer, asked only once all else agrees."""
+    tell: SFTP) against `ours` (Storage.shared_links), and `measured()`, measure's answer, asked
+    only once all else agrees."""
     if kind is not None and not (kind == "a directory" and sha256 is None):
         return "is " + kind
     if owner is not None:
         return owner
-    if kind is None and links not in (None, 1):
-        return "has %d links, and a file distributor writes has one" % links
+    if kind is None and links is not None and links_not_ours(links, ours):
+        if ours == 1:
+            return "has %d links, and a file distributor writes has one" % links
+        return "has %d links, and distributor made %d" % (links, ours)
     if sha256 is None:
         return None
     found = measured()
@@ -121,10 +126,18 @@ class Storage:
     """One destination bundle path on one backend.
 
     `token` names this attempt's staged files (see temp_name); the journal records it.
+
+    `shared_links` maps a path to the number of names distributor itself gave that file
+    (release generations sharing it by hard links, counted by the caller from their records);
+    a path it does not name has one. Every check of a file's link count (reads, measure,
+    doubt, SFTP's count) allows that many and refuses more (regular.links_not_ours).
     """
+
+    shared_links: dict[str, int]
 
     def __init__(self, token: str):
         self.token = token
+        self.shared_links: dict[str, int] = {}
 
     def describe(self, path: str = "") -> str:
         """A location for messages, for example `s3://bucket/prefix/path`."""
@@ -233,6 +246,46 @@ class Storage:
         most `expiry` seconds after its last renewal, counted on the storage's clock; a live one
         keeps it, however long it works. SFTP and S3 run lease.held over a LockFile."""
         raise NotImplementedError
+
+    # -- releases: links and renames (local and SFTP; this base refuses) ---------------------
+
+    def at(self, base: str) -> Storage:
+        """The same backend, account, settings and token at `base`, a path relative to this
+        storage's base ("" is the base itself): `parent.at(".distributor-releases/site")` is a
+        release's home, `home.at(id)` one generation. A view never reaches above the storage it
+        was made from, so confinement holds for it too. It shares the connection: closing the
+        view leaves it open, closing this storage closes it. Its shared_links are its own."""
+        raise not_offered("another base on the same connection", self.describe())
+
+    def entry(self, path: str) -> tuple[str, str | None]:
+        """What is at `path`, never followed: ("absent", None), ("link", its target: at most
+        limits.LINK_TARGET_LIMIT bytes, decoded as UTF-8 with surrogate escapes), ("directory",
+        None), ("file", None) or ("other", what it is: regular.kind_of)."""
+        raise not_offered("symbolic links", self.describe(path))
+
+    def switch(self, path: str, target: str, temporary: str) -> None:
+        """Make `path` a symbolic link holding `target` in one atomic step: a new link at
+        `temporary` (which must not exist), made durable, then renamed over `path`. `path` must
+        be absent or a link: a directory or a file there is refused, never replaced. On failure
+        the temporary link is removed."""
+        raise not_offered("an atomic switch of a symbolic link", self.describe(path))
+
+    def require_switch(self) -> None:
+        """storage_error, before anything is written, when this storage cannot switch a link
+        atomically: there is no non-atomic fallback."""
+        raise not_offered("an atomic switch of a symbolic link", self.describe())
+
+    def rename(self, source: str, target: str) -> None:
+        """Move `source` (a directory) to `target`, which must not exist; the parents of
+        `target` are made with the configured settings. Durable when it returns."""
+        raise not_offered("renames of directories", self.describe(source))
+
+    def link_many(self, pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """Make each (source, target) `target` a hard link of `source`, a regular file, never
+        through a symbolic link, the target's parents made with the configured settings;
+        durable when it returns. The pairs the backend has no means to link (an SFTP server
+        without hardlink@openssh.com), which the caller writes again."""
+        raise not_offered("hard links", self.describe())
 
     def close(self) -> None:
         """Release connections; safe to call twice."""

@@ -16,6 +16,11 @@ For the same reason the lock's lease is checked here, not by each caller: under 
 write and delete first asks the lease (see lease.Lease), and the state and the journal are
 written only after a fresh look at the lock on storage. A run that lost its lock changes nothing
 more, its failed attempt's clean-up included (the paths may be the next holder's by now).
+
+Releases act on views of one storage (`at`: a release's home, each generation), confined to
+their own base below the storage's and under the same lease: a lock taken through any of them
+guards the changes made through all. A switch of the bundle path's link is the change readers
+see, so it goes ahead only after a fresh look at the lock, as a record does.
 """
 
 from __future__ import annotations
@@ -33,12 +38,33 @@ RECORDS = (STATE_NAME, JOURNAL_NAME)
 
 
 class ConfinedStorage(Storage):
-    """Delegates to `inner` after checking every path it is given."""
+    """Delegates to `inner` after checking every path it is given. `held` is the lease holder
+    shared with the views made by `at` (a one-item list: the Lease while a lock is held)."""
 
-    def __init__(self, inner: Storage):
-        super().__init__(inner.token)
+    def __init__(self, inner: Storage, held: list | None = None):
+        shared = inner.shared_links
         self.inner = inner
-        self._lease: Lease | None = None
+        super().__init__(inner.token)
+        self.shared_links = shared
+        self._leases: list = [None] if held is None else held
+
+    @property
+    def _lease(self) -> Lease | None:
+        return self._leases[0]
+
+    @_lease.setter
+    def _lease(self, lease: Lease | None) -> None:
+        self._leases[0] = lease
+
+    @property
+    def shared_links(self) -> dict[str, int]:
+        """The inner storage's, which its reads count against."""
+        return self.inner.shared_links
+
+    @shared_links.setter
+    def shared_links(self, shared: dict[str, int]) -> None:
+        """Given to the inner storage: its reads are the ones counted."""
+        self.inner.shared_links = shared
 
     def _inside(self, path: str) -> str:
         problem = path_problem(path)
@@ -168,6 +194,51 @@ class ConfinedStorage(Storage):
             self._lease = None
             with self._reported("release the lock", LOCK_NAME):
                 held.__exit__(type(failure) if failure else None, failure, failure.__traceback__ if failure else None)
+
+    # -- releases ---------------------------------------------------------------------------
+
+    def at(self, base: str) -> Storage:
+        """A view confined to `base` below this one, under the same lease ('' is this base)."""
+        with self._reported("open", self._inside(base) if base else base):
+            return ConfinedStorage(self.inner.at(base), self._leases)
+
+    def entry(self, path: str) -> tuple[str, str | None]:
+        """Confined like a read."""
+        with self._reported("inspect", self._inside(path)):
+            return self.inner.entry(path)
+
+    def switch(self, path: str, target: str, temporary: str) -> None:
+        """Confined, the link's target too: a clean relative path leads below the link's own
+        directory, never out of the base. Under the lease, after a fresh look at the lock."""
+        problem = path_problem(target)
+        if problem:
+            raise DistributorError("invalid_state", "refused to make %s a link to %r: the target %s, and distributor "
+                                   "makes only links that lead below their own directory"
+                                   % (self.inner.describe(path), target, problem))
+        self._inside(temporary)
+        self._held("switching " + self._inside(path), True)
+        with self._reported("switch", path):
+            self.inner.switch(path, target, temporary)
+
+    def require_switch(self) -> None:
+        """Errors reported like the others'."""
+        with self._reported("inspect"):
+            self.inner.require_switch()
+
+    def rename(self, source: str, target: str) -> None:
+        """Both names confined, under the lease."""
+        self._inside(target)
+        self._held("moving " + self._inside(source))
+        with self._reported("move", source):
+            self.inner.rename(source, target)
+
+    def link_many(self, pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """Every name checked before the first link is made, under the lease."""
+        checked = [(self._inside(source), self._inside(target)) for source, target in pairs]
+        if checked:
+            self._held("linking " + checked[0][1] + (" and %d more" % (len(checked) - 1) if len(checked) > 1 else ""))
+        with self._reported("link files under"):
+            return self.inner.link_many(checked)
 
     def close(self) -> None:
         """The inner storage's connections."""

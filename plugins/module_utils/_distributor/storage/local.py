@@ -22,6 +22,7 @@ from .descriptors import (
     read_at_most, write_fully)
 from .durability import Directory, FsyncEach, Staged, durability_for, root_parent
 from .lease import Lease
+from .local_links import LocalLinks
 from .local_lock import flocked
 from .private import Exposure, read_sysctl
 from .refusals import (
@@ -31,14 +32,16 @@ SYNC_BATCH_BYTES = 64 * 1024 * 1024  # a batch also ends at this many staged byt
 SYNC_WORKERS = 8
 
 
-class LocalStorage(Storage):
+class LocalStorage(LocalLinks, Storage):
     """Directories opened during one operation are kept open for the rest of it (`_dirs`, keyed
     by their path under the root), so the files of one directory cost no further walks; they are
-    closed when the operation ends, and the next one walks from the root again."""
+    closed when the operation ends, and the next one walks from the root again. Links and
+    renames for releases are local_links'."""
 
     def __init__(self, root: str, base: str, token: str, storage: dict | None = None, sysctl=read_sysctl):
         super().__init__(token)
         storage = storage or {}
+        self._settings = (storage, sysctl)  # what a view (at) is opened with
         self.file_mode = parse_mode(storage.get("file_mode"), "file_mode")
         self.directory_mode = parse_mode(storage.get("directory_mode"), "directory_mode")
         self.ids = ownership(storage)
@@ -155,11 +158,13 @@ class LocalStorage(Storage):
     @contextmanager
     def _reading(self, path: str) -> Iterator[int | None]:
         """The regular file at `path` opened through the walked descriptors (None when absent);
-        anything else there (a link, a FIFO) is refused unread, never followed."""
+        anything else there (a link, a FIFO) is refused unread, never followed, and so is a file
+        with more names than distributor made (shared_links)."""
         head, name = self._split(path)
         try:
             parent = self._directory(head, False, self.describe(path))
-            fd = None if parent is None else open_regular_at(parent, name, self.describe(path))
+            ours = self.shared_links.get(path, 1)
+            fd = None if parent is None else open_regular_at(parent, name, self.describe(path), ours=ours)
             try:
                 yield fd
             finally:
@@ -205,7 +210,7 @@ class LocalStorage(Storage):
             if info is None:
                 return "is gone"
             return verdict(kind_of(info.st_mode), self._foreign(info.st_uid), info.st_nlink, size, sha256,
-                           lambda: self.measure(path, size, True, (info.st_dev, info.st_ino)))
+                           lambda: self.measure(path, size, True, (info.st_dev, info.st_ino)), self.shared_links.get(path, 1))
         finally:
             self._release()
 

@@ -108,3 +108,51 @@ def relative_root(root: str, kind: str = "path") -> DistributorError:
 def root_refused() -> DistributorError:
     """A root of `/`: replace and prune would own the whole filesystem."""
     return DistributorError("invalid_config", "storage.root '/' is refused: publish into a directory of its own")
+
+
+def not_offered(what: str, where: str) -> DistributorError:
+    """A release primitive this backend has not: S3 has neither links nor renames (config
+    refuses releases there first; this is the backstop)."""
+    return DistributorError("storage_error", "releases need %s, which the storage at %s does not offer; releases work "
+                            "on local and SFTP storage" % (what, where))
+
+
+def no_atomic_switch(server: str, extension: str) -> DistributorError:
+    """An SFTP server that cannot rename a link over another: replacing the bundle path's link
+    any other way leaves a moment with no link there, so there is no fallback."""
+    return DistributorError("storage_error", "%s does not offer %s, the only SFTP request that renames a new link over "
+                            "the bundle path's link in one step (SSH_FXP_RENAME refuses to replace a name); "
+                            "distributor has no non-atomic fallback, so nothing was written. Use a server that offers "
+                            "it (OpenSSH does), or publish without releases" % (server, extension))
+
+
+def not_a_link(where: str, kind: str) -> DistributorError:
+    """A directory or a file where a release's link is switched: a rename would replace (or
+    refuse to replace) what someone else put there."""
+    return DistributorError("storage_error", "cannot switch %s: it is %s, and distributor replaces only a symbolic "
+                            "link there; move it away first" % (where, kind))
+
+
+def already_there(action: str, where: str) -> DistributorError:
+    """A name that must be new (a temporary link, a rename's or a hard link's target) is taken:
+    distributor never replaces what it did not make."""
+    return DistributorError("storage_error", "cannot %s %s: something already exists at that name, and distributor "
+                            "never replaces it; find out who put it there, then remove it" % (action, where))
+
+
+def not_linkable(where: str, kind: str) -> DistributorError:
+    """A hard link's source that is not a regular file."""
+    return DistributorError("storage_error", "cannot link %s: it is %s, and distributor links only regular files "
+                            "it wrote" % (where, kind))
+
+
+def link_not_made(where: str, source: str) -> DistributorError:
+    """A hard link that, looked at right after it was made, is not the file linked: a name on
+    the way was swapped in between."""
+    return DistributorError("storage_error", "cannot link %s to %s: the file at the new name is not the one linked; "
+                            "%s" % (where, source, CHANGED_DURING_RUN))
+
+
+def missing(action: str, where: str) -> DistributorError:
+    """What an act needs is not there."""
+    return DistributorError("storage_error", "cannot %s %s: it does not exist" % (action, where))

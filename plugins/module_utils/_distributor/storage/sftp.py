@@ -24,6 +24,7 @@ from .base import Storage, hash_stream, not_a_record, owner_doubt, verdict
 from .lease import Lease, held
 from .sftp_chain import Chain, endpoints
 from .sftp_connect import SftpConnection, check_config
+from .sftp_links import SftpLinks
 from .sftp_lock import SftpLock
 from .refusals import too_deep
 from .sftp_batch import SftpBatch
@@ -36,9 +37,10 @@ COUNTED_DIRECTORIES = 4  # listings kept for their link counts (see _alone): mea
 OPEN_TIMEOUT = 30.0  # seconds the server has to answer an open for reading (see _open_for_reading)
 
 
-class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
+class SftpStorage(SftpConnection, SftpPaths, SftpBatch, SftpLinks, Storage):
     """The file operations of SFTP storage; the connection (sftp_connect), the way to each path
-    (sftp_paths) and the batched writes (sftp_batch) are its parts, the lock is sftp_lock's."""
+    (sftp_paths), the batched writes (sftp_batch) and the links and renames of releases
+    (sftp_links) are its parts, the lock is sftp_lock's."""
     def __init__(self, storage: dict, base: str, token: str):
         super().__init__(token)
         self.endpoints = endpoints(storage)
@@ -58,6 +60,7 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
         self._paramiko = paramiko
         self._sdk_errors = (OSError, EOFError, paramiko.SSHException)
         self._chain = Chain(paramiko, self.endpoints)
+        self._origin: SftpStorage | None = None  # the storage whose connection a view (at) uses
         self._client = None
         self._session = None
         self._dirs: set[str] = set()
@@ -69,7 +72,11 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
         self._counted: dict[str, dict] = {}
 
     def close(self) -> None:
-        """The run's one connection chain is closed with the storage, and what it remembered of the tree."""
+        """The run's one connection chain is closed with the storage, and what it remembered of
+        the tree; a view (at) only lets go of it."""
+        if self._origin is not None:
+            self._client = self._session = None
+            return
         self._chain.close()
         self._client = self._session = None
         self._dirs.clear()
@@ -78,24 +85,24 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
 
     # -- files ----------------------------------------------------------------------------
 
-    def _read(self, remote: str, limit: int, counted: bool) -> bytes | None:
+    def _read(self, remote: str, limit: int, ours: int | None) -> bytes | None:
         """Every block is asked for at once (read_ahead); read block by block, a large file would
         take one round trip per 32 KiB. It stops at `limit + 1` bytes: the server sends no more,
-        whatever the file's size. An output's links are `counted` (see _alone)."""
-        attrs = self._looked_at(remote, counted)
+        whatever the file's size. An output's links are counted against `ours` (see _alone)."""
+        attrs = self._looked_at(remote, ours)
         handle = None if attrs is None else self._open_as_seen(remote, attrs)
         if handle is None:
             return None
         with self._errors("read", remote), handle:
             return b"".join(read_ahead(handle.sftp, handle.handle, attrs.st_size or 0, limit + 1))
 
-    def _looked_at(self, remote: str, counted: bool):
+    def _looked_at(self, remote: str, ours: int | None):
         """The attributes of a regular file at `remote` whose way there is still the checked one;
         None when absent. Only the reserved names and managed outputs are read, and what is there
         is looked at first: anything else at the name is refused rather than opened (the server
         would block opening a FIFO, and the whole session with it; SFTP has no non-blocking open:
-        docs/operations.md states the window left). When `counted`, a file with a name
-        distributor did not make is refused too (_alone)."""
+        docs/operations.md states the window left). Unless `ours` is None, a file with more
+        names than the `ours` distributor made is refused too (_alone)."""
         attrs = self._lstat(remote)
         if attrs is None:
             return None
@@ -104,12 +111,13 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
             raise not_a_record(self._url(remote), kind)
         if not self._check_directories(posixpath.dirname(remote)):
             return None
-        if counted:
-            self._alone(remote, attrs)
+        if ours is not None:
+            self._alone(remote, attrs, ours)
         return attrs
 
-    def _alone(self, remote: str, attrs) -> None:
-        """ForeignLinks unless the file looked at (`attrs`) has only the names distributor made.
+    def _alone(self, remote: str, attrs, ours: int) -> None:
+        """ForeignLinks unless the file looked at (`attrs`) has only the `ours` names distributor
+        made (Storage.shared_links).
         SFTP version 3 attributes carry no link count; OpenSSH's server writes it into each entry
         of a directory listing (sftp_wire.link_count). So the count is the one of the entry at
         the name whose attributes are the file's, in a listing of its directory kept for the run
@@ -120,7 +128,7 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
         for fresh in (False, True):
             links, seen = self._counted_in(directory, fresh).get(name, (None, None))
             if seen == identity(attrs):
-                if links is None or links_not_ours(links):
+                if links is None or links_not_ours(links, ours):
                     raise ForeignLinks(self._url(remote), links)
                 return
         raise _NotAsSeen("storage_error", "cannot read %s: the file listed at that name is not the one looked at; "
@@ -190,13 +198,13 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
         output's links are counted (_alone); distributor's records are not (a listing of the
         bundle path for every record read would cost a skip more than the rest of it)."""
         remote = self._remote(path)
-        counted = not is_reserved(path)
+        ours = None if is_reserved(path) else self.shared_links.get(path, 1)
         for _attempt in range(READ_ATTEMPTS - 1):
             try:
-                return self._read(remote, limit, counted)
+                return self._read(remote, limit, ours)
             except _NotAsSeen:
                 continue
-        return self._read(remote, limit, counted)
+        return self._read(remote, limit, ours)
 
     def measure(self, path: str, size: int, digest: bool) -> tuple[int, str | None] | None:
         """The lstat gives the size, once the way to it is checked as _read checks it (a directory
@@ -205,7 +213,7 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
         size is never buffered. A file with a name distributor did not make is not measured at
         all (_alone): it counts as drifted."""
         remote = self._remote(path)
-        attrs = self._looked_at(remote, True)
+        attrs = self._looked_at(remote, self.shared_links.get(path, 1))
         return None if attrs is None else self._measured(remote, attrs, size, digest)
 
     def _measured(self, remote: str, attrs, size: int, digest: bool) -> tuple[int, str | None] | None:
@@ -226,7 +234,7 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, Storage):
         file with names distributor did not make, or a count the server does not give, is not."""
         remote = self._remote(path)
         try:
-            attrs = self._looked_at(remote, True)
+            attrs = self._looked_at(remote, self.shared_links.get(path, 1))
         except ForeignLinks:
             return False
         if attrs is None or (attrs.st_size or 0) != size:

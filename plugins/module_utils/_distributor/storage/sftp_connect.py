@@ -48,7 +48,11 @@ class SftpConnection:
 
     def _open(self):
         """The SFTP session, connecting on first use through every jump host (Chain.connect
-        leaves nothing open when it fails; a refused session closes the chain here)."""
+        leaves nothing open when it fails; a refused session closes the chain here). A view
+        (SftpStorage.at) uses the session of the storage it was made from."""
+        if self._session is None and self._origin is not None:
+            self._session = self._origin._open()
+            self._client, self._extensions = self._origin._client, self._origin._extensions
         if self._session is None:
             client = self._chain.connect()
             try:

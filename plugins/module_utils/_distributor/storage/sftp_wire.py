@@ -6,8 +6,9 @@ the session starts, and sets attributes by path only with SETSTAT, which follows
 link at the name. OpenSSH's server offers what confinement needs as extensions:
 `lsetstat@openssh.com` (set attributes without following a link at the name) and
 `users-groups-by-id@openssh.com` (the account name of a uid, to tell the SFTP account's own
-directories from another account's). These helpers send them through paramiko's own request
-helper, so one session serves all requests; paramiko stays a lazy import.
+directories from another account's), and for releases `hardlink@openssh.com` and
+`posix-rename@openssh.com`. These helpers send them through paramiko's own request helper, so
+one session serves all requests; paramiko stays a lazy import.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ LSETSTAT = "lsetstat@openssh.com"
 READ_SIZE = 32768  # the largest read OpenSSH's server answers whole (and paramiko asks)
 READS_AT_ONCE = 256  # reads unanswered at once (8 MiB): neither side's channel window fills
 POSIX_RENAME = "posix-rename@openssh.com"  # rename(2): replaces the target, which SSH_FXP_RENAME refuses
+HARDLINK = "hardlink@openssh.com"  # link(2), which does not follow a link at the source's name
 USERS_GROUPS_BY_ID = "users-groups-by-id@openssh.com"
 
 
@@ -103,6 +105,25 @@ def user_names(sftp, uids: list[int]) -> list[str]:
         raise SFTPError("Expected extended reply")
     names = Message(message.get_binary())
     return [names.get_string().decode("utf-8", "replace") for _uid in uids]
+
+
+def readlink(sftp, remote: str) -> bytes:
+    """The target of the link at `remote` as the server sends it: bytes, which paramiko would
+    decode strictly (or hand back undecoded); the caller bounds and decodes them."""
+    from paramiko.sftp import CMD_NAME, CMD_READLINK, SFTPError
+
+    kind, message = sftp._request(CMD_READLINK, wire(remote))
+    if kind != CMD_NAME or message.get_int() != 1:
+        raise SFTPError("Expected one name")
+    return message.get_string()
+
+
+def symlink_request(target: str, link: str) -> tuple:
+    """The arguments of SSH_FXP_SYMLINK making a link at `link` that holds `target`, in the
+    order OpenSSH's sftp-server reads them: the target first, the link's path second. The
+    protocol draft names them the other way round (linkpath, targetpath); OpenSSH has swapped
+    them from the start and every client sends them its way, paramiko included."""
+    return wire(target), wire(link)
 
 
 LISTED_AT_ONCE = 64  # directories open on the server at once while a listing reads them

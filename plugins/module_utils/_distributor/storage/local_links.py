@@ -1,0 +1,198 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Symbolic links, hard links and renames of local storage: the primitives releases are built on.
+
+Like every other act of local storage (descriptors.py), each names one component under a
+directory distributor holds open, walked from the root without following a link: `readlinkat`,
+`symlinkat`, `renameat` and `linkat` without AT_SYMLINK_FOLLOW between held descriptors. A name
+that must be new is looked at first and the kernel refuses it again where it can (a link made
+over an existing name); what was made is looked at once more where a swap in between could have
+changed what it is (a hard link). Each act is durable when it returns: the directories it changed
+are synced, and their parents up to the root's when it made them.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from contextlib import suppress
+
+from ..errors import DistributorError
+from ..limits import LINK_TARGET_LIMIT
+from ..paths import join
+from ..regular import kind_of
+from .descriptors import entry_mode
+from .durability import Directory, FsyncEach, durability_for, root_parent, sync_directory
+from .refusals import already_there, link_not_made, link_refused, missing, not_a_link, not_linkable, os_errors
+
+# linkat's errors that say this filesystem cannot give the file another name here (another
+# filesystem below the root, no hard links, too many of them): the caller writes it again.
+NO_LINK_HERE = frozenset({errno.EXDEV, errno.EMLINK, errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP})
+
+
+class LocalLinks:
+    """The release primitives of LocalStorage (its attributes are set by LocalStorage.__init__)."""
+
+    def at(self, base: str):
+        """A new LocalStorage on the same root, its own descriptors; the warnings of directories
+        others can write (private.Exposure) are gathered in one place for both."""
+        storage, sysctl = self._settings
+        view = type(self)(self.root, join(self.base, base), self.token, storage, sysctl)
+        view._exposure = self._exposure
+        return view
+
+    def entry(self, path: str) -> tuple[str, str | None]:
+        """Looked at in its directory, walked from the root; a link is read, never followed."""
+        head, name = self._split(path)
+        try:
+            parent = self._directory(head, False, self.describe(path))
+            return ("absent", None) if parent is None else entry_at(parent, name, self.describe(path))
+        finally:
+            self._release()
+
+    def require_switch(self) -> None:
+        """renameat replaces a link atomically on every filesystem."""
+
+    def switch(self, path: str, target: str, temporary: str) -> None:
+        """symlinkat at `temporary`, its directory synced, renameat over `path`, both directories
+        synced; the directory of `path` must still be at its path afterwards."""
+        head, name = self._split(path)
+        temporary_head, temporary_name = self._split(temporary)
+        try:
+            parent = self._directory(head, True, self.describe(path))
+            holder = self._directory(temporary_head, True, self.describe(temporary))
+            switch_at(holder, temporary_name, parent, name, target, self.describe(temporary), self.describe(path))
+            self._check_in_place({head})
+            self._made_durable({head, temporary_head}, FsyncEach())
+        finally:
+            self._release()
+
+    def rename(self, source: str, target: str) -> None:
+        """renameat between the held directories of both names, once `target` is seen absent
+        (Linux renames a directory over an empty one without a word)."""
+        head, name = self._split(source)
+        target_head, target_name = self._split(target)
+        try:
+            parent = self._directory(head, False, self.describe(source))
+            if parent is None:
+                raise missing("move", self.describe(source))
+            into = self._directory(target_head, True, self.describe(target))
+            with os_errors("move %s to" % self.describe(source), self.describe(target)):
+                if entry_mode(into, target_name) is not None:
+                    raise already_there("move %s to" % self.describe(source), self.describe(target))
+                try:
+                    os.rename(name, target_name, src_dir_fd=parent, dst_dir_fd=into)
+                except FileNotFoundError:
+                    raise missing("move", self.describe(source)) from None
+            self._made_durable({head, target_head}, FsyncEach())
+        finally:
+            self._release()
+
+    def link_many(self, pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """linkat between held descriptors, kept open for the whole batch; the directories
+        linked into made durable at the end the way a batch of writes is (durability.py), and
+        checked to be still at their paths."""
+        unlinked: list[tuple[str, str]] = []
+        into: set[str] = set()
+        try:
+            for source, target in pairs:
+                head, name = self._split(source)
+                target_head, target_name = self._split(target)
+                parent = self._directory(head, False, self.describe(source))
+                if parent is None:
+                    raise missing("link", self.describe(source))
+                holder = self._directory(target_head, True, self.describe(target))
+                if link_at(parent, name, holder, target_name, self.describe(source), self.describe(target)):
+                    into.add(target_head)
+                else:
+                    unlinked.append((source, target))
+            if into:
+                self._check_in_place(into)
+                self._made_durable(into, durability_for(self._root_fd, self.root))
+        finally:
+            self._release()
+        return unlinked
+
+    def _made_durable(self, directories: set[str], durability) -> None:
+        """Each directory changed and its parents up to the root's (one may have been made)."""
+        try:
+            with root_parent(self.root) as parent:
+                durability.directories(self._directory_chain(directories) + [parent])
+        finally:
+            durability.close()
+
+
+def entry_at(parent: int, name: str, where: str) -> tuple[str, str | None]:
+    """Storage.entry of `name` in the open directory `parent`."""
+    with os_errors("inspect", where):
+        mode = entry_mode(parent, name)
+        if mode is None:
+            return "absent", None
+        if stat.S_ISLNK(mode):
+            try:
+                target = os.readlink(name, dir_fd=parent)
+            except FileNotFoundError:
+                return "absent", None
+    if stat.S_ISLNK(mode):
+        if len(os.fsencode(target)) > LINK_TARGET_LIMIT:
+            raise DistributorError("storage_error", "%s is a symbolic link whose target is longer than %d bytes; "
+                                   "distributor makes none such" % (where, LINK_TARGET_LIMIT))
+        return "link", target
+    if stat.S_ISDIR(mode):
+        return "directory", None
+    kind = kind_of(mode)
+    return ("other", kind) if kind else ("file", None)
+
+
+def switch_at(holder: int, temporary: str, parent: int, name: str, target: str, shown: str, where: str) -> None:
+    """A link holding `target` made at `temporary` in the open directory `holder` and renamed
+    over `name` in `parent`. A directory raced in at `name` after the look makes the rename fail
+    (a link is never renamed over a directory); a file raced in is replaced, which rename(2)
+    cannot refuse: only someone who can write that directory can race, and the file keeps any
+    other name it has."""
+    with os_errors("switch", where):
+        mode = entry_mode(parent, name)
+    if mode is not None and not stat.S_ISLNK(mode):
+        raise not_a_link(where, kind_of(mode) or "a file")
+    with os_errors("create link", shown):
+        try:
+            os.symlink(target, temporary, dir_fd=holder)
+        except FileExistsError:
+            raise already_there("create link", shown) from None
+    try:
+        sync_directory(Directory(holder, shown))
+        with os_errors("switch", where):
+            os.replace(temporary, name, src_dir_fd=holder, dst_dir_fd=parent)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(temporary, dir_fd=holder)
+        raise
+
+
+def link_at(parent: int, name: str, holder: int, target: str, shown: str, where: str) -> bool:
+    """`target` in `holder` made a hard link of the regular file `name` in `parent`; False when
+    the filesystem cannot (NO_LINK_HERE). The file linked is looked at before and after: a
+    source swapped in between is undone and refused, never left linked."""
+    with os_errors("link", shown):
+        try:
+            seen = os.stat(name, dir_fd=parent, follow_symlinks=False)
+        except FileNotFoundError:
+            raise missing("link", shown) from None
+    if stat.S_ISLNK(seen.st_mode):
+        raise link_refused(shown)
+    if kind_of(seen.st_mode):
+        raise not_linkable(shown, kind_of(seen.st_mode))
+    with os_errors("link %s to" % shown, where):
+        try:
+            os.link(name, target, src_dir_fd=parent, dst_dir_fd=holder, follow_symlinks=False)
+        except FileExistsError:
+            raise already_there("link %s to" % shown, where) from None
+        except OSError as exc:
+            if exc.errno in NO_LINK_HERE:
+                return False
+            raise
+        made = os.stat(target, dir_fd=holder, follow_symlinks=False)
+        if (made.st_dev, made.st_ino) != (seen.st_dev, seen.st_ino):
+            os.unlink(target, dir_fd=holder)
+            raise link_not_made(where, shown)
+    return True
