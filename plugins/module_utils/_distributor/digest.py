@@ -214,6 +214,10 @@ def explain(facts: dict) -> str:
     """What the run sees, in the words of the plan, so a reviewer can set it beside the approved
     check's `changes`: only the expected digest reaches the run, so which input moved cannot be
     known, but every input the digest covers is named."""
+    if facts["operation"] == "release":
+        return "switch %s from release %s to %s%s, changing the outputs of owners %s" % (
+            facts["bundle_path"], facts["from"] or "none", facts["to"], " (a rollback)" if facts["rollback"] else "",
+            ", ".join(facts["owners"]) or "none")
     parts = []
     if facts["operation"] == "publish":
         parts.append("%s source %s" % (facts["action"], _describe_source(facts["source"])))
