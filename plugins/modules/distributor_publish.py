@@ -372,7 +372,9 @@ release:
       description: The release M(distributor.core.distributor_release) with C(release=previous) returns to after this run; V(null) for none.
       type: str
     preview_url:
-      description: The URL the new release can be looked at before it is switched to; V(null) without one configured or without a new release.
+      description:
+        - The URL the new release can be looked at before it is switched to, C(releases.preview_url) with C({release}) filled in;
+          V(null) without that setting or without a new release.
       type: str
   sample: {id: 20261206T053000Z-0123456789ab, status: active, from: 20261205T221500Z-3f9a0c2b7d1e, converted: null,
            removed: [20261203T080000Z-aa00bb11cc22], failed: [], kept: [], previous: 20261205T221500Z-3f9a0c2b7d1e,
