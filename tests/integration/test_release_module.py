@@ -155,4 +155,3 @@ def test_the_rollback_playbook_refuses_a_destination_without_releases_before_swi
     assert "destination 'plain' has no releases setting" in output and results is None
     output, _results = role(dict(site, distributor_rollback_pipeline=""), operation="rollback", expect_rc=2)
     assert "rollback needs distributor_rollback_pipeline" in output
-

@@ -205,7 +205,6 @@ def test_distributor_verify_repairs_an_output_edited_at_the_destination(role, si
 # -- the review loop from the command line (issue 31) -------------------------------------------
 
 
-
 def test_a_check_prints_each_plan_digest_and_the_extra_vars_that_publish_exactly_those_plans(role, site, tmp_path):
     """No ANSIBLE_SHOW_CUSTOM_STATS: the check's own output says what to approve and how."""
     output, checked = role(site, check=True)
