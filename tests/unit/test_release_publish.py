@@ -11,13 +11,14 @@ from datetime import timedelta
 import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
+from ansible_collections.distributor.core.plugins.module_utils._distributor.prune import prune
 from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
 from ansible_collections.distributor.core.plugins.module_utils._distributor.switch_release import switch_release
 from ansible_collections.distributor.core.plugins.module_utils._distributor.timestamps import format_rfc3339
 
 from builders import LATER, MEMORY_STORAGE, NOW, write_bundle
-from memory_storage import MemoryStorage
-from test_crash_safety import Cut, Killed
+from memory_storage import MemoryStorage, hard_link
+from test_crash_safety import Killed
 
 PIPELINE = {"id": "site"}
 HOME = ".distributor-releases/site"
@@ -279,3 +280,44 @@ def test_outputs_a_storage_cannot_link_are_written_again_from_the_bundle(tmp_pat
     second = live(store)
     assert read(store, "%s/%s/app.css" % (HOME, second)) == b"css"
     assert store["%s/%s/app.css" % (HOME, second)] is not store["%s/%s/app.css" % (HOME, first)]
+
+
+def test_a_diff_shows_the_old_content_of_a_file_the_generations_share_and_refuses_a_planted_extra_name(tmp_path):
+    store = {}
+    publish_files(tmp_path, store, "one", {"index.html": b"one", "notes.txt": b"old\n"}, now=NOW.replace(hour=1))
+    publish_files(tmp_path, store, "two", {"index.html": b"two", "notes.txt": b"old\n"}, now=NOW.replace(hour=2))
+    checked = publish_files(tmp_path, store, "three", {"index.html": b"two", "notes.txt": b"new\n"},
+                            now=NOW.replace(hour=3), check_mode=True, diff_contents=True)
+    shown = {e["after_header"].rpartition("/")[2]: e for e in checked["diff"][1:]}
+    assert (shown["notes.txt"]["before"], shown["notes.txt"]["after"]) == ("old\n", "new\n")
+    hard_link(store, "secret", "%s/%s/notes.txt" % (HOME, live(store))) if store.setdefault("secret", b"secret\n") else None
+    checked = publish_files(tmp_path, store, "three", {"index.html": b"two", "notes.txt": b"new\n"},
+                            now=NOW.replace(hour=3), check_mode=True, diff_contents=True)
+    assert "secret" not in json.dumps(checked["diff"])
+
+
+def test_prune_acts_on_the_live_generation_and_leaves_the_others_whole(tmp_path):
+    store = {}
+    dest = dict(destination(), retention={"max_outputs": 1})
+    publish_files(tmp_path, store, "one", {"a.txt": b"a", "b.txt": b"b"}, dest=dest, now=NOW.replace(hour=1))
+    publish_files(tmp_path, store, "two", {"a.txt": b"a", "b.txt": b"b2"}, dest=dest, now=NOW.replace(hour=2))
+    first, second = sorted(generations(store))
+    pruned = prune("site", dest, now=NOW.replace(hour=3), opener=opener(store))
+    [gone] = pruned["deleted"]
+    assert live(store) == second and read(store, "%s/%s/%s" % (HOME, second, gone)) is None
+    assert read(store, "%s/%s/%s" % (HOME, first, gone)) is not None
+    state = json.loads(read(store, "%s/%s/.distributor.json" % (HOME, second)))
+    assert [o["path"] for o in state["outputs"]] == pruned["kept"] and gone not in pruned["kept"]
+
+
+def test_a_build_that_fails_is_marked_failed_and_cleared_at_once_leaving_the_live_release(tmp_path):
+    store = {}
+    publish_files(tmp_path, store, "one", {"index.html": b"one", "app.css": b"css"})
+    first = live(store)
+    source = bundle(tmp_path, "two", {"index.html": b"two", "app.css": b"css", "big.bin": b"x" * 10}, "2026-06-05T11:00:00Z")
+    with open(tmp_path / "two" / "big.bin", "wb") as handle:
+        handle.write(b"y" * 10)
+    with pytest.raises(DistributorError) as refused:
+        publish(source, PIPELINE, destination(), now=LATER, opener=opener(store))
+    assert refused.value.reason == "verification_failed"
+    assert live(store) == first and generations(store) == {first} and statuses(store) == {first: "active"}

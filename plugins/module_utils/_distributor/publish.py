@@ -32,7 +32,7 @@ from .limits import UNLIMITED
 from .paths import STATE_NAME
 from .plan import Content, Plan, plan, plan_outputs, with_data
 from .publish_release import publish_release
-from .release_root import opened_release
+from .release_root import opened_release, vouched_read
 from .root import opened, present_in, read_records
 from .state import OwnerKey, output_to_dict, state_to_dict
 from .storage.select import open_storage
@@ -279,7 +279,7 @@ def _content_diffs(the_plan, present, storage, bundle, page: Page, limit: int) -
         if write.content.render_key is not None and write.content.data is None:
             return render_markdown(bundle.read(write.source_path), write.source_path, page)
         return b"".join(output_chunks(write, bundle))
-    return content_diffs(writes, managed, present, storage.read_bytes, new_bytes, storage.describe, limit)
+    return content_diffs(writes, managed, present, vouched_read(storage, managed), new_bytes, storage.describe, limit)
 
 
 def leftover_warnings(found: Leftovers, the_plan: Plan, recovered: list, staging: list, check_mode: bool) -> list[str]:

@@ -46,6 +46,10 @@ def publish_release(job, root: ReleaseRoot, make) -> tuple:
                 "failed": list(dead.failed)}
     made = make(root.storage, release_facts)
     _refuse_unmanaged(made, root)
+    if root.plain and (made.found.token is not None or made.staging):
+        raise DistributorError(
+            "conflict", "%s holds what an interrupted publish in place left; publish once more without releases to "
+            "finish it, then convert" % root.storage.describe())
     values = {"id": None, "status": None, "from": root.live, "converted": None, "removed": list(dead.removed),
               "failed": list(dead.failed), "kept": [{"id": i, "why": why} for i, why in dead.kept],
               "previous": None, "preview_url": None}

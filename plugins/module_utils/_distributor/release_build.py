@@ -115,6 +115,27 @@ def build(root: ReleaseRoot, the_plan: Plan, bundle, manifest, present: frozense
     owners = tuple(o.key for o in the_plan.after.owners) if the_plan.after else ()
     entry = Release(release, STAGED, manifest.id, manifest.digest, owners, format_rfc3339(now), None, None, root.live)
     root.write_index(begun(root.index, entry))
+    try:
+        _build(root, the_plan, bundle, present, own_sources, release)
+    except DistributorError:
+        _abandon(root, release)
+        raise
+    root.write_index(built(root.index, release, now))
+    return release
+
+
+def _abandon(root: ReleaseRoot, release: str) -> None:
+    """A build that failed (not one that died) is marked failed and cleared at once, as far as
+    the storage still lets it; what stays is the next run's to clear."""
+    try:
+        root.write_index(failed(root.index, [release]))
+        if clear(root, release) is None:
+            root.write_index(removed(root.index, [release]))
+    except DistributorError:
+        pass
+
+
+def _build(root: ReleaseRoot, the_plan: Plan, bundle, present: frozenset, own_sources: dict, release: str) -> None:
     written = {w.path for w in the_plan.writes + the_plan.repairs + the_plan.resettles}
     kept = [o.path for o in the_plan.after.outputs if o.path not in written and o.path in present] if the_plan.after else []
     pairs = [(join(root.live, p), join(release, p)) for p in kept] if root.live else []
@@ -126,8 +147,6 @@ def build(root: ReleaseRoot, the_plan: Plan, bundle, manifest, present: frozense
             "release mode in a shared root needs hardlink@openssh.com" % (root.home.describe(), refused[0]))
     writes = the_plan.writes + the_plan.repairs + the_plan.resettles + tuple(own_sources[p] for p in again)
     execute(replace(the_plan, writes=writes, repairs=(), resettles=(), deletes=()), root.generation(release), bundle)
-    root.write_index(built(root.index, release, now))
-    return release
 
 
 def switch(root: ReleaseRoot, release: str, now: datetime, rollback: bool = False) -> None:

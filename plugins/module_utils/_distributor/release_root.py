@@ -10,6 +10,7 @@ generations it names; neither chooses a path outside the release home.
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from collections.abc import Mapping
 from contextlib import contextmanager, nullcontext
@@ -21,6 +22,7 @@ from .dryrun import with_dry_run_hint
 from .errors import DistributorError
 from .limits import INDEX_LIMIT
 from .paths import join
+from .regular import ForeignLinks
 from .release_index import INDEX_NAME, ReleaseIndex, parse_index, serialize_index
 from .releases import HOME, live_id, split_bundle_path
 from .root import opened, read_journal, read_record, read_state
@@ -93,6 +95,36 @@ class SharedLinks(Mapping):
 
     def __len__(self) -> int:
         return len(self._load())
+
+
+class NotVouched(ForeignLinks):
+    """A file generations share whose bytes are not those its record names: the count of names
+    comes from the generations' records, which anyone who can write the destination can plant,
+    but not the digest of a file they cannot read. Never shown."""
+
+    def __init__(self, where: str):
+        DistributorError.__init__(self, "storage_error", "%s has more than one name and does not hold the bytes its "
+                                  "record names, so distributor does not read it" % where)
+        self.where, self.links = where, None
+
+    @property
+    def shown(self) -> str:
+        """Why the content is not shown, in a diff's words."""
+        return "the file has other names and does not hold the bytes its record names, so distributor does not show it"
+
+
+def vouched_read(storage: Storage, managed: Mapping):
+    """storage.read_bytes for a diff's old content, where a file with names in several
+    generations (storage.shared_links) is shown only when its bytes hash to its record's
+    `sha256` (`managed`: the records by path). A storage with no shared files reads as it is."""
+    def read(path: str, limit: int) -> bytes | None:
+        data = storage.read_bytes(path, limit)
+        record = managed.get(path)
+        if data is not None and record is not None and storage.shared_links.get(path, 1) > 1:
+            if len(data) != record.size or "sha256:" + hashlib.sha256(data).hexdigest() != record.sha256:
+                raise NotVouched(storage.describe(path))
+        return data
+    return read
 
 
 def read_generation_journal(storage: Storage):
