@@ -244,7 +244,7 @@ def nginx():
 
 
 def _ready(kind: str, process: subprocess.Popen) -> None:
-    waited, _, _ = select.select([process.stdout], [], [], READY_SECONDS)
+    waited = select.select([process.stdout], [], [], READY_SECONDS)[0]
     line = process.stdout.readline() if waited else "no read succeeded within %ds\n" % READY_SECONDS
     if line != "ready\n":
         process.kill()

@@ -193,9 +193,6 @@ def opened_tree(destination: Destination, bundle_path: str, lock_timeout: float,
     release mode the live generation, through the link, under the release home's lock. They
     change that generation in place: their deletes unlink names only (the older generations'
     names of a shared file stay), and the record is written by rename, a file of its own."""
-    if destination.releases is None:
-        with opened(destination, bundle_path, lock_timeout, check_mode, opener) as storage:
-            yield storage
-    else:
-        with opened_release(destination, bundle_path, lock_timeout, check_mode, opener) as root:
-            yield root.storage
+    in_place = destination.releases is None
+    with (opened if in_place else opened_release)(destination, bundle_path, lock_timeout, check_mode, opener) as found:
+        yield found if in_place else found.storage
