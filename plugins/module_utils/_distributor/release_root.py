@@ -103,9 +103,8 @@ class NotVouched(ForeignLinks):
     but not the digest of a file they cannot read. Never shown."""
 
     def __init__(self, where: str):
-        DistributorError.__init__(self, "storage_error", "%s has more than one name and does not hold the bytes its "
-                                  "record names, so distributor does not read it" % where)
-        self.where, self.links = where, None
+        super().__init__(where, None, "%s has more than one name and does not hold the bytes its record names, so "
+                         "distributor does not read it" % where)
 
     @property
     def shown(self) -> str:
