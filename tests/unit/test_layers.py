@@ -29,7 +29,7 @@ TOP = "_distributor"
 # let a module split by concern (manifest_build, schema_documents) keep its family's layer.
 LAYERS = (
     ("bottom", (TOP, "errors", "limits", "vocabulary", "version", "timestamps", "globs", "visible", "paths",
-                "regular", "fastcheck", "argspec", "urls")),
+                "regular", "fastcheck", "columns", "argspec", "urls")),
     ("schemas", ("schema*",)),
     ("model", ("manifest*", "bundle", "state", "journal", "config", "attributes", "transforms", "ownership")),
     ("pure core", ("decide", "plan", "guards", "invalidation", "digest", "changes", "contentdiff", "report", "dryrun", "drift",

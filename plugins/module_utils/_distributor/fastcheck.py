@@ -30,7 +30,8 @@ def _id(value) -> bool:
     return isinstance(value, str) and value != ""
 
 
-def _sha256(value) -> bool:
+def is_sha256(value) -> bool:
+    """`sha256:` and 64 lowercase hex digits, as the schemas' SHA256 accepts."""
     return isinstance(value, str) and _SHA256.fullmatch(value) is not None
 
 
@@ -38,7 +39,8 @@ def _size(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def _url(value) -> bool:
+def is_http_url(value) -> bool:
+    """An http(s) URL without white space, as the schemas' HTTP_URL accepts (no trailing newline)."""
     return isinstance(value, str) and _HTTP_URL.fullmatch(value) is not None
 
 
@@ -48,15 +50,15 @@ def _attributes(value) -> bool:
 
 def _manifest_file(item) -> bool:
     return (isinstance(item, dict) and len(item) == 3 and _id(item.get("path"))
-            and _sha256(item.get("sha256")) and _size(item.get("size")))
+            and is_sha256(item.get("sha256")) and _size(item.get("size")))
 
 
 # One check per property of the output schemas (tests/unit/test_fastcheck.py holds them equal): a
 # property left out here would pass unchecked, since jsonschema does not see the items that pass.
-_OUTPUT = {"path": _text, "source_path": _text, "transform": _id, "url": _url, "sha256": _sha256, "size": _size,
+_OUTPUT = {"path": _text, "source_path": _text, "transform": _id, "url": is_http_url, "sha256": is_sha256, "size": _size,
            "attributes": _attributes}
-_OUTPUT_V2 = dict(_OUTPUT, created_at=_id, updated_at=_id, render_key=_sha256)
-_OUTPUT_V3 = dict(_OUTPUT_V2, pipeline_id=_id, destination_id=_id, source_id=_id, source_digest=_sha256, source_created=_id)
+_OUTPUT_V2 = dict(_OUTPUT, created_at=_id, updated_at=_id, render_key=is_sha256)
+_OUTPUT_V3 = dict(_OUTPUT_V2, pipeline_id=_id, destination_id=_id, source_id=_id, source_digest=is_sha256, source_created=_id)
 
 
 def _output_check(checks: dict, required: tuple):
@@ -90,7 +92,7 @@ def _owner(item) -> bool:
     return (_id(item.get("pipeline_id")) and _id(item.get("destination_id"))
             and isinstance(reconciliation, dict) and _mode(reconciliation.get("mode"))
             and isinstance(source, dict) and isinstance(source.get("manifest"), dict)
-            and isinstance(links, dict) and ("primary_url" not in links or _url(links["primary_url"])))
+            and isinstance(links, dict) and ("primary_url" not in links or is_http_url(links["primary_url"])))
 
 
 def _mode(value) -> bool:

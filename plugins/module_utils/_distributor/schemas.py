@@ -173,18 +173,25 @@ def check_density(raw: bytes, where: str, reason: str) -> None:
 
 
 def load_json(raw: bytes, where: str, reason: str) -> object:
-    """Decoded UTF-8 JSON read back from storage, or DistributorError(reason) naming `where`:
+    """Decoded UTF-8 JSON read back from storage, its nesting bounded (check_nesting), or
+    DistributorError(reason) naming `where`."""
+    data = decode_json(raw, where, reason)
+    check_nesting(data, where, reason)
+    return data
+
+
+def decode_json(raw: bytes, where: str, reason: str) -> object:
+    """load_json without the bound on nesting, for a caller that first tries a check which
+    recognises the whole shape of the data (columns.py) and bounds the nesting of the rest:
     Python's parser itself raises RecursionError on deep enough input."""
     check_density(raw, where, reason)
     try:
-        data = json.loads(raw.decode("utf-8"))
+        return json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise DistributorError(reason, "%s is not valid JSON: %s" % (where, exc)) from None
     except RecursionError:
         raise DistributorError(reason, "%s nests arrays or objects deeper than %d levels; no distributor "
                                        "record or setting does" % (where, MAX_NESTING)) from None
-    check_nesting(data, where, reason)
-    return data
 
 
 def validate(name: str, data: object, where: str, reason: str, *, nesting_checked: bool = False) -> None:

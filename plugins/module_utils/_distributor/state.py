@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
+from itertools import repeat
 from types import MappingProxyType
 from typing import Mapping, NamedTuple
 from urllib.parse import quote
 
 from .errors import DistributorError
-from .manifest import Manifest, listed, parse_manifest, publishable_path_problem
-from .schemas import load_json, only_scalars, validate
+from .columns import single_owner_columns
+from .manifest import Manifest, listed, parse_manifest, publishable_path_problem, recognised
+from .schemas import check_nesting, decode_json, only_scalars, validate
 from .timestamps import parse_rfc3339
 from .urls import recorded_url_problem, url_problem
 from .vocabulary import SHARED_ROOT, SINGLE_OWNER
@@ -113,8 +115,13 @@ def _by_owner(outputs) -> dict:
 
 
 def parse_state(raw: bytes, where: str) -> State:
-    """Read any schema; every problem is `invalid_state` naming `where` and the field."""
-    data = load_json(raw, where, "invalid_state")
+    """Read any schema; every problem is `invalid_state` naming `where` and the field. A record
+    the column checks recognise (_recognised) needs no more; any other takes the full path."""
+    data = decode_json(raw, where, "invalid_state")
+    state = _recognised(data)
+    if state is not None:
+        return state
+    check_nesting(data, where, "invalid_state")
     if not isinstance(data, dict) or data.get("schema_version") not in (1, 2, 3):
         found = data.get("schema_version") if isinstance(data, dict) else type(data).__name__
         raise DistributorError("invalid_state", "%s: schema_version %r is not 1, 2 or 3" % (where, found))
@@ -183,6 +190,36 @@ def _output(record: dict, owner: OwnerKey, manifest: Manifest | None, fallback_t
         render_key=record.get("render_key") if keyed else None,
     )
     return made
+
+
+# An output's fields: the columns of its record (columns.single_owner_columns), then those of its owner and source.
+_FIELDS = ("path", "kind", "source_path", "transform", "url", "sha256", "size", "created_at", "updated_at", "attributes",
+           "render_key", "owner", "source_id", "source_digest", "source_created")
+
+
+def _recognised(data: object) -> State | None:
+    """The State _parse_single and _check_outputs make of a schema-2 record whose embedded
+    manifest (manifest.recognised) and every other member the column checks accept, each
+    output made from its columns at once; None sends the record to the full path."""
+    source = data.get("source") if type(data) is dict else None
+    known = recognised(source.get("manifest")) if type(source) is dict else None
+    columns = known and single_owner_columns(data, known[1])
+    if not columns:
+        return None
+    manifest = known[0]
+    key = OwnerKey(data["pipeline_id"], data["destination_id"])
+    attributes = columns["attributes"]
+    columns["attributes"] = repeat(()) if attributes is None else [tuple(sorted(a.items())) if a else () for a in attributes]
+    columns.update(owner=repeat(key), source_id=repeat(manifest.id), source_digest=repeat(manifest.digest),
+                   source_created=repeat(manifest.created))
+    outputs = []
+    for values in zip(*(repeat(None) if columns[name] is None else columns[name] for name in _FIELDS)):
+        made = _NEW(Output)
+        made.__dict__.update(zip(_FIELDS, values))
+        outputs.append(made)
+    owner = Owner(key, data["reconciliation"]["mode"], manifest, data.get("links", {}).get("primary_url"))
+    return State(SINGLE_OWNER, 2, data["created_at"], data["updated_at"], data["published_at"], data.get("distributor_version"),
+                 (owner,), tuple(outputs))
 
 
 def _parse_single(data: dict, where: str) -> State:
