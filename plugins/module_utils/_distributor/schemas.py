@@ -12,21 +12,20 @@ import heapq
 import json
 import traceback
 from functools import lru_cache
+from importlib.util import find_spec
 from itertools import compress, islice, repeat
 
 from .errors import DistributorError, MissingLibrary
-from .fastcheck import split_items
+from .fastcheck import split_items, sure
 from .limits import BYTES_PER_CONTAINER
 from .schema_documents import SCHEMAS
 
-try:
-    import jsonschema
-except ImportError:
-    HAS_JSONSCHEMA = False
-    JSONSCHEMA_IMPORT_ERROR = traceback.format_exc()
-else:
-    HAS_JSONSCHEMA = True
-    JSONSCHEMA_IMPORT_ERROR = None
+# jsonschema is imported when a document first needs it: one the plain checks cannot vouch for
+# (fastcheck.sure, the item and column checks), which jsonschema then judges and words. Most runs
+# never need it, and importing it is a third of a module's imports (0.1 s of CPU). Whether it is
+# installed is known at once (a lookup, no import), so a run without it fails as it always did.
+HAS_JSONSCHEMA = find_spec("jsonschema") is not None
+JSONSCHEMA_IMPORT_ERROR = None if HAS_JSONSCHEMA else "ModuleNotFoundError: No module named 'jsonschema'"
 
 
 _JSON_TYPES = (
@@ -116,6 +115,10 @@ def _validator(name: str):
     port written as either is a bug worth reporting."""
     if not HAS_JSONSCHEMA:
         raise MissingLibrary("jsonschema", "validating %s" % name, JSONSCHEMA_IMPORT_ERROR)
+    try:
+        import jsonschema  # third-party, deferred: see HAS_JSONSCHEMA
+    except ImportError:
+        raise MissingLibrary("jsonschema", "validating %s" % name, traceback.format_exc()) from None
     base = jsonschema.Draft202012Validator
     checker = base.TYPE_CHECKER.redefine(
         "integer", lambda _checker, value: isinstance(value, int) and not isinstance(value, bool)
@@ -198,9 +201,14 @@ def validate(name: str, data: object, where: str, reason: str, *, nesting_checke
     """Raise DistributorError(reason) naming `where` and the field when `data` breaks schema `name`.
     `nesting_checked`: the caller already bounded the nesting of `data` (load_json did), which
     for a 100,000-output state is a walk of every record not worth making twice."""
+    if not HAS_JSONSCHEMA:
+        raise MissingLibrary("jsonschema", "validating %s" % name, JSONSCHEMA_IMPORT_ERROR)
     if not nesting_checked:
         check_nesting(data, where, reason)
-    error = first_error(_errors(name, data))
+    rest, arrays = split_items(name, data)
+    if sure(SCHEMAS[name], rest) and all(suspects == () for _key, suspects in arrays):
+        return
+    error = first_error(_errors(name, rest, arrays))
     if error is not None:
         raise DistributorError(reason, "%s: %s" % (where, _describe(error, name)))
 
@@ -214,20 +222,22 @@ def first_error(errors):
     """The error to name among the first WEIGHED_ERRORS of `errors`: jsonschema's own preference
     (the error highest up in the document, over a oneOf that only sums up its alternatives, and
     inside a oneOf the deepest), the first of equals kept: the first broken item of an array,
-    where jsonschema would name its last."""
-    return jsonschema.exceptions.best_match(islice(errors, WEIGHED_ERRORS), key=_relevance)
+    where jsonschema would name its last. `errors` come from a validator (_validator), so
+    jsonschema is imported by then."""
+    from jsonschema.exceptions import best_match  # third-party, deferred: see HAS_JSONSCHEMA
+    return best_match(islice(errors, WEIGHED_ERRORS), key=_relevance)
 
 
 def _relevance(error) -> tuple:
-    return -len(error.path), error.validator not in jsonschema.exceptions.WEAK_MATCHES
+    from jsonschema.exceptions import WEAK_MATCHES  # third-party, deferred: see HAS_JSONSCHEMA
+    return -len(error.path), error.validator not in WEAK_MATCHES
 
 
-def _errors(name: str, data: object):
-    """jsonschema's errors of `data`, lazily, in the order it finds them; of each large array
-    (fastcheck.py) only the errors of its first item jsonschema refuses, found without looking
-    at the items that pass, and after the rest of the document's, as jsonschema finds them: those
-    arrays are the last properties of their schemas."""
-    rest, arrays = split_items(name, data)
+def _errors(name: str, rest: object, arrays: list):
+    """jsonschema's errors of a document split by fastcheck.split_items (`rest`, `arrays`),
+    lazily, in the order it finds them; of each large array only the errors of its first item
+    jsonschema refuses, found without looking at the items that pass, and after the rest of the
+    document's, as jsonschema finds them: those arrays are the last properties of their schemas."""
     yield from _validator(name).iter_errors(rest)
     for key, suspects in arrays:
         for index, item in suspects:
