@@ -109,16 +109,22 @@ def _describe(error, name: str) -> str:
     return "%s: %s" % (location, _cut(error.message, _MESSAGE_LIMIT))
 
 
+def _jsonschema(purpose: str):
+    """The jsonschema module, imported at its first need (see HAS_JSONSCHEMA), or MissingLibrary."""
+    if not HAS_JSONSCHEMA:
+        raise MissingLibrary("jsonschema", purpose, JSONSCHEMA_IMPORT_ERROR)
+    try:
+        import jsonschema  # third-party, deferred: see HAS_JSONSCHEMA
+    except ImportError:
+        raise MissingLibrary("jsonschema", purpose, traceback.format_exc()) from None
+    return jsonschema
+
+
 @lru_cache(maxsize=None)
 def _validator(name: str):
     """A Draft 2020-12 validator whose `integer` refuses booleans and floats like 1.0: a size or
     port written as either is a bug worth reporting."""
-    if not HAS_JSONSCHEMA:
-        raise MissingLibrary("jsonschema", "validating %s" % name, JSONSCHEMA_IMPORT_ERROR)
-    try:
-        import jsonschema  # third-party, deferred: see HAS_JSONSCHEMA
-    except ImportError:
-        raise MissingLibrary("jsonschema", "validating %s" % name, traceback.format_exc()) from None
+    jsonschema = _jsonschema("validating %s" % name)
     base = jsonschema.Draft202012Validator
     checker = base.TYPE_CHECKER.redefine(
         "integer", lambda _checker, value: isinstance(value, int) and not isinstance(value, bool)
@@ -201,7 +207,7 @@ def validate(name: str, data: object, where: str, reason: str, *, nesting_checke
     """Raise DistributorError(reason) naming `where` and the field when `data` breaks schema `name`.
     `nesting_checked`: the caller already bounded the nesting of `data` (load_json did), which
     for a 100,000-output state is a walk of every record not worth making twice."""
-    if not HAS_JSONSCHEMA:
+    if not HAS_JSONSCHEMA:  # required even for what the plain checks vouch for: a run without it fails as it did
         raise MissingLibrary("jsonschema", "validating %s" % name, JSONSCHEMA_IMPORT_ERROR)
     if not nesting_checked:
         check_nesting(data, where, reason)
@@ -222,15 +228,12 @@ def first_error(errors):
     """The error to name among the first WEIGHED_ERRORS of `errors`: jsonschema's own preference
     (the error highest up in the document, over a oneOf that only sums up its alternatives, and
     inside a oneOf the deepest), the first of equals kept: the first broken item of an array,
-    where jsonschema would name its last. `errors` come from a validator (_validator), so
-    jsonschema is imported by then."""
-    from jsonschema.exceptions import best_match  # third-party, deferred: see HAS_JSONSCHEMA
-    return best_match(islice(errors, WEIGHED_ERRORS), key=_relevance)
+    where jsonschema would name its last."""
+    return _jsonschema("weighing validation errors").exceptions.best_match(islice(errors, WEIGHED_ERRORS), key=_relevance)
 
 
 def _relevance(error) -> tuple:
-    from jsonschema.exceptions import WEAK_MATCHES  # third-party, deferred: see HAS_JSONSCHEMA
-    return -len(error.path), error.validator not in WEAK_MATCHES
+    return -len(error.path), error.validator not in _jsonschema("weighing validation errors").exceptions.WEAK_MATCHES
 
 
 def _errors(name: str, rest: object, arrays: list):
