@@ -42,7 +42,7 @@ def rsync(source: str, target: str):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--tree", action="append", required=True, help="NAME=PATH of a directory holding ansible_collections")
     parser.add_argument("--phase", choices=("first", "skip"), default="skip")
     parser.add_argument("--files", type=int, default=10000)

@@ -256,7 +256,7 @@ def test_valid_settings_are_vouched_for_without_jsonschema(name):
 @given(data=st.data())
 def test_settings_vouched_for_are_settings_jsonschema_accepts(name, data):
     document = data.draw(st.sampled_from(SETTINGS_DOCUMENTS[name]))
-    for _ in range(data.draw(st.integers(1, 3))):
+    for _round in range(data.draw(st.integers(1, 3))):
         document = _set_somewhere(document, data)
     if sure(SCHEMAS[name], document):
         assert schemas._validator(name).is_valid(document), document

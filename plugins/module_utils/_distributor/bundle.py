@@ -195,7 +195,7 @@ class InsideBundle:
         lstat, is_regular = os.lstat, stat.S_ISREG
         for entry in files:
             path = entry.path
-            head, _, name = path.rpartition("/")
+            head, _slash, name = path.rpartition("/")
             prefix = prefixes.get(head)
             info = None
             if prefix is not None:

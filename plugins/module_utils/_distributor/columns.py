@@ -47,8 +47,13 @@ def _lines(pattern: re.Pattern, column: list) -> bool:
     return not column or (joined.count("\n") == len(column) - 1 and pattern.fullmatch(joined + "\n") is not None)
 
 
+def is_integer(value) -> bool:
+    """A JSON integer as json.loads makes one: not a bool (which Python counts as an int)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _id(value) -> bool:
-    return type(value) is str and value != ""
+    return isinstance(value, str) and value != ""
 
 
 def _rfc3339(value) -> bool:
@@ -122,7 +127,7 @@ def file_columns(files: object) -> list | None:
     path, sha256 and size, every size an integer (not a boolean, which equals 0 or 1); None
     otherwise. Nothing else is checked: enough to compare entries with those of a manifest
     already checked (manifest._same)."""
-    if type(files) is not list or not {dict}.issuperset(map(type, files)) or not {3}.issuperset(map(len, files)):
+    if not isinstance(files, list) or not {dict}.issuperset(map(type, files)) or not {3}.issuperset(map(len, files)):
         return None
     try:
         columns = [list(map(itemgetter(key), files)) for key in FILE_KEYS]
@@ -142,10 +147,10 @@ def manifest_columns(data: object) -> list | None:
     """[paths, sha256s, sizes] of a manifest that parse_manifest's full path certainly accepts
     (the schema, `created`, the path rules, the digest recomputed), its files listed in the
     order of their paths, as distributor_manifest writes them; None for any other."""
-    if type(data) is not dict or data.keys() != MANIFEST_KEYS:
+    if not isinstance(data, dict) or data.keys() != MANIFEST_KEYS:
         return None
     version, digest = data["schema_version"], data["digest"]
-    if not (type(version) is int and version == 1 and _id(data["id"]) and is_sha256(digest) and _id(data["created"])
+    if not (is_integer(version) and version == 1 and _id(data["id"]) and is_sha256(digest) and _id(data["created"])
             and _rfc3339(data["created"])):
         return None
     columns = file_columns(data["files"])
@@ -174,16 +179,16 @@ def single_owner_columns(data: object, listed: list) -> dict | None:
     accepts, given its embedded manifest's paths (`listed`, that manifest already checked:
     state.py's), with None for a member an output does not have; None for any other record.
     The top level is checked here too; its values are read from `data`."""
-    if type(data) is not dict or not STATE_REQUIRED <= data.keys() <= STATE_KEYS:
+    if not isinstance(data, dict) or not STATE_REQUIRED <= data.keys() <= STATE_KEYS:
         return None
     reconciliation, source, links = data["reconciliation"], data["source"], data.get("links", {})
-    if not (type(data["schema_version"]) is int and data["schema_version"] == 2
-            and type(data.get("distributor_version", "")) is str and _id(data["pipeline_id"]) and _id(data["destination_id"])
+    if not (is_integer(data["schema_version"]) and data["schema_version"] == 2
+            and isinstance(data.get("distributor_version", ""), str) and _id(data["pipeline_id"]) and _id(data["destination_id"])
             and _timestamps([data["published_at"], data["created_at"], data["updated_at"]])
-            and type(data["state"]) is dict and data["state"] == {"mode": SINGLE_OWNER}
-            and type(reconciliation) is dict and reconciliation.keys() == {"mode"} and _mode(reconciliation["mode"])
-            and type(source) is dict and source.keys() == {"manifest"}
-            and type(links) is dict and links.keys() <= {"primary_url"} and _primary_url(links)):
+            and isinstance(data["state"], dict) and data["state"] == {"mode": SINGLE_OWNER}
+            and isinstance(reconciliation, dict) and reconciliation.keys() == {"mode"} and _mode(reconciliation["mode"])
+            and isinstance(source, dict) and source.keys() == {"manifest"}
+            and isinstance(links, dict) and links.keys() <= {"primary_url"} and _primary_url(links)):
         return None
     columns = output_columns(data["outputs"])
     if columns is None:
@@ -197,7 +202,7 @@ def single_owner_columns(data: object, listed: list) -> dict | None:
 
 
 def _mode(value) -> bool:
-    return type(value) is str and value in RECONCILIATION_MODES
+    return isinstance(value, str) and value in RECONCILIATION_MODES
 
 
 def _primary_url(links: dict) -> bool:
@@ -209,7 +214,7 @@ def output_columns(outputs: object) -> dict | None:
     accepts, None in an optional member's column where a record lacks it, and None for a member
     no record has; None when a record is not recognised. Paths are only known to be strings
     here (single_owner_columns checks them against the manifest)."""
-    if type(outputs) is not list or not {dict}.issuperset(map(type, outputs)):
+    if not isinstance(outputs, list) or not {dict}.issuperset(map(type, outputs)):
         return None
     shapes = set(map(tuple, outputs))
     if len(shapes) > _SHAPES or not all(map(_OUTPUT_KEYS.issuperset, shapes)) or not all(map(_REQUIRED.issubset, shapes)):

@@ -13,7 +13,7 @@ from datetime import datetime
 from functools import cached_property
 from typing import Iterable
 
-from .columns import MANIFEST_KEYS, file_columns, manifest_columns, records_digest
+from .columns import MANIFEST_KEYS, file_columns, is_integer, manifest_columns, records_digest
 from .errors import DistributorError
 from .paths import RESERVED_PREFIX, is_reserved, path_problem
 from .schemas import check_nesting, show, validate
@@ -131,8 +131,8 @@ def recognised(data: object) -> tuple[Manifest, list] | None:
     manifest claiming a remembered digest is compared with the remembered one (_same), so the
     other owners' manifests in a shared root never are; a claimed digest is trusted for
     nothing else."""
-    claimed = data.get("digest") if type(data) is dict else None
-    remembered = _VALID.get(claimed) if type(claimed) is str else None
+    claimed = data.get("digest") if isinstance(data, dict) else None
+    remembered = _VALID.get(claimed) if isinstance(claimed, str) else None
     if remembered is not None and _same(data, remembered):
         return remembered[0], _columns(remembered)[0]
     columns = manifest_columns(data)
@@ -163,7 +163,7 @@ def _same(data: dict, remembered: list) -> bool:
     columns (columns.file_columns, which tells an integer size from true or 1.0), equal."""
     manifest = remembered[0]
     version = data.get("schema_version")
-    return (data.keys() == MANIFEST_KEYS and type(version) is int and version == manifest.schema_version
+    return (data.keys() == MANIFEST_KEYS and is_integer(version) and version == manifest.schema_version
             and data["id"] == manifest.id and data["created"] == manifest.created
             and file_columns(data["files"]) == _columns(remembered))
 

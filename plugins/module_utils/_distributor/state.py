@@ -206,8 +206,8 @@ def _recognised(data: object) -> State | None:
     """The State _parse_single and _check_outputs make of a schema-2 record whose embedded
     manifest (manifest.recognised) and every other member the column checks accept, each
     output made from its columns at once; None sends the record to the full path."""
-    source = data.get("source") if type(data) is dict else None
-    known = recognised(source.get("manifest")) if type(source) is dict else None
+    source = data.get("source") if isinstance(data, dict) else None
+    known = recognised(source.get("manifest")) if isinstance(source, dict) else None
     columns = known and single_owner_columns(data, known[1])
     if not columns:
         return None
