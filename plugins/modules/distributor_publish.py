@@ -18,6 +18,10 @@ description:
   - Check mode is the dry run; it writes nothing, not even a lock. With C(--diff) the result holds
     listings of the managed outputs before and after, then a content diff of each text output
     written (old content read from the destination, in check mode too).
+  - With O(destination.releases) (release mode, C(local) and C(sftp)) the bundle path is a symbolic link to one
+    complete release, and the publish plans against the live release as it would against the bundle path, builds the
+    next release beside it (unchanged outputs as hard links, the rest written), makes it durable and switches the
+    link in one rename; RV(release) says what it built, switched, converted and removed.
 options:
   manifest:
     description:
@@ -325,6 +329,56 @@ state:
   returned: with C(--diff), I(return_records=true) or O(record_file)
   type: dict
   sample: {schema_version: 2, pipeline_id: reports, destination_id: archive}
+release:
+  description:
+    - In release mode, what the publish did with releases. A publish that changes nothing (C(skip)) builds no release,
+      and check mode builds none; then RV(release.id) and RV(release.status) are V(null), and RV(release.from),
+      RV(release.failed) and RV(release.previous) say what a run would start from.
+  returned: when O(destination.releases) is set
+  type: dict
+  contains:
+    id:
+      description: The release this publish built, C(YYYYMMDDTHHMMSSZ-<12 hex>); V(null) when it built none.
+      type: str
+    status:
+      description:
+        - C(active) when the bundle path's link was switched to it, C(staged) when C(releases.activate=false) left it
+          to preview (switch to it with M(distributor.core.distributor_release)); V(null) when none was built.
+      type: str
+      choices: [active, staged]
+    from:
+      description: The release that was live when the publish began (its unchanged files are linked into the new one); V(null) for none.
+      type: str
+    converted:
+      description:
+        - When C(releases.convert=true) turned a plain bundle path into the first release, C(id) (that release) and
+          C(window_seconds), how long the bundle path did not exist between the two renames; V(null) otherwise.
+      type: dict
+    removed:
+      description: Releases removed by this run (dead attempts cleared, and those keep-N no longer keeps after the switch).
+      type: list
+      elements: str
+    failed:
+      description: Attempts that died before they were built, marked C(failed) by this run (in check mode, that would be).
+      type: list
+      elements: str
+    kept:
+      description:
+        - Releases keep-N or recovery would remove but left whole, each C(id) and C(why) (they hold files no record
+          names, or a file recovery cannot vouch for).
+      type: list
+      elements: dict
+    previous:
+      description: The release M(distributor.core.distributor_release) with C(release=previous) returns to after this run; V(null) for none.
+      type: str
+    preview_url:
+      description:
+        - The URL the new release can be looked at before it is switched to, C(releases.preview_url) with C({release}) filled in;
+          V(null) without that setting or without a new release.
+      type: str
+  sample: {id: 20261206T053000Z-0123456789ab, status: active, from: 20261205T221500Z-3f9a0c2b7d1e, converted: null,
+           removed: [20261203T080000Z-aa00bb11cc22], failed: [], kept: [], previous: 20261205T221500Z-3f9a0c2b7d1e,
+           preview_url: null}
 written_count:
   description: How many output paths are written (or would be); RV(written) lists the first O(result_limit).
   returned: success

@@ -17,6 +17,10 @@ description:
     publish runs it reports the records as they were when it read them.
   - A record it cannot read is reported (RV(valid=false) with RV(error)), never a failure; only
     settings it cannot use and storage that refuses it fail.
+  - For a destination in release mode (O(destination.releases)) it reads the live release through the
+    bundle path's link, the lock of the release home, and lists the releases kept beside it (RV(releases),
+    RV(release), RV(previous)). A link or a release index that is not what distributor writes fails with
+    C(invalid_state), since neither says which release to read.
 options:
   pipeline_id:
     description:
@@ -114,6 +118,22 @@ EXAMPLES = r"""
         prefix: site
   register: drift
   failed_when: drift.missing or drift.drifted
+
+- name: The releases of a web root in release mode
+  distributor.core.distributor_state_info:
+    destination:
+      id: web
+      storage:
+        type: local
+        root: /srv/www
+      path: site
+      releases:
+        keep: 3
+  register: web
+
+- name: Say which release is live and where a rollback would return
+  ansible.builtin.debug:
+    msg: "live {{ web.release }}, rollback to {{ web.previous }}; {{ web.releases | map(attribute='status') | join(', ') }}"
 """
 
 RETURN = r"""
@@ -121,6 +141,7 @@ reason:
   description:
     - On failure, the machine-readable cause, one of the following.
     - V(invalid_config) - a destination setting, O(created) or the rendered bundle path is wrong (the message names it).
+    - V(invalid_state) - in release mode, the bundle path's link or the release index is not what distributor writes.
     - V(storage_error) - the storage refused or failed a read (the message names the location).
   returned: failure
   type: str
@@ -272,6 +293,69 @@ drifted:
   type: list
   elements: str
   sample: [report.html]
+release:
+  description:
+    - In release mode, the release the bundle path's link holds (the live one, whose records the other values
+      describe); V(null) when the bundle path holds none yet.
+  returned: when O(destination.releases) is set
+  type: str
+  sample: 20261206T053000Z-0123456789ab
+previous:
+  description:
+    - In release mode, the release M(distributor.core.distributor_release) with C(release=previous) returns to, the
+      newest C(superseded) release older than the live one; V(null) when there is none.
+  returned: when O(destination.releases) is set
+  type: str
+  sample: 20261205T221500Z-3f9a0c2b7d1e
+releases:
+  description:
+    - In release mode, every release the index beside the bundle path records, oldest first; the first O(result_limit)
+      (RV(releases_count) counts them all).
+    - The index is read as evidence like the state record; its ids and owners are shown as they are recorded.
+  returned: when O(destination.releases) is set
+  type: list
+  elements: dict
+  contains:
+    id:
+      description: The release id, C(YYYYMMDDTHHMMSSZ-<12 hex>) (the UTC second of its publish, then the attempt's token).
+      type: str
+    status:
+      description:
+        - C(staged) (built, or being built, and not switched to), C(active) (the link holds it), C(superseded) (a good
+          release a later one replaced), C(failed) (an attempt that failed or died), C(rolled_back) (a rollback left it).
+      type: str
+      choices: [staged, active, superseded, failed, rolled_back]
+    manifest_id:
+      description: The id of the source its publish published.
+      type: str
+    manifest_digest:
+      description: That source's digest.
+      type: str
+    owners:
+      description: The owners whose outputs it holds, each C(pipeline) and C(destination).
+      type: list
+      elements: dict
+    created:
+      description: When its publish began (RFC3339).
+      type: str
+    built:
+      description: When it was complete and durable; V(null) for an attempt that never finished.
+      type: str
+    activated:
+      description: When the link last switched to it; V(null) if it never was.
+      type: str
+    from:
+      description: The release it was built from (its unchanged files are links to that release's); V(null) for none.
+      type: str
+  sample: [{id: 20261205T221500Z-3f9a0c2b7d1e, status: superseded, manifest_id: site.example,
+            manifest_digest: "sha256:7d5f0b3c9e1a2d4f6b8a0c2e4f6a8b0d2f4a6c8e0b2d4f6a8c0e2a4b6d8f0a2c",
+            owners: [{pipeline: site, destination: web}], created: "2026-12-05T22:15:00Z",
+            built: "2026-12-05T22:15:02Z", activated: "2026-12-05T22:15:02Z", from: null}]
+releases_count:
+  description: In release mode, how many releases the index records.
+  returned: when O(destination.releases) is set
+  type: int
+  sample: 3
 owners_count:
   description: How many owners are listed.
   returned: success

@@ -19,6 +19,7 @@ from services import NGINX, _die_with_parent, start_nginx
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 INSTALLED = os.path.join(REPO_ROOT, ".build", "collections")
+PLAYBOOKS = os.path.join(REPO_ROOT, "playbooks")
 VENV_BIN = os.path.dirname(sys.executable)
 READERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "readers.py")
 READY_SECONDS = 20
@@ -100,6 +101,42 @@ def make_bundle(tmp_path):
         return str(directory)
 
     return make
+
+
+# What a check of the role prints to approve its plans: the extra variables for the run.
+APPROVAL = re.compile(r"run the same command without --check, adding: (-e '\{distributor_expected_plans: \{[^']*\}\}')")
+
+
+@pytest.fixture
+def role(playbook, tmp_path):
+    """role(variables, operation=..., check=..., diff=..., expect_rc=...) -> (ansible-playbook
+    output, the role's registered results) after running playbooks/<operation>.yml with
+    `variables` as the inventory's group variables."""
+    runs = iter(range(100))
+
+    def run(variables: dict, operation: str = "publish", check: bool = False, diff: bool = False,
+            expect_rc: int = 0, extra: tuple = ()):
+        run_dir = tmp_path / ("run-%d" % next(runs))
+        (run_dir / "inventory" / "group_vars").mkdir(parents=True)
+        hosts = {"distributor_publishers": {"hosts": {"localhost": {
+            "ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}
+        (run_dir / "inventory" / "hosts.yml").write_text(yaml.safe_dump(hosts))
+        (run_dir / "inventory" / "group_vars" / "distributor_publishers.yml").write_text(yaml.safe_dump(variables))
+        results = run_dir / "results.json"
+        site = [
+            {"import_playbook": os.path.join(PLAYBOOKS, operation + ".yml")},
+            {"name": "Record the role's results", "hosts": "distributor_publishers", "gather_facts": False, "tasks": [{
+                "name": "Write them", "check_mode": False, "changed_when": False,
+                "ansible.builtin.copy": {"dest": str(results), "content": "{{ distributor_%s_results | to_json }}" % operation},
+            }]},
+        ]
+        (run_dir / "site.yml").write_text(yaml.safe_dump(site, sort_keys=False))
+        completed = playbook.invoke(str(run_dir / "site.yml"), check=check, diff=diff,
+                                    extra=("-i", str(run_dir / "inventory")) + extra)
+        assert completed.returncode == expect_rc, completed.stdout + completed.stderr
+        return completed.stdout, json.loads(results.read_text())["results"] if results.exists() else None
+
+    return run
 
 
 def tree(root) -> dict:
@@ -207,7 +244,7 @@ def nginx():
 
 
 def _ready(kind: str, process: subprocess.Popen) -> None:
-    waited, _, _ = select.select([process.stdout], [], [], READY_SECONDS)
+    waited = select.select([process.stdout], [], [], READY_SECONDS)[0]
     line = process.stdout.readline() if waited else "no read succeeded within %ds\n" % READY_SECONDS
     if line != "ready\n":
         process.kill()

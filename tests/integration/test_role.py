@@ -6,55 +6,20 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 import shutil
 import subprocess
 import sys
 
 import pytest
-import yaml
 
-from conftest import REPO_ROOT, tree
+from conftest import APPROVAL, PLAYBOOKS, REPO_ROOT, tree
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest_build import create_manifest
 
-PLAYBOOKS = os.path.join(REPO_ROOT, "playbooks")
 CREATED = "2026-06-04T11:55:00Z"
 REPORT = {"report.md": b"# Quarterly report\n\nSee [the notes](notes.md).\n", "notes.md": b"# Notes\n",
           "chart.png": b"\x89PNG fake"}
-
-
-@pytest.fixture
-def role(playbook, tmp_path):
-    """role(variables, operation=..., check=..., diff=..., expect_rc=...) -> (ansible-playbook
-    output, the role's registered results) after running playbooks/<operation>.yml with
-    `variables` as the inventory's group variables."""
-    runs = iter(range(100))
-
-    def run(variables: dict, operation: str = "publish", check: bool = False, diff: bool = False,
-            expect_rc: int = 0, extra: tuple = ()):
-        run_dir = tmp_path / ("run-%d" % next(runs))
-        (run_dir / "inventory" / "group_vars").mkdir(parents=True)
-        hosts = {"distributor_publishers": {"hosts": {"localhost": {
-            "ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}
-        (run_dir / "inventory" / "hosts.yml").write_text(yaml.safe_dump(hosts))
-        (run_dir / "inventory" / "group_vars" / "distributor_publishers.yml").write_text(yaml.safe_dump(variables))
-        results = run_dir / "results.json"
-        site = [
-            {"import_playbook": os.path.join(PLAYBOOKS, operation + ".yml")},
-            {"name": "Record the role's results", "hosts": "distributor_publishers", "gather_facts": False, "tasks": [{
-                "name": "Write them", "check_mode": False, "changed_when": False,
-                "ansible.builtin.copy": {"dest": str(results), "content": "{{ distributor_%s_results | to_json }}" % operation},
-            }]},
-        ]
-        (run_dir / "site.yml").write_text(yaml.safe_dump(site, sort_keys=False))
-        completed = playbook.invoke(str(run_dir / "site.yml"), check=check, diff=diff,
-                                    extra=("-i", str(run_dir / "inventory")) + extra)
-        assert completed.returncode == expect_rc, completed.stdout + completed.stderr
-        return completed.stdout, json.loads(results.read_text())["results"] if results.exists() else None
-
-    return run
 
 
 @pytest.fixture
@@ -142,7 +107,7 @@ def _without_destinations(variables):
 # The playbooks set distributor_operation for the role, so only extra vars can set it wrongly.
 @pytest.mark.parametrize("change, extra, message", [
     (None, ("-e", "distributor_operation=bogus"),
-     "value of distributor_operation must be one of: publish, reconcile_state, prune, got: bogus"),
+     "value of distributor_operation must be one of: publish, reconcile_state, prune, rollback, got: bogus"),
     (_without_source, (), "missing required arguments: source found in distributor_publications"),
     (_without_destinations, (), "missing required arguments: distributor_destinations"),
 ], ids=["operation", "publication-source", "destinations"])
@@ -238,8 +203,6 @@ def test_distributor_verify_repairs_an_output_edited_at_the_destination(role, si
 
 
 # -- the review loop from the command line (issue 31) -------------------------------------------
-
-APPROVAL = re.compile(r"run the same command without --check, adding: (-e '\{distributor_expected_plans: \{[^']*\}\}')")
 
 
 def test_a_check_prints_each_plan_digest_and_the_extra_vars_that_publish_exactly_those_plans(role, site, tmp_path):

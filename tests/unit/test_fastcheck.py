@@ -5,13 +5,19 @@ error."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor import schemas
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils._distributor.fastcheck import ITEM_CHECKS
+from ansible_collections.distributor.core.plugins.module_utils._distributor.fastcheck import ITEM_CHECKS, split_items, sure
 from ansible_collections.distributor.core.plugins.module_utils._distributor.schema_documents import SCHEMAS
 from ansible_collections.distributor.core.plugins.module_utils._distributor.state import state_to_dict
 
@@ -177,3 +183,108 @@ def test_every_property_of_an_owner_record_has_a_fast_check():
         for member in inner.get("properties", {}):
             changed = dict(valid, **{key: dict(valid[key], **{member: object()})})
             assert not check(changed), "owners[].%s.%s is not checked" % (key, member)
+
+
+# Settings of every kind, valid, for fastcheck.sure: each backend, each object of a destination.
+SETTINGS_DOCUMENTS = {
+    "pipeline": [
+        {"id": "reports"},
+        {"id": "reports", "outputs": [{"match": "**/*.md", "transform": "markdown_to_html"}, {"match": "**"}],
+         "exclude": ["drafts/**"], "markdown": {"allow_raw_html": False, "stylesheet": "/s.css", "template": "/t.html"},
+         "destinations": ["archive"]},
+    ],
+    "destination": [
+        {"id": "archive", "storage": {"type": "local", "root": "/srv"}},
+        {"id": "archive", "path": "site/{pipeline_id}", "storage": {
+            "type": "local", "root": "/srv", "file_mode": "0640", "directory_mode": "755", "owner": "www", "group": 33,
+            "require_private_directories": True},
+         "state": {"mode": "shared_root"}, "reconciliation": {"mode": "merge"},
+         "transfer": {"on_destination_newer": "replace", "on_conflict": "fail", "max_deletes": -1, "allow_empty": False},
+         "takeover": {"mode": "managed"}, "links": {"base_url": "https://e.org/x", "primary": ["index.html"], "invalidation_limit": 5},
+         "retention": {"max_age": "3d", "max_outputs": None}, "lock": {"expiry": 60}},
+        {"id": "archive", "storage": {"type": "sftp", "host": "h", "port": 22, "root": "/srv", "username": "u", "password": None,
+                                      "known_hosts": "h ssh-ed25519 AAAA", "host_key_policy": "accept_new", "connect_timeout": 2.5,
+                                      "jump_hosts": [{"host": "j", "port": 2222, "connect_timeout": 5}]}},
+        {"id": "archive", "storage": {"type": "s3", "bucket": "b", "prefix": None, "region": "eu-west-1", "acl": "private",
+                                      "cache_control": "max-age=60", "storage_class": "STANDARD_IA", "metadata": {"a": 1, "b": True},
+                                      "server_side_encryption": "aws:kms", "sse_kms_key_id": "k",
+                                      "content_types": {".x": "text/plain"}, "validate_certs": False}},
+        {"id": "archive", "storage": {"type": "s3", "bucket": "b", "cache_control": [{"match": "**/*.html", "value": "no-cache"}]}},
+    ],
+}
+SETTING_KEYS = ["id", "storage", "type", "root", "host", "port", "bucket", "path", "mode", "file_mode", "owner", "jump_hosts",
+                "connect_timeout", "cache_control", "match", "value", "metadata", "content_types", "base_url", "primary",
+                "max_deletes", "max_age", "max_outputs", "expiry", "outputs", "transform", "exclude", "markdown", "allow_raw_html",
+                "template", "password", "links", "transfer", "retention", "lock", "extra"]
+SETTING_VALUES = st.one_of(JSON_SCALARS, st.sampled_from(["local", "sftp", "s3", "0640", "999", "/srv", "h", "**", "3d", "3x",
+                                                          "https://e.org/", "https://e.org/?q", -1, 0, 22, 70000, 3600.5]),
+                           st.lists(st.one_of(JSON_SCALARS, MEMBERS), max_size=2), MEMBERS)
+
+
+def _objects(value):
+    """Every object in `value`, itself first."""
+    if isinstance(value, dict):
+        yield value
+        for member in value.values():
+            yield from _objects(member)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _objects(item)
+
+
+def _set_somewhere(document, choices):
+    """`document` with one member of one of its objects set or dropped, as `choices` draws."""
+    document = json.loads(json.dumps(document))
+    objects = list(_objects(document))
+    target = objects[choices.draw(st.integers(0, len(objects) - 1))]
+    key = choices.draw(st.sampled_from(SETTING_KEYS + list(target)))
+    if choices.draw(st.booleans()):
+        target.pop(key, None)
+    else:
+        target[key] = choices.draw(SETTING_VALUES)
+    return document
+
+
+@pytest.mark.parametrize("name", sorted(SETTINGS_DOCUMENTS))
+def test_valid_settings_are_vouched_for_without_jsonschema(name):
+    for document in SETTINGS_DOCUMENTS[name]:
+        assert sure(SCHEMAS[name], document), document
+
+
+@pytest.mark.parametrize("name", sorted(SETTINGS_DOCUMENTS))
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_settings_vouched_for_are_settings_jsonschema_accepts(name, data):
+    document = data.draw(st.sampled_from(SETTINGS_DOCUMENTS[name]))
+    for _round in range(data.draw(st.integers(1, 3))):
+        document = _set_somewhere(document, data)
+    if sure(SCHEMAS[name], document):
+        assert schemas._validator(name).is_valid(document), document
+
+
+@pytest.mark.parametrize("name, key", ARRAYS)
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(top=st.lists(st.tuples(TOP_FIELDS, JSON_VALUES), max_size=3))
+def test_a_record_less_its_large_arrays_is_vouched_for_only_when_jsonschema_accepts_it(name, key, top):
+    rest, _arrays = split_items(name, dict(DOCUMENTS[name], **dict(top)))
+    if sure(SCHEMAS[name], rest):
+        assert schemas._validator(name).is_valid(rest)
+
+
+def test_a_publish_of_valid_settings_bundle_and_record_never_imports_jsonschema(tmp_path):
+    """jsonschema is imported only to judge and word what the plain checks cannot vouch for."""
+    script = textwrap.dedent("""
+        import sys
+        from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest_build import create_manifest
+        from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
+        open(sys.argv[1] + "/index.md", "w").write("# Hello")
+        create_manifest(sys.argv[1], "site", "2026-06-04T12:00:00Z")
+        destination = {"id": "archive", "storage": {"type": "local", "root": sys.argv[2]}, "links": {"base_url": "https://e.org/"}}
+        pipeline = {"id": "docs", "outputs": [{"match": "**/*.md", "transform": "markdown_to_html"}, {"match": "**"}]}
+        actions = [publish(sys.argv[1], pipeline, destination)["action"] for _run in range(2)]
+        print(actions, "jsonschema" in sys.modules)
+    """)
+    (tmp_path / "bundle").mkdir()
+    found = subprocess.run([sys.executable, "-c", script, str(tmp_path / "bundle"), str(tmp_path / "root")], capture_output=True,
+                           text=True, check=True, env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    assert found.stdout.split() == ["['publish',", "'skip']", "False"]

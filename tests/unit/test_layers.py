@@ -6,7 +6,8 @@ import of the core hides inside a function body (where a cycle would surface onl
 function first runs, perhaps only on one backend). The source is read with `ast`, so every
 import counts: those under `if TYPE_CHECKING:` and those deferred into functions too.
 Third-party and standard-library imports are not the core's layering and may be deferred
-(boto3, paramiko and markdown are imported where they are needed).
+(boto3, paramiko and markdown are imported where they are needed, jsonschema only for a document
+the plain checks cannot vouch for).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ TOP = "_distributor"
 # let a module split by concern (manifest_build, schema_documents) keep its family's layer.
 LAYERS = (
     ("bottom", (TOP, "errors", "limits", "vocabulary", "version", "timestamps", "globs", "visible", "paths",
-                "regular", "fastcheck", "argspec", "urls")),
+                "regular", "fastcheck", "columns", "argspec", "urls")),
     ("schemas", ("schema*",)),
     ("model", ("manifest*", "bundle", "state", "journal", "config", "attributes", "transforms", "ownership",
                "release_index")),

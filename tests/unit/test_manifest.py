@@ -204,13 +204,14 @@ def test_reason_is_the_callers_for_an_embedded_manifest():
 
 
 def test_missing_jsonschema_is_reported_as_a_missing_library(monkeypatch):
+    """A manifest the column checks decline needs jsonschema, to word what is wrong with it."""
     monkeypatch.setattr(manifest_module, "_VALID", {})
     monkeypatch.setattr(schemas, "HAS_JSONSCHEMA", False)
     monkeypatch.setattr(schemas, "JSONSCHEMA_IMPORT_ERROR", "Traceback: no jsonschema")
     schemas._validator.cache_clear()
     try:
         with pytest.raises(MissingLibrary) as caught:
-            parse_manifest(manifest_dict(), "manifest.json")
+            parse_manifest(manifest_dict(id=""), "manifest.json")
     finally:
         schemas._validator.cache_clear()
     assert caught.value.library == "jsonschema"

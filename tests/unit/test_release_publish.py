@@ -338,7 +338,9 @@ def test_a_staged_release_someone_emptied_is_never_switched_to(tmp_path):
 
 def test_a_storage_that_cannot_switch_atomically_is_refused_before_anything_is_written(tmp_path):
     store = {}
-    lacking = lambda cfg, base, token: MemoryStorage(store, base, token, lacks=frozenset({"switch"}))
+
+    def lacking(cfg, base, token):
+        return MemoryStorage(store, base, token, lacks=frozenset({"switch"}))
     with pytest.raises(DistributorError) as refused:
         publish(bundle(tmp_path, "one", {"index.html": b"one"}), PIPELINE, destination(), now=NOW, opener=lacking)
     assert refused.value.reason == "storage_error" and "posix-rename@openssh.com" in str(refused.value)
@@ -349,7 +351,9 @@ def test_outputs_a_storage_cannot_link_are_written_again_from_the_bundle(tmp_pat
     store = {}
     publish_files(tmp_path, store, "one", {"index.html": b"one", "app.css": b"css"})
     first = live(store)
-    lacking = lambda cfg, base, token: MemoryStorage(store, base, token, lacks=frozenset({"link"}))
+
+    def lacking(cfg, base, token):
+        return MemoryStorage(store, base, token, lacks=frozenset({"link"}))
     publish(bundle(tmp_path, "two", {"index.html": b"two", "app.css": b"css"}, created="2026-06-05T11:00:00Z"), PIPELINE,
             destination(), now=LATER, opener=lacking)
     second = live(store)

@@ -80,7 +80,7 @@ DESTINATION = dict(
         retention=dict(type="dict", options=dict(max_age=dict(type="str"), max_outputs=dict(type="int"))),
         lock=dict(type="dict", options=dict(expiry=dict(type="float"))),
         releases=dict(type="dict", options=dict(keep=dict(type="int"), activate=dict(type="bool"), convert=dict(type="bool"),
-                                                      preview_url=dict(type="str"))),
+                                                preview_url=dict(type="str"))),
     ),
 )
 
@@ -121,6 +121,9 @@ MANAGED_ROOT = dict(
     lock_timeout=dict(type="float", default=60.0),
     expect_plan_digest=dict(type="str"),
 )
+
+# distributor_release: a managed root in release mode and the release its link is switched to.
+RELEASE = dict(MANAGED_ROOT, release=dict(type="str", required=True))
 
 # Every module that returns per-file lists: how many entries each holds, and where the whole
 # result goes (budget.py, record.py).

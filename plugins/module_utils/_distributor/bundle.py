@@ -46,10 +46,7 @@ class Bundle:
         else:
             where = "%s (manifest option)" % root
         bundle = cls(root, parse_manifest(manifest, where))
-        for entry, real, size in bundle._inside.regular_files(bundle.manifest.files, where):
-            bundle._real[entry.path] = real
-            if size != entry.size:
-                raise _size_mismatch(entry.path, entry.size, "%d bytes" % size)
+        bundle._real = bundle._inside.regular_files(bundle.manifest.files, where)
         return bundle
 
     def chunks(self, path: str) -> Iterator[bytes]:
@@ -187,27 +184,36 @@ class InsideBundle:
             info = None
         return real, info
 
-    def regular_files(self, files, where: str) -> Iterator[tuple]:
-        """(entry, real location, size) of each listed file, with listed_file's checks. A file in
-        a directory already resolved that lstat finds regular needs nothing more: that is one
-        lstat per file, the whole cost of checking a bundle of 100,000; anything else (a link,
-        a missing file, an error) takes listed_file's way, which says what is wrong."""
+    def regular_files(self, files, where: str) -> dict[str, str]:
+        """Where each listed file is (path -> real location), each with listed_file's checks and
+        of its listed size. A file in a directory already resolved that lstat finds regular
+        needs nothing more: that is one lstat per file, the whole cost of checking a bundle of
+        100,000; anything else (a link, a missing file, an error) takes listed_file's way, which
+        says what is wrong."""
+        found: dict[str, str] = {}
         prefixes: dict[str, str] = {}
+        lstat, is_regular = os.lstat, stat.S_ISREG
         for entry in files:
-            head, name = entry.path.rpartition("/")[::2]
+            path = entry.path
+            head, _slash, name = path.rpartition("/")
             prefix = prefixes.get(head)
+            info = None
             if prefix is not None:
+                real = prefix + name
                 try:
-                    info = os.lstat(prefix + name)
+                    info = lstat(real)
                 except OSError:
-                    info = None
-                if info is not None and stat.S_ISREG(info.st_mode):
-                    yield entry, prefix + name, info.st_size
-                    continue
-            real, size = listed_file(self, entry.path, where)
-            if prefix is None and head in self._dirs:
-                prefixes[head] = os.path.join(self._dirs[head], "")
-            yield entry, real, size
+                    pass
+            if info is not None and is_regular(info.st_mode):
+                size = info.st_size
+            else:
+                real, size = listed_file(self, path, where)
+                if prefix is None and head in self._dirs:
+                    prefixes[head] = os.path.join(self._dirs[head], "")
+            if size != entry.size:
+                raise _size_mismatch(path, entry.size, "%d bytes" % size)
+            found[path] = real
+        return found
 
 
 def listed_file(inside: InsideBundle, path: str, where: str) -> tuple[str, int]:

@@ -16,6 +16,8 @@ the listing, so no row can read the listing before it exists.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from itertools import compress
+from operator import attrgetter, ne
 from typing import Callable
 
 from .attributes import attributes_for
@@ -28,6 +30,7 @@ from .state import Owner, OwnerKey, State, to_shared
 from .vocabulary import SINGLE_OWNER
 
 SHOWN = 5
+_path, _attributes = attrgetter("path"), attrgetter("attributes")
 
 
 @dataclass(frozen=True)
@@ -104,8 +107,9 @@ def settings_changed(state: State, key: OwnerKey, destination: Destination, page
     record predates render keys). An unchanged source is then no skip."""
     configured = attributes_for(destination.storage)
     mine = state.outputs_of(key)
-    resettled = [o.path for o in mine if o.attributes != configured(o.path)]
-    rendered = [o.path for o in mine if o.path in page_keys and o.render_key != page_keys[o.path]]
+    paths = list(map(_path, mine))
+    resettled = list(compress(paths, map(ne, map(_attributes, mine), map(configured, paths))))
+    rendered = [o.path for o in mine if o.path in page_keys and o.render_key != page_keys[o.path]] if page_keys else []
     why = []
     if resettled:
         why.append("the storage settings of %s changed" % _some(resettled))

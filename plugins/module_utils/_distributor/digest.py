@@ -19,10 +19,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from itertools import chain, repeat
 from operator import attrgetter
 from typing import Iterator
 
 from .budget import LISTS, Mapped
+from .changes import others_before
 from .errors import DistributorError
 from .plan import Plan
 from .state import Output, OwnerKey, State
@@ -56,32 +58,62 @@ _STRING = json.encoder.encode_basestring_ascii
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True)
 _PIECE = 1024 * 1024
 _BATCH = 1000
-# The keys of a record in sorted order, as canonical's json.dumps orders them.
-_RECORD = '{"attributes":%s,"kind":%s,"owner":%s,"path":%s,"sha256":%s,"size":%d,"source_path":%s,"transform":%s,"url":%s}'
+# The keys of a record in sorted order, as canonical's json.dumps orders them, each written before its value.
+_RECORD_KEYS = ('{"attributes":', ',"kind":', ',"owner":', ',"path":', ',"sha256":', ',"size":', ',"source_path":',
+                ',"transform":', ',"url":')
 
 
 def _records_parts(records: Records) -> Iterator[str]:
-    """The JSON array json.dumps writes for the records' dicts (ensure_ascii, no whitespace), a
-    record at a time. Attributes and owners repeat across records, so each distinct one is
-    written once; so is a path that is also the source path, as every copy's is."""
-    attributes: dict = {}
-    owners: dict = {}
+    """The JSON array json.dumps writes for the records' dicts (ensure_ascii, no whitespace),
+    _BATCH records at a time, each field a column formatted by passes that run in C: strings by
+    json's own escaping (a source path equal to its path, as every copy's is, escaped once),
+    fields of few distinct values (attributes, kind, owner, transform) written once each, and
+    every key and value of the batch joined by one call."""
     yield "["
-    for index, output in enumerate(records):
-        shown = attributes.get(output.attributes)
-        if shown is None:
-            shown = attributes[output.attributes] = "[%s]" % ",".join(
-                "[%s,%s]" % (_STRING(name), _STRING(value)) for name, value in output.attributes)
-        owner = owners.get(output.owner)
-        if owner is None:
-            owner = owners[output.owner] = _STRING(str(output.owner))
-        path = _STRING(output.path)
-        source_path = path if output.source_path == output.path else _STRING(output.source_path)
-        transform = "null" if output.transform is None else _STRING(output.transform)
-        url = "null" if output.url is None else _STRING(output.url)
-        yield ("," if index else "") + _RECORD % (shown, _STRING(output.kind), owner, path, _STRING(output.sha256),
-                                                  output.size, source_path, transform, url)
+    for start in range(0, len(records), _BATCH):
+        batch = records[start:start + _BATCH]
+        paths, sources = list(map(_path, batch)), list(map(_source_path, batch))
+        paths_shown = list(map(_STRING, paths))
+        values = (_few(batch, _attributes, _attributes_text), _few(batch, _kind, _STRING), _few(batch, _owner, _owner_text),
+                  paths_shown, map(_STRING, map(_sha256, batch)), map("%d".__mod__, map(_size, batch)),
+                  paths_shown if sources == paths else map(_STRING, sources), _few(batch, _transform, _text_or_null),
+                  _urls(list(map(_url, batch))))
+        pieces = [piece for pair in zip(map(repeat, _RECORD_KEYS), values) for piece in pair] + [repeat("},")]
+        yield ("," if start else "") + "".join(chain.from_iterable(zip(*pieces)))[:-1]
     yield "]"
+
+
+_path, _source_path, _sha256, _size, _url = map(attrgetter, ("path", "source_path", "sha256", "size", "url"))
+_attributes, _kind, _owner, _transform = map(attrgetter, ("attributes", "kind", "owner", "transform"))
+
+
+def _few(batch, field, text) -> Iterator[str]:
+    """The JSON text of `field` of each record, for a field most records share a value of: each
+    distinct value written once."""
+    values = list(map(field, batch))
+    shown = {value: text(value) for value in set(values)}
+    return map(shown.__getitem__, values)
+
+
+def _text_or_null(value: str | None) -> str:
+    return "null" if value is None else _STRING(value)
+
+
+def _attributes_text(attributes: tuple) -> str:
+    return "[%s]" % ",".join("[%s,%s]" % (_STRING(name), _STRING(value)) for name, value in attributes)
+
+
+def _owner_text(owner: OwnerKey) -> str:
+    return _STRING(str(owner))
+
+
+def _urls(urls: list):
+    """Each url's JSON text: most records have one (a base URL is set) or none have."""
+    if None not in urls:
+        return map(_STRING, urls)
+    if urls.count(None) == len(urls):
+        return repeat("null", len(urls))
+    return map(_text_or_null, urls)
 
 
 def _manager(record: Output | None) -> dict:
@@ -100,7 +132,8 @@ def publish_facts(the_plan: Plan, manifest, recovered, changes: list) -> dict:
     outputs = the_plan.outputs()
     after_owner = the_plan.after.owner(key) if the_plan.after else None
     touched = {w.path for w in the_plan.writes + the_plan.repairs + the_plan.resettles} | set(the_plan.deletes)
-    touched.update(o.path for o in outputs if o.path in previous and previous[o.path].owner != key)
+    if others_before(previous, key):
+        touched.update(o.path for o in outputs if o.path in previous and previous[o.path].owner != key)
     return {
         "plan_format": PLAN_FORMAT,
         "operation": "publish",
@@ -214,6 +247,10 @@ def explain(facts: dict) -> str:
     """What the run sees, in the words of the plan, so a reviewer can set it beside the approved
     check's `changes`: only the expected digest reaches the run, so which input moved cannot be
     known, but every input the digest covers is named."""
+    if facts["operation"] == "release":
+        return "switch %s from release %s to %s%s, changing the outputs of owners %s" % (
+            facts["bundle_path"], facts["from"] or "none", facts["to"], " (a rollback)" if facts["rollback"] else "",
+            ", ".join(facts["owners"]) or "none")
     parts = []
     if facts["operation"] == "publish":
         parts.append("%s source %s" % (facts["action"], _describe_source(facts["source"])))

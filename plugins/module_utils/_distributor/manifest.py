@@ -8,12 +8,12 @@ bundle.py; building and writing one is manifest_build.py.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
 from typing import Iterable
 
+from .columns import MANIFEST_KEYS, file_columns, is_integer, manifest_columns, records_digest
 from .errors import DistributorError
 from .paths import RESERVED_PREFIX, is_reserved, path_problem
 from .schemas import check_nesting, show, validate
@@ -87,12 +87,11 @@ class Manifest:
 
 def compute_digest(files: Iterable[ManifestFile]) -> str:
     """The bundle's identity: equal digests mean equal content, whatever the file order."""
-    hasher = hashlib.sha256()
-    for entry in sorted(files, key=lambda f: f.path.encode("utf-8")):
-        hasher.update(("%s\0%s\0%d\n" % (entry.path, entry.sha256, entry.size)).encode("utf-8"))
-    return "sha256:" + hasher.hexdigest()
+    ordered = sorted(files, key=lambda f: f.path.encode("utf-8"))
+    return records_digest([f.path for f in ordered], [f.sha256 for f in ordered], [f.size for f in ordered])
 
 
+# Valid manifests by digest, each with its files' columns once asked for (_columns).
 _VALID: dict[str, list] = {}
 _VALID_KEPT = 8
 
@@ -102,17 +101,14 @@ def parse_manifest(data: object, where: str, reason: str = "invalid_manifest", *
 
     The state parser passes reason="invalid_state" for the manifest embedded in a record, and
     `nesting_checked` since it bounded the nesting of the whole record already.
-    A publish meets the same manifest twice (the bundle's, and the one its state embeds) and
-    validating a large one costs far more than recognising it, so valid ones are remembered by
-    digest. Only a manifest claiming a remembered digest is compared with the remembered one
-    (_same, which tells 1 from 1.0 and true): the other owners' manifests in a shared root
-    never are.
+    A manifest the column checks accept (recognised) needs no more; any other takes the full
+    path (nesting, schema, `created`, path rules, digest), which words what is wrong.
     """
+    known = recognised(data)
+    if known is not None:
+        return known[0]
     if not nesting_checked:
         check_nesting(data, where, reason)
-    claimed = data.get("digest") if isinstance(data, dict) else None
-    if isinstance(claimed, str) and claimed in _VALID and _same(data, _VALID[claimed]):
-        return _VALID[claimed][0]
     validate("manifest", data, where, reason, nesting_checked=True)
     manifest = Manifest(
         schema_version=data["schema_version"],
@@ -124,24 +120,52 @@ def parse_manifest(data: object, where: str, reason: str = "invalid_manifest", *
     _check_created(manifest, where, reason)
     _check_paths(manifest.files, where, reason)
     _check_digest(manifest, where, reason)
+    return _remember(manifest, None)[0]
+
+
+def recognised(data: object) -> tuple[Manifest, list] | None:
+    """(the Manifest, its paths in order) for a manifest that parse_manifest certainly accepts,
+    told without a Python call per file: one equal to a manifest already parsed (a publish
+    meets the same manifest twice, the bundle's and the one its state embeds), or one the
+    column checks accept (columns.manifest_columns). None sends it to the full path. Only a
+    manifest claiming a remembered digest is compared with the remembered one (_same), so the
+    other owners' manifests in a shared root never are; a claimed digest is trusted for
+    nothing else."""
+    claimed = data.get("digest") if isinstance(data, dict) else None
+    remembered = _VALID.get(claimed) if isinstance(claimed, str) else None
+    if remembered is not None and _same(data, remembered):
+        return remembered[0], _columns(remembered)[0]
+    columns = manifest_columns(data)
+    if columns is None:
+        return None
+    paths, sha256s, sizes = columns
+    manifest = Manifest(data["schema_version"], data["id"], data["digest"], data["created"],
+                        tuple(map(ManifestFile, paths, sha256s, sizes)))
+    return _remember(manifest, columns)[0], paths
+
+
+def _remember(manifest: Manifest, columns: list | None) -> list:
     if len(_VALID) >= _VALID_KEPT:
         _VALID.clear()
-    _VALID[manifest.digest] = [manifest, None]
-    return manifest
+    remembered = _VALID[manifest.digest] = [manifest, columns]
+    return remembered
+
+
+def _columns(remembered: list) -> list:
+    if remembered[1] is None:
+        files = remembered[0].files
+        remembered[1] = [[f.path for f in files], [f.sha256 for f in files], [f.size for f in files]]
+    return remembered[1]
 
 
 def _same(data: dict, remembered: list) -> bool:
-    """Whether `data` is exactly the remembered valid manifest: equal as Python values, and
-    with integers where Python would also find true or 1.0 equal to 1. The schema admits no
-    other types Python equality confuses, so this is equality of the JSON texts, without
-    writing 100,000 entries out twice."""
-    if remembered[1] is None:
-        remembered[1] = remembered[0].to_dict()
-    return data == remembered[1] and _integer(data["schema_version"]) and all(_integer(entry["size"]) for entry in data["files"])
-
-
-def _integer(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+    """Whether `data` is exactly the remembered valid manifest: its members, and its files'
+    columns (columns.file_columns, which tells an integer size from true or 1.0), equal."""
+    manifest = remembered[0]
+    version = data.get("schema_version")
+    return (data.keys() == MANIFEST_KEYS and is_integer(version) and version == manifest.schema_version
+            and data["id"] == manifest.id and data["created"] == manifest.created
+            and file_columns(data["files"]) == _columns(remembered))
 
 
 def short_digest(digest: str) -> str:

@@ -14,6 +14,8 @@ _CONTROL = re.compile("[\x00-\x1f\x7f]")
 # A clean path in one match: segments of allowed characters, none of them "." or "..".
 _SEGMENT = r"(?!\.\.?(?:/|\Z))[^/\\\x00-\x1f\x7f]+"
 _CLEAN = re.compile(r"%s(?:/%s)*" % (_SEGMENT, _SEGMENT))
+# A backslash or a control character: what no segment of a clean path holds.
+_UNCLEAN = re.compile("[\\\\\x00-\x1f\x7f]")
 
 
 def path_problem(path: object) -> str | None:
@@ -35,6 +37,23 @@ def path_problem(path: object) -> str | None:
         if segment in ("", ".", ".."):
             return "has an empty, '.' or '..' segment"
     return None
+
+
+def all_clean(paths: list) -> bool:
+    """Whether path_problem finds nothing wrong with any of `paths`, told by a few searches over
+    them all instead of a match each (the 100,000 paths of a large manifest or record): joined
+    by slashes and walled in by two more, clean paths hold no backslash or control character
+    and no empty, `.` or `..` segment, which would show as `//`, `/./` or `/../`. A path holding
+    a newline is told first, by the count of lines."""
+    if not paths:
+        return True
+    if not {str}.issuperset(map(type, paths)):
+        return False
+    joined = "\n".join(paths)
+    if joined.count("\n") != len(paths) - 1:
+        return False
+    walled = "/" + joined.replace("\n", "/") + "/"
+    return _UNCLEAN.search(walled) is None and "//" not in walled and "/./" not in walled and "/../" not in walled
 
 
 def is_reserved(path: str) -> bool:

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import datetime
+from itertools import repeat
+from operator import attrgetter
 
 from .attributes import resettable
 from .config import Destination, Pipeline
 from .decide import Decision
 from .errors import DistributorError
-from .globs import glob_match, glob_matcher
+from .globs import glob_matcher
 from .manifest import Manifest
 from .paths import is_reserved, path_problem
 from .state import Output, Owner, OwnerKey, State, schema_version_for
@@ -20,6 +22,8 @@ from .transforms import output_kind, output_path
 from .urls import output_url
 from .version import COLLECTION_VERSION
 from .vocabulary import SHARED_ROOT, SINGLE_OWNER
+
+_path = attrgetter("path")
 
 
 @dataclass(frozen=True)
@@ -97,7 +101,11 @@ def plan_outputs(manifest: Manifest, pipeline: Pipeline) -> tuple[PlannedOutput,
     """Every rule that matches a file produces one output; two producing one path is an error.
     A file matching a pipeline `exclude` glob produces none. Each rule's pattern and kind are
     worked out once, not once per file; a copy lands at its source path, which the manifest
-    parse has checked already."""
+    parse has checked already. The default pipeline (copy `**`, nothing excluded) copies every
+    file to its own path, which no newline-free path fails to match and no two files share."""
+    if not pipeline.exclude and [(rule.match, rule.transform) for rule in pipeline.rules] == [("**", "copy")]:
+        paths = sorted(entry.path for entry in manifest.files)
+        return tuple(map(PlannedOutput, paths, repeat(output_kind("copy")), paths, repeat("copy")))
     produced: dict[str, PlannedOutput] = {}
     excluded = [glob_matcher(pattern) for pattern in pipeline.exclude]
     rules = [(glob_matcher(rule.match), rule.transform, output_kind(rule.transform)) for rule in pipeline.rules]
@@ -131,12 +139,12 @@ def with_data(the_plan: Plan, contents: dict) -> Plan:
 
 
 def primary_url(paths, patterns, base_url: str | None) -> str | None:
-    """The first output (by path) matching a `links.primary` pattern, patterns tried in order."""
-    ordered = sorted(paths)
+    """The first output (by path) matching a `links.primary` pattern, patterns tried in order:
+    the least of a pattern's matches, found by one pass of its matcher over the paths."""
     for pattern in patterns:
-        for path in ordered:
-            if glob_match(pattern, path):
-                return output_url(base_url, path)
+        first = min(filter(glob_matcher(pattern), paths), default=None)
+        if first is not None:
+            return output_url(base_url, first)
     return None
 
 
@@ -184,7 +192,7 @@ def plan(
     """The complete plan for `decision`; `contents` maps each planned path to its Content and may
     be empty when nothing is written (skip, or a migration of an unchanged source)."""
     stamp = format_rfc3339(now)
-    planned_paths = frozenset(p.path for p in planned)
+    planned_paths = frozenset(map(_path, planned))
     if decision.action == "skip":
         return Plan(decision, key, bundle_path, (), (), before, before, (),
                     primary_url=_kept_primary_url(before, key, planned_paths, destination, base_url))
@@ -221,7 +229,7 @@ def _kept_primary_url(state: State, key: OwnerKey, planned_paths: frozenset, des
     """The primary URL of a publication whose outputs stay as recorded (skip, a migration of an
     unchanged source): made again from the planned outputs this owner has recorded, not read
     from its record, which anyone who can write the state could have pointed elsewhere."""
-    recorded = {o.path for o in state.outputs_of(key)}
+    recorded = set(map(_path, state.outputs_of(key)))
     return primary_url(planned_paths & recorded, destination.primary, base_url)
 
 

@@ -150,8 +150,8 @@ def publish(source: str, pipeline: dict, destination: dict, *, force: bool = Fal
                     execute(made.plan, storage, bundle)
     else:
         with opened_release(destination_cfg, bundle_path, lock_timeout, check_mode, opener, switching=True) as root:
-            made, released = publish_release(job, root, lambda s, r: _made(job, s, diff_contents, expect_plan_digest,
-                                                                             result_limit, r))
+            made, released = publish_release(
+                job, root, lambda storage, facts: _made(job, storage, diff_contents, expect_plan_digest, result_limit, facts))
             storage = root.parent
     stale = invalidation_paths(changed_urls(made.plan, base_url), destination_cfg.invalidation_limit)
     warnings = storage.warnings + leftover_warnings(made.found, made.plan, made.recovered, made.staging, check_mode)

@@ -56,11 +56,12 @@ class ForeignLinks(DistributorError):
     written: a diff shows why, `verify` counts it as drifted and replaces it by a rename (which
     never writes into the file), a record or the lock is refused (storage_error)."""
 
-    def __init__(self, where: str, links: int | None):
-        if links is None:
+    def __init__(self, where: str, links: int | None, why: str | None = None):
+        """`why` words a refusal of its own (release_root.NotVouched)."""
+        if why is None and links is None:
             why = ("cannot tell how many names (hard links) %s has: the server's listing does not say, and "
                    "distributor reads or writes no file that may have a name elsewhere" % where)
-        else:
+        elif why is None:
             why = ("%s has %d links: the same file has another name, which distributor did not make; a hard link "
                    "planted at a destination can lead to any file of its filesystem, so distributor neither reads "
                    "nor writes through it" % (where, links))

@@ -245,5 +245,5 @@ def check_whole(root: ReleaseRoot, release: str, verify: str) -> None:
     if missing or drifted:
         raise DistributorError(
             "storage_error", "release %s is not whole: %d output(s) missing%s, %d changed%s since it was built; it stays "
-            "as it is and the bundle path is not switched" % (release, len(missing), first_paths(missing), len(drifted),
-                                                             first_paths(drifted)))
+            "as it is and the bundle path is not switched"
+            % (release, len(missing), first_paths(missing), len(drifted), first_paths(drifted)))

@@ -110,9 +110,8 @@ class NotVouched(ForeignLinks):
     but not the digest of a file they cannot read. Never shown."""
 
     def __init__(self, where: str):
-        DistributorError.__init__(self, "storage_error", "%s has more than one name and does not hold the bytes its "
-                                  "record names, so distributor does not read it" % where)
-        self.where, self.links = where, None
+        super().__init__(where, None, "%s has more than one name and does not hold the bytes its record names, so "
+                         "distributor does not read it" % where)
 
     @property
     def shown(self) -> str:
@@ -239,9 +238,6 @@ def opened_tree(destination: Destination, bundle_path: str, lock_timeout: float,
     release mode the live generation, through the link, under the release home's lock. They
     change that generation in place: their deletes unlink names only (the older generations'
     names of a shared file stay), and the record is written by rename, a file of its own."""
-    if destination.releases is None:
-        with opened(destination, bundle_path, lock_timeout, check_mode, opener) as storage:
-            yield storage
-    else:
-        with opened_release(destination, bundle_path, lock_timeout, check_mode, opener) as root:
-            yield root.storage
+    in_place = destination.releases is None
+    with (opened if in_place else opened_release)(destination, bundle_path, lock_timeout, check_mode, opener) as found:
+        yield found if in_place else found.storage

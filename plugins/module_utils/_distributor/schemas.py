@@ -12,21 +12,20 @@ import heapq
 import json
 import traceback
 from functools import lru_cache
+from importlib.util import find_spec
 from itertools import compress, islice, repeat
 
 from .errors import DistributorError, MissingLibrary
-from .fastcheck import split_items
+from .fastcheck import split_items, sure
 from .limits import BYTES_PER_CONTAINER
 from .schema_documents import SCHEMAS
 
-try:
-    import jsonschema
-except ImportError:
-    HAS_JSONSCHEMA = False
-    JSONSCHEMA_IMPORT_ERROR = traceback.format_exc()
-else:
-    HAS_JSONSCHEMA = True
-    JSONSCHEMA_IMPORT_ERROR = None
+# jsonschema is imported when a document first needs it: one the plain checks cannot vouch for
+# (fastcheck.sure, the item and column checks), which jsonschema then judges and words. Most runs
+# never need it, and importing it is a third of a module's imports (0.1 s of CPU). Whether it is
+# installed is known at once (a lookup, no import), so a run without it fails as it always did.
+HAS_JSONSCHEMA = find_spec("jsonschema") is not None
+JSONSCHEMA_IMPORT_ERROR = None if HAS_JSONSCHEMA else "ModuleNotFoundError: No module named 'jsonschema'"
 
 
 _JSON_TYPES = (
@@ -110,12 +109,22 @@ def _describe(error, name: str) -> str:
     return "%s: %s" % (location, _cut(error.message, _MESSAGE_LIMIT))
 
 
+def _jsonschema(purpose: str):
+    """The jsonschema module, imported at its first need (see HAS_JSONSCHEMA), or MissingLibrary."""
+    if not HAS_JSONSCHEMA:
+        raise MissingLibrary("jsonschema", purpose, JSONSCHEMA_IMPORT_ERROR)
+    try:
+        import jsonschema  # third-party, deferred: see HAS_JSONSCHEMA
+    except ImportError:
+        raise MissingLibrary("jsonschema", purpose, traceback.format_exc()) from None
+    return jsonschema
+
+
 @lru_cache(maxsize=None)
 def _validator(name: str):
     """A Draft 2020-12 validator whose `integer` refuses booleans and floats like 1.0: a size or
     port written as either is a bug worth reporting."""
-    if not HAS_JSONSCHEMA:
-        raise MissingLibrary("jsonschema", "validating %s" % name, JSONSCHEMA_IMPORT_ERROR)
+    jsonschema = _jsonschema("validating %s" % name)
     base = jsonschema.Draft202012Validator
     checker = base.TYPE_CHECKER.redefine(
         "integer", lambda _checker, value: isinstance(value, int) and not isinstance(value, bool)
@@ -173,27 +182,39 @@ def check_density(raw: bytes, where: str, reason: str) -> None:
 
 
 def load_json(raw: bytes, where: str, reason: str) -> object:
-    """Decoded UTF-8 JSON read back from storage, or DistributorError(reason) naming `where`:
+    """Decoded UTF-8 JSON read back from storage, its nesting bounded (check_nesting), or
+    DistributorError(reason) naming `where`."""
+    data = decode_json(raw, where, reason)
+    check_nesting(data, where, reason)
+    return data
+
+
+def decode_json(raw: bytes, where: str, reason: str) -> object:
+    """load_json without the bound on nesting, for a caller that first tries a check which
+    recognises the whole shape of the data (columns.py) and bounds the nesting of the rest:
     Python's parser itself raises RecursionError on deep enough input."""
     check_density(raw, where, reason)
     try:
-        data = json.loads(raw.decode("utf-8"))
+        return json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise DistributorError(reason, "%s is not valid JSON: %s" % (where, exc)) from None
     except RecursionError:
         raise DistributorError(reason, "%s nests arrays or objects deeper than %d levels; no distributor "
                                        "record or setting does" % (where, MAX_NESTING)) from None
-    check_nesting(data, where, reason)
-    return data
 
 
 def validate(name: str, data: object, where: str, reason: str, *, nesting_checked: bool = False) -> None:
     """Raise DistributorError(reason) naming `where` and the field when `data` breaks schema `name`.
     `nesting_checked`: the caller already bounded the nesting of `data` (load_json did), which
     for a 100,000-output state is a walk of every record not worth making twice."""
+    if not HAS_JSONSCHEMA:  # required even for what the plain checks vouch for: a run without it fails as it did
+        raise MissingLibrary("jsonschema", "validating %s" % name, JSONSCHEMA_IMPORT_ERROR)
     if not nesting_checked:
         check_nesting(data, where, reason)
-    error = first_error(_errors(name, data))
+    rest, arrays = split_items(name, data)
+    if sure(SCHEMAS[name], rest) and all(suspects == () for _key, suspects in arrays):
+        return
+    error = first_error(_errors(name, rest, arrays))
     if error is not None:
         raise DistributorError(reason, "%s: %s" % (where, _describe(error, name)))
 
@@ -208,19 +229,18 @@ def first_error(errors):
     (the error highest up in the document, over a oneOf that only sums up its alternatives, and
     inside a oneOf the deepest), the first of equals kept: the first broken item of an array,
     where jsonschema would name its last."""
-    return jsonschema.exceptions.best_match(islice(errors, WEIGHED_ERRORS), key=_relevance)
+    return _jsonschema("weighing validation errors").exceptions.best_match(islice(errors, WEIGHED_ERRORS), key=_relevance)
 
 
 def _relevance(error) -> tuple:
-    return -len(error.path), error.validator not in jsonschema.exceptions.WEAK_MATCHES
+    return -len(error.path), error.validator not in _jsonschema("weighing validation errors").exceptions.WEAK_MATCHES
 
 
-def _errors(name: str, data: object):
-    """jsonschema's errors of `data`, lazily, in the order it finds them; of each large array
-    (fastcheck.py) only the errors of its first item jsonschema refuses, found without looking
-    at the items that pass, and after the rest of the document's, as jsonschema finds them: those
-    arrays are the last properties of their schemas."""
-    rest, arrays = split_items(name, data)
+def _errors(name: str, rest: object, arrays: list):
+    """jsonschema's errors of a document split by fastcheck.split_items (`rest`, `arrays`),
+    lazily, in the order it finds them; of each large array only the errors of its first item
+    jsonschema refuses, found without looking at the items that pass, and after the rest of the
+    document's, as jsonschema finds them: those arrays are the last properties of their schemas."""
     yield from _validator(name).iter_errors(rest)
     for key, suspects in arrays:
         for index, item in suspects:

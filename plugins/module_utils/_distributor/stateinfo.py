@@ -71,14 +71,16 @@ def state_info(destination: dict, *, pipeline_id: str | None = None, selector: S
 def _looked_at(destination: Destination, bundle_path: str, opener) -> Iterator[tuple]:
     """(the tree, where its lock is, the release values): the bundle path itself, or in release
     mode the live generation read through the link, the release home and its releases."""
-    if destination.releases is None:
-        with opened(destination, bundle_path, 0, True, opener) as storage:
-            yield storage, storage, {}
-        return
-    with opened_release(destination, bundle_path, 0, True, opener) as root:
-        back = earlier_good(root.index)
-        yield root.storage, root.home, {"release": root.live, "previous": back.id if back else None,
-                                        "releases": [release_to_dict(entry) for entry in root.index.releases]}
+    in_place = destination.releases is None
+    with (opened if in_place else opened_release)(destination, bundle_path, 0, True, opener) as found:
+        yield (found, found, {}) if in_place else (found.storage, found.home, _releases(found))
+
+
+def _releases(root) -> dict:
+    """The release values of state_info: the live release, where a rollback returns, every release."""
+    back = earlier_good(root.index)
+    return {"release": root.live, "previous": back.id if back else None,
+            "releases": [release_to_dict(entry) for entry in root.index.releases]}
 
 
 def describe(state: State | None, key: OwnerKey | None, journal: Journal | None, lock: bytes | None, now: float) -> dict:

@@ -12,16 +12,21 @@ is refused like any other field that breaks the state's rules.
 from __future__ import annotations
 
 import re
+from itertools import repeat
+from operator import neg
 from urllib.parse import quote, unquote, urlsplit
 
 # Path characters quote() leaves as they are (and unquote() too): an output path made only of
 # them is its own percent-encoding.
 _PLAIN_PATH = re.compile(r"[A-Za-z0-9_.~/-]+")
+_PLAIN_LINES = re.compile(r"(?:[A-Za-z0-9_.~/-]+\n)*")
 _SEGMENT_SEPARATORS = re.compile(r"[/\\]")
 
 # Base URLs (a recorded URL less its output path) already found sound: a state of 100,000 outputs
 # has a handful, and a sound base stays sound.
 _SOUND_BASES: set = set()
+# Distinct bases all_made judges; a record with more takes the per-record check.
+_BASES_JUDGED = 64
 
 
 def output_url(base_url: str | None, path: str) -> str | None:
@@ -75,3 +80,22 @@ def recorded_url_problem(url: str, path: str) -> str | None:
             _SOUND_BASES.clear()
         _SOUND_BASES.add(url[:-len(path)])
     return None
+
+
+def all_made(urls: list, paths: list) -> bool:
+    """Whether recorded_url_problem finds nothing wrong with any url of `urls` for the output
+    path beside it in `paths` (strings, each clean: a record's paths pass paths.path_problem
+    first), told by passes over the columns for plain paths: every url ends with `/` and its
+    path, and each distinct base (a url less its path) is judged once, by recorded_url_problem
+    on one of its pairs. That is how recorded_url_problem itself answers every other pair of a
+    sound base (_SOUND_BASES): for a clean plain path the verdict depends on the base alone.
+    False for anything else, which sends the caller to the per-record check."""
+    if len(urls) != len(paths) or not paths:
+        return len(urls) == len(paths)
+    joined = "\n".join(paths)
+    if joined.count("\n") != len(paths) - 1 or _PLAIN_LINES.fullmatch(joined + "\n") is None:
+        return False
+    if not {str}.issuperset(map(type, urls)) or not all(map(str.endswith, urls, map("/".__add__, paths))):
+        return False
+    bases = dict(zip(map(str.__getitem__, urls, map(slice, repeat(None), map(neg, map(len, paths)))), zip(urls, paths)))
+    return len(bases) <= _BASES_JUDGED and all(recorded_url_problem(url, path) is None for url, path in bases.values())
