@@ -313,3 +313,28 @@ def test_an_sftp_server_without_posix_rename_is_refused_before_anything_is_writt
     acts = writes(requests_since(logged_sshd, offset))
     assert acts == [], "the refused publish wrote: %s" % acts
     assert entries(str(root)) == before
+
+
+@pytest.mark.parametrize("kind", ["local", "sftp"])
+def test_a_file_two_generations_share_is_shown_in_a_diff_and_one_with_a_name_distributor_did_not_make_is_not(
+        tmp_path, kind, request):
+    root = tmp_path / "www"
+    storage = {"type": "local", "root": str(root)} if kind == "local" else request.getfixturevalue(
+        "sshd_server").storage(str(root))
+    destination = release_destination(storage)
+    for n, text in enumerate((b"one", b"two")):
+        publish(make_site(str(tmp_path / ("b%d" % n)), {"index.html": text, "notes.txt": b"old\n"},
+                          "2026-06-04T11:0%d:00Z" % n), PIPELINE, destination, now=START + timedelta(minutes=n))
+    shared = os.path.join(str(root), NAME, "notes.txt")
+    assert os.lstat(shared).st_nlink == 2
+
+    def reviewed() -> dict:
+        checked = publish(make_site(str(tmp_path / "b3"), {"index.html": b"two", "notes.txt": b"new\n"},
+                                    "2026-06-04T11:05:00Z"), PIPELINE, destination, now=START + timedelta(minutes=5),
+                          check_mode=True, diff_contents=True)
+        return {entry["after_header"].rpartition("/")[2]: entry for entry in checked["diff"][1:]}
+    shown = reviewed()["notes.txt"]
+    assert (shown["before"], shown["after"]) == ("old\n", "new\n")
+    os.link(shared, str(tmp_path / "another-name.txt"))
+    shown = reviewed()["notes.txt"]
+    assert "before" not in shown and "the file has 3 links" in shown["prepared"], shown
