@@ -13,6 +13,7 @@ import pytest
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.prune import prune
 from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.release_root import SharedLinks
 from ansible_collections.distributor.core.plugins.module_utils._distributor.switch_release import switch_release
 from ansible_collections.distributor.core.plugins.module_utils._distributor.timestamps import format_rfc3339
 
@@ -400,3 +401,16 @@ def test_a_build_that_fails_is_marked_failed_and_cleared_at_once_leaving_the_liv
         publish(source, PIPELINE, destination(), now=LATER, opener=opener(store))
     assert refused.value.reason == "verification_failed"
     assert live(store) == first and generations(store) == {first} and statuses(store) == {first: "active"}
+
+
+def test_reading_a_generation_record_reads_no_other_generation_record():
+    """The count of names distributor gave a file is read from every generation's record on
+    first use, and a record itself (the state a publish reads first) is never such a file."""
+    class Unread:
+        @property
+        def index(self):
+            raise AssertionError("another generation's record was read")
+    shared = SharedLinks(Unread(), "20260604T120000Z-0123456789ab")
+    assert shared.get(".distributor.json", 1) == 1 and shared.get("docs/.distributor.journal.json", 1) == 1
+    with pytest.raises(AssertionError):
+        shared.get("index.html", 1)

@@ -94,6 +94,7 @@ def clear(root: ReleaseRoot, release: str) -> str | None:
     dead = entry is not None and (entry.status == FAILED or entry.built is None)
     storage = root.generation(release)
     listing = storage.list_files()
+    listed = frozenset(listing)
     if not listing and not dead:
         _tidy(root, release, {})
         return None
@@ -110,7 +111,7 @@ def clear(root: ReleaseRoot, release: str) -> str | None:
     outputs = [p for p in listing if not is_reserved(p)]
     records = [p for p in listing if is_reserved(p)]
     root.home.delete_many([join(release, p) for p in outputs])
-    if dead or any(p not in listing for p in named):
+    if dead or not listed.issuperset(named):
         _tidy(root, release, named)
     root.home.delete_many([join(release, p) for p in sorted(records, key=lambda p: p == STATE_NAME)])
     return None

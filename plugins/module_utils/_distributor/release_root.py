@@ -23,7 +23,7 @@ from .config import Destination
 from .dryrun import with_dry_run_hint
 from .errors import DistributorError
 from .limits import INDEX_LIMIT, LOCK_LIMIT
-from .paths import LOCK_NAME, join
+from .paths import LOCK_NAME, is_reserved, join
 from .regular import ForeignLinks
 from .release_index import ACTIVE, FAILED, INDEX_NAME, Release, ReleaseIndex, parse_index, serialize_index
 from .releases import HOME, activated, live_id, split_bundle_path
@@ -95,6 +95,10 @@ class SharedLinks(Mapping):
         return self._counts
 
     def __getitem__(self, path: str) -> int:
+        """A record (reserved name) is never one of the files a publish links, so reading one,
+        such as the generation's own state, reads no other generation's."""
+        if is_reserved(path):
+            raise KeyError(path)
         return self._load()[path]
 
     def __iter__(self):
