@@ -60,7 +60,8 @@ def publish_release(job, root: ReleaseRoot, make) -> tuple:
         return made, values
     if root.plain:
         values["converted"] = convert(root, made.plan, job.now)
-    new = build(root, made.plan, job.bundle, job.bundle.manifest, made.present or frozenset(), _own_sources(job), job.now)
+    new = build(root, made.plan, job.bundle, job.bundle.manifest, made.present or frozenset(), lambda: _own_sources(job),
+                job.now)
     values.update(id=new, status="staged", preview_url=_preview(settings, new))
     if not settings.activate:
         check_whole(root, new, "sha256")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Callable
 
 from .drift import find_drift
 from .errors import DistributorError
@@ -160,12 +161,13 @@ def _named(root: ReleaseRoot, release: str, storage, dead: bool) -> dict:
     return named
 
 
-def build(root: ReleaseRoot, the_plan: Plan, bundle, manifest, present: frozenset, own_sources: dict,
+def build(root: ReleaseRoot, the_plan: Plan, bundle, manifest, present: frozenset, own_sources: Callable[[], dict],
           now: datetime) -> str:
     """The plan's tree as a new generation, durable and recorded `built`; returns its id. Every
     output of the state after that the plan does not write is linked from the live generation;
     one the storage cannot link (an SFTP server without hardlink@openssh.com) is written again
-    from the bundle when this owner's, and refused otherwise (nobody else's bytes are at hand)."""
+    from the bundle when this owner's (`own_sources()`: path -> its Write, made only then), and
+    refused otherwise (nobody else's bytes are at hand)."""
     release = next_release_id(root.index, now, root.home.token)
     owners = tuple(o.key for o in the_plan.after.owners) if the_plan.after else ()
     entry = Release(release, STAGED, manifest.id, manifest.digest, owners, format_rfc3339(now), None, None, root.live)
@@ -190,17 +192,19 @@ def _abandon(root: ReleaseRoot, release: str) -> None:
         pass
 
 
-def _build(root: ReleaseRoot, the_plan: Plan, bundle, present: frozenset, own_sources: dict, release: str) -> None:
+def _build(root: ReleaseRoot, the_plan: Plan, bundle, present: frozenset, own_sources: Callable[[], dict],
+           release: str) -> None:
     written = {w.path for w in the_plan.writes + the_plan.repairs + the_plan.resettles}
     kept = [o.path for o in the_plan.after.outputs if o.path not in written and o.path in present] if the_plan.after else []
     pairs = [(join(root.live, p), join(release, p)) for p in kept] if root.live else []
     again = [target.partition("/")[2] for _source, target in root.home.link_many(pairs)]
-    refused = [p for p in again if p not in own_sources]
+    own = own_sources() if again else {}
+    refused = [p for p in again if p not in own]
     if refused:
         raise DistributorError(
             "storage_error", "%s cannot link %s into the new release, and it is not this publish's to write again: "
             "release mode in a shared root needs hardlink@openssh.com" % (root.home.describe(), refused[0]))
-    writes = the_plan.writes + the_plan.repairs + the_plan.resettles + tuple(own_sources[p] for p in again)
+    writes = the_plan.writes + the_plan.repairs + the_plan.resettles + tuple(own[p] for p in again)
     execute(replace(the_plan, writes=writes, repairs=(), resettles=(), deletes=()), root.generation(release), bundle)
 
 
