@@ -4,7 +4,7 @@
     python benchmarks/targets.py [--since STAMP]
 
 Reads the newest result of each script in benchmarks/results (run.py, first_publish.py,
-scale.py, shared_root.py, s3_latency.py, jump_host.py; with --since, only those written at or after the
+scale.py, shared_root.py, s3_latency.py, jump_host.py, release_change.py; with --since, only those written at or after the
 `YYYYmmddTHHMMSS` stamp `make bench` passes) and prints one row per target: what was measured,
 the peer's figure, the ratio, the goal and whether it is met. A target whose case a run did not
 measure (a `--quick` run stops at 10,000 files) says so instead of a figure. Writes
@@ -45,6 +45,7 @@ class Figures:
         self.latency = newest(("s3-latency",), since)
         self.awx = newest(("awx",), since)
         self.jump = newest(("jump",), since)
+        self.release = newest(("release-change",), since)
 
     def run_row(self, backend: str, bundle: str, phase: str, tool: str) -> dict | None:
         rows = (self.run or {}).get("measurements", [])
@@ -124,6 +125,11 @@ def targets(f: Figures) -> list[tuple[str, tuple, float]]:
                  pair(f.run_row("s3", "small", "first", "distributor"), f.run_row("s3", "small", "first", "aws s3 sync"), "seconds"), 0.7))
     for phase, goal in (("first", 0.8), ("replace 10%", 1.0), ("no-op", 0.7)):
         rows.append(("S3 behind a 20 ms proxy, %s / `aws s3 sync` (wall)" % phase, f.proxied(phase), goal))
+    release = f.release
+    rows.append(("a one-file change to a %s-file release / the same change in place: CPU, module process (issue #30)" % (
+        "{:,}".format(release["files"]) if release else "10,000"), (
+        "%.2f s" % release["median_cpu"]["release"], "%.2f s" % release["median_cpu"]["in place"], release["ratio"])
+        if release else ("not measured", "-", None), 1.5))
     review = f.awx_row(50000, "check --diff")
     rows.append(("AWX review: `ansible-playbook --check --diff`, 50,000 files, wall (goal in seconds)",
                  ("%.2f s" % review["seconds"], "-", review["seconds"]) if review else ("not measured", "-", None), 60))
