@@ -269,6 +269,10 @@ def test_unmanaged_content_in_the_live_generation_makes_a_release_publish_refuse
     with pytest.raises(DistributorError) as refused:
         publish_files(tmp_path, store, "two", {"index.html": b"two"}, now=LATER)
     assert refused.value.reason == "unmanaged" and "planted.html" in str(refused.value)
+    assert "force" not in str(refused.value)
+    with pytest.raises(DistributorError) as refused:
+        publish_files(tmp_path, store, "three", {"index.html": b"two"}, now=LATER, force=True)
+    assert refused.value.reason == "unmanaged" and "force" not in str(refused.value)
 
 
 def test_a_plain_bundle_path_is_converted_only_when_asked(tmp_path):

@@ -22,6 +22,7 @@ from .release_build import build, check_whole, clear_old, recover_dead, switch, 
 from .release_index import STAGED, Release
 from .release_root import ReleaseRoot
 from .releases import HOME, SWITCH_PREFIX, activated, begun, built, earlier_good, link_target, next_release_id, release_id
+from .root import list_present, read_state
 from .storage.select import new_token
 from .timestamps import format_rfc3339, parse_rfc3339
 
@@ -43,8 +44,14 @@ def publish_release(job, root: ReleaseRoot, make) -> tuple:
         return {"activate": settings.activate, "convert": root.plain, "from": root.live,
                 "clears": would_clear(index_before, settings.keep, new, job.now) if settings.activate else [],
                 "failed": list(dead.failed)}
-    made = make(root.storage, release_facts)
-    _refuse_unmanaged(made, root)
+    try:
+        made = make(root.storage, release_facts)
+    except DistributorError as error:
+        if error.reason == "unmanaged":
+            _refuse_unmanaged(list_present(root.storage), read_state(root.storage)[0], root)
+        raise
+    if made.present is not None:
+        _refuse_unmanaged(made.present, made.plan.before, root)
     if root.plain and (made.found.token is not None or made.staging):
         raise DistributorError(
             "conflict", "%s holds what an interrupted publish in place left; publish once more without releases to "
@@ -91,14 +98,13 @@ def _preview(settings, release: str) -> str | None:
     return template.replace("{release}", release) if template else None
 
 
-def _refuse_unmanaged(made, root: ReleaseRoot) -> None:
+def _refuse_unmanaged(present: frozenset, state, root: ReleaseRoot) -> None:
     """A file no record names in the live tree would be left out of the new generation, which
     would delete it from the site, or carried into it, which would make distributor vouch for
-    it: neither, so the publish refuses, naming it (check mode too)."""
-    if made.present is None:
-        return
-    managed = made.plan.before.by_path() if made.plan.before else {}
-    unmanaged = sorted(p for p in made.present if p not in managed)
+    it: neither, so the publish refuses, naming it (check mode too), force or not: this
+    refusal, not the decision's (whose advice is force), is the one a release publish gives."""
+    managed = state.by_path() if state else {}
+    unmanaged = sorted(p for p in present if p not in managed)
     if unmanaged:
         raise DistributorError(
             "unmanaged", "%s holds %d file(s) no record names%s; a release publish neither carries them into the next "
