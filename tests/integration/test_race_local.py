@@ -108,16 +108,7 @@ def arena():
     os.makedirs(site)
     os.chmod(site, 0o777)
     os.chown(site, uid, gid)
-    bundles = {}
-    for name, files in BUNDLES.items():
-        bundles[name] = os.path.join(top, "bundle-" + name)
-        for path, data in files.items():
-            os.makedirs(os.path.dirname(os.path.join(bundles[name], path)), exist_ok=True)
-            with open(os.path.join(bundles[name], path), "wb") as handle:
-                handle.write(data)
-    swapper = os.path.join(top, "swapper.py")
-    shutil.copy(SWAPPER, swapper)
-    os.chmod(swapper, 0o644)
+    bundles, swapper = bundles_and_swapper(top)
     yield dict(top=top, site=site, outside=outside, bundles=bundles, command=command + [swapper], uid=uid, gid=gid)
     shutil.rmtree(top, ignore_errors=True)
 
@@ -245,3 +236,18 @@ def test_a_racing_swapper_never_moves_an_operation_outside_the_bundle_path(arena
     assert {kind.split()[0] for kind in result.outcomes} == operations
     assert all(outcome.endswith((" ok", " storage_error", " unmanaged")) for outcome in result.outcomes), \
         result.outcomes
+
+
+def bundles_and_swapper(top: str) -> tuple[dict, str]:
+    """The race's bundles (BUNDLES, written under `top`) and a copy of the swapper any account can read."""
+    bundles = {}
+    for name, files in BUNDLES.items():
+        bundles[name] = os.path.join(top, "bundle-" + name)
+        for path, data in files.items():
+            os.makedirs(os.path.dirname(os.path.join(bundles[name], path)), exist_ok=True)
+            with open(os.path.join(bundles[name], path), "wb") as handle:
+                handle.write(data)
+    swapper = os.path.join(top, "swapper.py")
+    shutil.copy(SWAPPER, swapper)
+    os.chmod(swapper, 0o644)
+    return bundles, swapper

@@ -40,11 +40,13 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.swit
 
 from generations import HOME, NAME
 from hangs import no_hang
-from test_race_local import BUNDLES, RACE_SECONDS, RUN_DEADLINE, SECRET, SWAPPER, _attacker, _process_state, _read_since
-from test_race_local import _snapshot, _unread
+from test_race_local import BUNDLES, RACE_SECONDS, RUN_DEADLINE, SECRET, _attacker, _process_state, _read_since
+from test_race_local import _snapshot, _unread, bundles_and_swapper
 
 GENERATIONS = os.path.join(HOME, "2*")
-OUTCOMES = (" ok", " storage_error", " unmanaged", " invalid_state", "rollback invalid_config")
+# A rollback, or a switch forward whose round made no release (it then asks for `previous`), may
+# find nothing to switch to once the swapper has made the round's publishes fail: invalid_config.
+OUTCOMES = (" ok", " storage_error", " unmanaged", " invalid_state", "rollback invalid_config", "forward invalid_config")
 OPERATIONS = {"settle", "republish", "check", "prune", "publish", "rollback", "forward", "reconcile", "state_info"}
 
 
@@ -72,16 +74,7 @@ def arena():
     os.chmod(os.path.join(theirs, "mine.html"), 0o600)
     for path in (theirs, os.path.join(theirs, "mine.html"), www, twins):
         os.chown(path, uid, gid)
-    bundles = {}
-    for name, files in BUNDLES.items():
-        bundles[name] = os.path.join(top, "bundle-" + name)
-        for path, data in files.items():
-            os.makedirs(os.path.dirname(os.path.join(bundles[name], path)), exist_ok=True)
-            with open(os.path.join(bundles[name], path), "wb") as handle:
-                handle.write(data)
-    swapper = os.path.join(top, "swapper.py")
-    shutil.copy(SWAPPER, swapper)
-    os.chmod(swapper, 0o644)
+    bundles, swapper = bundles_and_swapper(top)
     yield dict(top=top, www=www, outside=outside, theirs=theirs, twins=twins, bundles=bundles, uid=uid, gid=gid,
                command=command + [swapper, "--twins=" + twins])
     shutil.rmtree(top, ignore_errors=True)
