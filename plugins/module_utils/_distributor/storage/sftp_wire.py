@@ -7,8 +7,9 @@ link at the name. OpenSSH's server offers what confinement needs as extensions:
 `lsetstat@openssh.com` (set attributes without following a link at the name) and
 `users-groups-by-id@openssh.com` (the account name of a uid, to tell the SFTP account's own
 directories from another account's), `fsync@openssh.com` (a file's bytes on the disk before
-its rename), and for releases `hardlink@openssh.com` and `posix-rename@openssh.com`. These helpers send them through paramiko's own request helper, so
-one session serves all requests; paramiko stays a lazy import.
+its rename), and for releases `hardlink@openssh.com` and `posix-rename@openssh.com`. These
+helpers send them through paramiko's own request helper, so one session serves all requests;
+paramiko stays a lazy import.
 """
 
 from __future__ import annotations
