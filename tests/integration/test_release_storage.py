@@ -8,7 +8,9 @@ Local storage is watched from inside the publish: every system call that makes a
 with O_CREAT, mkdir, link, rename, symlink) and every sync (fsync, syncfs) is recorded with the
 directory and file it concerns, and each name the new generation needs must be synced before the
 rename that switches the link. SFTP is watched from the server: OpenSSH's own sftp-server logs
-every request it serves (`-l DEBUG3`), with the bytes each handle wrote.
+every request it serves (`-l DEBUG3`), with the bytes each handle wrote and each handle's
+fsync@openssh.com: every file SFTP storage stages, in a release or in place, is synced on its
+handle before its close and its rename.
 """
 
 from __future__ import annotations
@@ -226,12 +228,10 @@ def requests_since(server, offset: int) -> list[tuple[str, list[str], str]]:
         lines = handle.read().decode("utf-8", "replace").splitlines()
     found = []
     for line in lines:
-        match = re.match(r'(open|close|mkdir name|rename|posix-rename|hardlink|symlink|remove name|rmdir name|set|'
-                         r'setstat name) (?:old )?"', line)
+        match = re.match(r'(open|close|fsync|mkdir name|rename|posix-rename|hardlink|symlink|remove name|rmdir name|'
+                         r'set|setstat name) (?:old )?"', line)
         if match:
             found.append((match.group(1).split()[0], re.findall(r'"([^"]*)"', line), line))
-        elif re.match(r"debug3: request \d+: fsync", line):
-            found.append(("fsync", [], line))
     return found
 
 
@@ -279,6 +279,43 @@ def test_a_one_file_change_to_an_sftp_release_writes_one_file_and_links_the_rest
                      if what == "posix-rename" and paths[1] == os.path.join(root, INDEX)]
     assert generation_acts and max(generation_acts) < switches[0], "the new generation changed after the switch"
     assert any(max(generation_acts) < n < switches[0] for n in index_renames), "no index recorded the build before the switch"
+
+
+@pytest.mark.parametrize("mode", ["release", "in place"])
+def test_every_file_sftp_storage_writes_is_synced_on_its_handle_before_it_is_closed_and_renamed(
+        tmp_path, logged_sshd, mode):
+    """Outputs, records, the release index: each staged file's fsync@openssh.com is served
+    between its open and its close, so before its rename, and (release) before the switch."""
+    root = str(tmp_path / "www")
+    storage = logged_sshd.storage(root)
+    destination = release_destination(storage) if mode == "release" else {"id": "web", "storage": storage, "path": NAME}
+    publish(make_site(str(tmp_path / "one"), site(), "2026-06-04T11:00:00Z"), PIPELINE, destination, now=START)
+    offset = log_size(logged_sshd)
+    publish(make_site(str(tmp_path / "two"), site(changed=True), "2026-06-04T11:30:00Z"), PIPELINE, destination,
+            now=START + timedelta(minutes=1))
+
+    requests = requests_since(logged_sshd, offset)
+    at = {}  # staged name -> [open, fsync, close] positions in the log
+    for n, (what, paths, line) in enumerate(requests):
+        if what == "open" and re.search(r"flags \S*CREATE", line):
+            at[paths[0]] = [n, None, None]
+        elif what in ("fsync", "close") and paths[0] in at:
+            at[paths[0]][1 if what == "fsync" else 2] = n
+    renames = {paths[0]: (paths[1], n) for n, (what, paths, _line) in enumerate(requests)
+               if what == "posix-rename" and paths[0] in at}
+    targets = {os.path.relpath(target, root) for target, _n in renames.values()}
+    kept = os.path.join(HOME, live(root)) if mode == "release" else NAME
+    wanted = {os.path.join(kept, CHANGED), os.path.join(kept, ".distributor.json")}
+    assert wanted | ({INDEX} if mode == "release" else set()) <= targets, sorted(targets)
+    unsynced = [(staged, seen) for staged, seen in at.items()
+                if staged in renames and not (seen[1] is not None and seen[0] < seen[1] < seen[2] < renames[staged][1])]
+    assert unsynced == [], "renamed without a sync on its handle before its close: %s" % unsynced
+    switches = [n for n, (what, paths, _line) in enumerate(requests)
+                if what == "posix-rename" and paths[1] == os.path.join(root, NAME)]
+    if mode == "release":
+        into = os.path.join(root, kept) + "/"
+        assert len(switches) == 1
+        assert all(at[staged][1] < switches[0] for staged, (target, _n) in renames.items() if target.startswith(into))
 
 
 def without_posix_rename(storage):

@@ -4,7 +4,8 @@ guarantee must hold across windows and channels, not only for a file or two. A b
 windows is all staged before any file is renamed; a link planted at the target of the batch's last
 file is refused before the first rename; a large file's writes (more than a channel may have in
 flight) all arrive, in order; and every request of a publish is one SFTP request, fewer than the
-ten a file took when each was waited for."""
+ten a file took when each was waited for, a sync of each file among them where the server offers
+one (and a release switch warned of it where it does not)."""
 
 from __future__ import annotations
 
@@ -73,11 +74,9 @@ def test_a_large_file_arrives_whole_with_more_writes_than_a_channel_keeps_in_fli
     assert storage.read_bytes("small.txt", LIMIT) == b"s"
 
 
-def test_a_file_costs_seven_requests_sent_ahead_of_their_replies_and_written_together(place, monkeypatch):
-    """lstat of the target, open, write, fstat, close, lstat of the staged name, rename; the
-    directories on the way are looked at once a window. The requests go out many to a write."""
-    storage, _site, _outside = place
-    storage.write_bytes("first.txt", b"connects, makes the root")
+def sent(monkeypatch) -> tuple[list, list]:
+    """(requests, writes): every SFTP request the client writes from now on, as its command or,
+    for an extended request, its name; and the size of each write to the channel."""
     requests, writes = [], []
     real = paramiko.SFTPClient._write_all
 
@@ -85,13 +84,64 @@ def test_a_file_costs_seven_requests_sent_ahead_of_their_replies_and_written_tog
         writes.append(len(out))
         offset = 0
         while offset < len(out):
-            requests.append(out[offset + 4])
+            command = out[offset + 4]
+            if command == paramiko.sftp.CMD_EXTENDED:
+                size = struct.unpack(">I", out[offset + 9:offset + 13])[0]
+                command = out[offset + 13:offset + 13 + size].decode()
+            requests.append(command)
             offset += 4 + struct.unpack(">I", out[offset:offset + 4])[0]
         return real(session, out)
     monkeypatch.setattr(paramiko.SFTPClient, "_write_all", counting)
+    return requests, writes
+
+
+def test_a_file_costs_eight_requests_sent_ahead_of_their_replies_and_written_together(place, monkeypatch):
+    """lstat of the target, open, write, fsync, fstat, close, lstat of the staged name, rename;
+    the directories on the way are looked at once a window. The requests go out many to a
+    write: the sync costs no round trip of its own."""
+    storage, _site, _outside = place
+    storage.write_bytes("first.txt", b"connects, makes the root")
+    requests, writes = sent(monkeypatch)
     storage.write_many(("f%03d.txt" % index, lambda: [b"x"]) for index in range(sftp_batch.WINDOW))
-    assert 7 * sftp_batch.WINDOW <= len(requests) < 7.2 * sftp_batch.WINDOW
+    assert 8 * sftp_batch.WINDOW <= len(requests) < 8.2 * sftp_batch.WINDOW
+    assert requests.count(sftp_wire.FSYNC) == sftp_batch.WINDOW
     assert len(writes) < len(requests) / 20
+
+
+def without(storage, extension: str):
+    """An SFTP storage whose server does not announce `extension` (the session is real; only the
+    list of extensions is cut), as a server other than OpenSSH's may not."""
+    new_session = storage._new_session
+
+    def session(client):
+        opened = new_session(client)
+        opened.extensions = opened.extensions - {extension}
+        return opened
+    storage._new_session = session
+    return storage
+
+
+def test_a_server_without_fsync_gets_the_writes_of_today_and_a_release_switch_is_told_not_refused(
+        place, monkeypatch):
+    storage, _site, _outside = place
+    without(storage, sftp_wire.FSYNC)
+    storage.write_bytes("first.txt", b"connects")
+    requests, _writes = sent(monkeypatch)
+    storage.write_many(("f%03d.txt" % index, lambda: [b"x"]) for index in range(3))
+    assert sftp_wire.FSYNC not in requests and len(requests) >= 7 * 3
+    assert storage.read_bytes("f002.txt", LIMIT) == b"x"
+    assert storage.warnings == []
+    storage.require_switch()
+    storage.require_switch()
+    [warning] = storage.warnings
+    assert sftp_wire.FSYNC in warning and "durable as the server's filesystem" in warning
+    assert storage.at("elsewhere").warnings == [warning]
+
+
+def test_a_server_with_fsync_gives_a_release_switch_no_warning(place):
+    storage, _site, _outside = place
+    storage.require_switch()
+    assert storage.warnings == []
 
 
 @pytest.mark.parametrize("expected, limit, wanted", [

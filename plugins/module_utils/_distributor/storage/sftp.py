@@ -66,6 +66,7 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, SftpLinks, Storage):
         self._dirs: set[str] = set()
         self._judged: set[str] = set()  # directories judged ("" once the root and the settings are)
         self._shared: list[tuple[str, str]] = []
+        self._notices: list[str] = []  # warnings of what the server lacks (SftpLinks.require_switch)
         self._names: dict[int, str | None] = {}
         self._extensions: frozenset = frozenset()
         self._staging_dirs: set[str] = set()

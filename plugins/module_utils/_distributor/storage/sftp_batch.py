@@ -5,11 +5,12 @@ requests sent ahead of their replies.
 A small file waited for request by request costs about ten round trips, and paramiko spends more
 CPU handing each reply from its transport thread to the waiting one than on the request itself.
 So files go in windows: for every file of a window the look at its target and the open of its
-staged name are sent at once, then its writes, attributes, fstat and close, then (once the whole
-batch is staged) the look at its way and at its staged file, and last the renames. Every check
-of sftp_paths is still made, on the replies, before the act it guards is sent. The windows are
-spread over a few SFTP channels of the one connection, each served by its own server process,
-from this one thread.
+staged name are sent at once, then its writes, attributes, sync, fstat and close, then (once the
+whole batch is staged) the look at its way and at its staged file, and last the renames. The sync
+(fsync@openssh.com, where the server offers it) goes on the file's own handle before its close,
+so no rename publishes bytes a server crash could lose. Every check of sftp_paths is still made,
+on the replies, before the act it guards is sent. The windows are spread over a few SFTP channels
+of the one connection, each served by its own server process, from this one thread.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Callable, Iterable
 
 from ..errors import DistributorError
 from .refusals import disappeared, link_refused, staged_replaced
-from .sftp_wire import POSIX_RENAME, Pipe, identity
+from .sftp_wire import FSYNC, POSIX_RENAME, Pipe, identity
 from .sftp_wire import wire as _wire
 
 CHANNELS = 3  # SFTP channels writing at once; OpenSSH allows 10 sessions a connection by default
@@ -111,8 +112,9 @@ class SftpBatch:
             self._finish(item)
 
     def _send_content(self, item: _Staged, chunks: Iterable[bytes]) -> None:
-        """The writes, the configured attributes (_settle), an fstat and the close of one staged
-        file, sent without waiting; the chunk iterator's own exceptions pass unchanged."""
+        """The writes, the configured attributes (_settle), the sync (_sync), an fstat and the
+        close of one staged file, sent without waiting; the chunk iterator's own exceptions pass
+        unchanged."""
         from paramiko.sftp import CMD_CLOSE, CMD_FSTAT, CMD_WRITE
         from paramiko.sftp_client import int64
         from paramiko.sftp_file import SFTPFile
@@ -127,6 +129,8 @@ class SftpBatch:
                 item.written += len(piece)
         with self._errors("set permissions of", item.staged):
             item.sent.extend(self._settle(item.pipe, item.handle))
+        with self._errors("sync", item.staged):
+            item.sent.extend(self._sync(item.pipe, item.handle))
         with self._errors("write", item.staged):
             item.fstat = item.pipe.send(CMD_FSTAT, item.handle)
             item.close = item.pipe.send(CMD_CLOSE, item.handle)
@@ -140,6 +144,18 @@ class SftpBatch:
                 item.pipe.status(number)
             item.identity = identity(item.pipe.attributes(item.fstat))
             item.pipe.status(item.close)
+
+    def _sync(self, pipe: Pipe, handle: bytes) -> list[int]:
+        """fsync@openssh.com of the staged file through its open `handle`, after its writes and
+        attributes and before its close: the rename that publishes it (and a release's switch,
+        or the state record naming it, later) must never point at bytes a server crash can lose.
+        Sent ahead like the writes, so it costs no round trip of its own; its status is checked
+        with theirs (_finish), before any rename. Nothing when the server does not offer it: the
+        file is then as durable as the server's filesystem makes it (release mode warns,
+        SftpLinks.require_switch)."""
+        from paramiko.sftp import CMD_EXTENDED
+
+        return [pipe.send(CMD_EXTENDED, FSYNC, handle)] if FSYNC in self._extensions else []
 
     def _settle(self, pipe: Pipe, handle: bytes) -> list[int]:
         """The configured mode and numeric ownership of a staged file, set before its rename

@@ -23,10 +23,18 @@ from ..paths import join
 from ..regular import kind_of
 from .refusals import (
     already_there, disappeared, link_not_made, link_refused, missing, no_atomic_switch, not_a_link, not_linkable)
-from .sftp_wire import HARDLINK, POSIX_RENAME, Pipe, identity, readlink, symlink_request
+from .sftp_wire import FSYNC, HARDLINK, POSIX_RENAME, Pipe, identity, readlink, symlink_request
 from .sftp_wire import wire as _wire
 
 LINKS_AT_ONCE = 64  # hard links whose requests are in flight together
+
+
+def unsynced_switch(server: str) -> str:
+    """The warning of a release switch on a server that cannot sync a file (require_switch)."""
+    return ("%s does not offer %s, so distributor cannot make a release's files durable before switching to it: "
+            "after a crash of the server, the bundle path may lead to files whose bytes never reached its disk. The "
+            "switch is as durable as the server's filesystem makes it; a server that offers %s (OpenSSH does) "
+            "syncs every file before the switch" % (server, FSYNC, FSYNC))
 
 
 class SftpLinks:
@@ -67,10 +75,16 @@ class SftpLinks:
         return ("other", kind) if kind else ("file", None)
 
     def require_switch(self) -> None:
-        """The extensions the server announced when the session opened."""
+        """The extensions the server announced when the session opened: without posix-rename no
+        switch is atomic (refused); without fsync@openssh.com no file is synced before it
+        (sftp_batch), which is told, not refused: the switch is then as durable as the server's
+        filesystem makes the files' bytes, as a publish in place is."""
         self._open()
         if POSIX_RENAME not in self._extensions:
             raise no_atomic_switch(self.endpoints[-1].name, POSIX_RENAME)
+        notice = unsynced_switch(self.endpoints[-1].name)
+        if FSYNC not in self._extensions and notice not in self._notices:
+            self._notices.append(notice)
 
     def switch(self, path: str, target: str, temporary: str) -> None:
         """SSH_FXP_SYMLINK at `temporary`, read back (a server that takes the draft's order of

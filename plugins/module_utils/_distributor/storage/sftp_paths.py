@@ -146,8 +146,9 @@ class SftpPaths:
 
     @property
     def warnings(self) -> list[str]:
-        """The directories another account can write, found while walking: told, not refused, by default."""
-        return [shared_warning(self._shared, self.username)] if self._shared else []
+        """The directories another account can write, found while walking: told, not refused, by
+        default; then what release mode found the server lacks (SftpLinks.require_switch)."""
+        return ([shared_warning(self._shared, self.username)] if self._shared else []) + self._notices
 
     def _look_at_root(self) -> None:
         """Before the first read or write: the root (whatever its path leads to: the operator

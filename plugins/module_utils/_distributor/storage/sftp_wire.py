@@ -6,9 +6,10 @@ the session starts, and sets attributes by path only with SETSTAT, which follows
 link at the name. OpenSSH's server offers what confinement needs as extensions:
 `lsetstat@openssh.com` (set attributes without following a link at the name) and
 `users-groups-by-id@openssh.com` (the account name of a uid, to tell the SFTP account's own
-directories from another account's), and for releases `hardlink@openssh.com` and
-`posix-rename@openssh.com`. These helpers send them through paramiko's own request helper, so
-one session serves all requests; paramiko stays a lazy import.
+directories from another account's), `fsync@openssh.com` (a file's bytes on the disk before
+its rename), and for releases `hardlink@openssh.com` and `posix-rename@openssh.com`. These
+helpers send them through paramiko's own request helper, so one session serves all requests;
+paramiko stays a lazy import.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ READS_AT_ONCE = 256  # reads unanswered at once (8 MiB): neither side's channel 
 POSIX_RENAME = "posix-rename@openssh.com"  # rename(2): replaces the target, which SSH_FXP_RENAME refuses
 HARDLINK = "hardlink@openssh.com"  # link(2), which does not follow a link at the source's name
 USERS_GROUPS_BY_ID = "users-groups-by-id@openssh.com"
+FSYNC = "fsync@openssh.com"  # fsync(2) of an open handle: SFTP version 3 has no other way to make bytes durable
 
 
 def wire(remote: str) -> bytes:
