@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import select
+import selectors
 import subprocess
 import sys
 import time
@@ -244,7 +244,9 @@ def nginx():
 
 
 def _ready(kind: str, process: subprocess.Popen) -> None:
-    waited = select.select([process.stdout], [], [], READY_SECONDS)[0]
+    with selectors.DefaultSelector() as selector:  # select.select refuses descriptors past 1023
+        selector.register(process.stdout, selectors.EVENT_READ)
+        waited = selector.select(READY_SECONDS)
     line = process.stdout.readline() if waited else "no read succeeded within %ds\n" % READY_SECONDS
     if line != "ready\n":
         process.kill()

@@ -6,6 +6,7 @@ a dead build is marked failed and cleared; distributor_release switches forward 
 from __future__ import annotations
 
 import json
+import os
 from datetime import timedelta
 
 import pytest
@@ -418,3 +419,17 @@ def test_reading_a_generation_record_reads_no_other_generation_record():
     assert shared.get(".distributor.json", 1) == 1 and shared.get("docs/.distributor.journal.json", 1) == 1
     with pytest.raises(AssertionError):
         shared.get("index.html", 1)
+
+
+def test_release_publishes_on_local_storage_leave_no_descriptor_open(tmp_path):
+    """Every view a release opens (the home, each generation) is closed with the run: a process
+    that publishes again and again (AWX's callback runner, a test) keeps its descriptors."""
+    dest = {"id": "web", "storage": {"type": "local", "root": str(tmp_path / "www")}, "path": "site",
+            "releases": {"keep": 2}}
+    open_before = None
+    for n in range(6):
+        files = {"index.html": b"v%d" % n, "app.css": b"css"}
+        publish(bundle(tmp_path, "b%d" % n, files, format_rfc3339(NOW.replace(hour=n))), PIPELINE, dest,
+                now=NOW.replace(hour=n, minute=1), diff_contents=True, verify="sha256")
+        open_before = open_before or len(os.listdir("/proc/self/fd"))
+    assert len(os.listdir("/proc/self/fd")) == open_before

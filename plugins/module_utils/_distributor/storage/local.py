@@ -55,6 +55,7 @@ class LocalStorage(LocalLinks, Storage):
         self.base = base
         self._root_fd: int | None = None
         self._dirs: dict[str, int] = {}
+        self._views: list[LocalStorage] = []  # made by at(): each holds the root open until this storage closes
         self._staging: dict[str, tuple[int, int, str]] = {}  # target directory -> (staging fd, its parent's, its location + "/")
         self._under = join(base, "x")[:-1]  # "<base>/" (or ""): a file's path under the root is this and its path
         self._shown = os.path.join(root, self._under + "x")[:-1]  # "<root>/<base>/": a file's location is this and its path
@@ -544,7 +545,11 @@ class LocalStorage(LocalLinks, Storage):
         return self._exposure.warnings
 
     def close(self) -> None:
-        """The root's descriptor is kept between operations; closed with the storage."""
+        """The root's descriptor is kept between operations; closed with the storage, and with
+        the descriptors of every view at() made of it."""
+        for view in self._views:
+            view.close()
+        self._views.clear()
         self._release()
         if self._root_fd is not None:
             os.close(self._root_fd)

@@ -39,6 +39,7 @@ class LocalLinks:
         storage, sysctl = self._settings
         view = type(self)(self.root, join(self.base, base), self.token, storage, sysctl)
         view._exposure = self._exposure
+        self._views.append(view)
         return view
 
     def entry(self, path: str) -> tuple[str, str | None]:
