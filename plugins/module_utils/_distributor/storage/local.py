@@ -489,19 +489,25 @@ class LocalStorage(LocalLinks, Storage):
         parent = self._directory(head, False, self.describe(path))
         found = parent is not None
         if found:
-            with os_errors("delete", self.describe(path)):
-                try:
-                    os.unlink(name, dir_fd=parent)
-                except FileNotFoundError:
-                    found = False
-                except OSError as exc:
-                    if not (exc.errno in (errno.EISDIR, errno.EPERM) and is_reserved(path)
-                            and stat.S_ISDIR(entry_mode(parent, name) or 0)):
-                        raise
-                    found = self._rmdir(parent, name)
+            try:
+                os.unlink(name, dir_fd=parent)
+            except FileNotFoundError:
+                found = False
+            except OSError as exc:
+                found = self._unlink_failed(parent, name, path, exc)
         if found or is_reserved(path):
             tidy.add(path.rpartition("/")[0])
         return found
+
+    def _unlink_failed(self, parent: int, name: str, path: str, exc: OSError) -> bool:
+        """What an unlink that failed leaves to do: an empty staging directory at a reserved path
+        is removed with rmdir; anything else is a storage_error naming the path. Apart from
+        _delete, which runs once per file and spells the path only for a message."""
+        with os_errors("delete", self.describe(path)):
+            if not (exc.errno in (errno.EISDIR, errno.EPERM) and is_reserved(path)
+                    and stat.S_ISDIR(entry_mode(parent, name) or 0)):
+                raise exc
+            return self._rmdir(parent, name)
 
     @staticmethod
     def _rmdir(parent: int, name: str) -> bool:
