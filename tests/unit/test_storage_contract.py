@@ -254,6 +254,36 @@ def test_delete_many_reports_only_files_that_existed(backend):
     assert storage.list_files() == ["d.txt"]
 
 
+def test_delete_many_removes_every_directory_the_batch_emptied_and_keeps_one_still_holding_a_file(backend):
+    storage = backend.open()
+    for name in ("a/x.txt", "a/b/c/d.txt", "a/b/e.txt", "g/h.txt", "g/keep.txt"):
+        storage.write_bytes(name, b"x")
+    assert storage.delete_many(["a/x.txt", "a/b/c/d.txt", "a/b/e.txt", "g/h.txt"]) == [
+        "a/x.txt", "a/b/c/d.txt", "a/b/e.txt", "g/h.txt"]
+    assert storage.list_files() == ["g/keep.txt"]
+    if backend.root is not None:
+        assert sorted(os.listdir(backend.base_dir())) == ["g"]
+
+
+@only("local")
+def test_local_delete_many_tries_each_directory_it_emptied_once_not_once_per_file(backend, monkeypatch):
+    """Removing a release generation deletes 10,000 files: an rmdir attempt after each was most
+    of the cost of keep-N (issue #30's cost row)."""
+    storage = backend.open()
+    names = ["many/%02d.txt" % number for number in range(40)]
+    for name in names:
+        storage.write_bytes(name, b"x")
+    tried = []
+    real_rmdir = os.rmdir
+
+    def rmdir(name, **kwargs):
+        tried.append(name)
+        real_rmdir(name, **kwargs)
+    monkeypatch.setattr(os, "rmdir", rmdir)
+    assert storage.delete_many(names) == names
+    assert tried == ["many"] and os.listdir(backend.base_dir()) == []
+
+
 # -- listing ------------------------------------------------------------------------------
 
 

@@ -16,6 +16,8 @@ import errno
 import os
 import stat
 from contextlib import suppress
+from functools import partial
+from typing import Callable
 
 from ..errors import DistributorError
 from ..limits import LINK_TARGET_LIMIT
@@ -23,7 +25,7 @@ from ..paths import join
 from ..regular import kind_of
 from .descriptors import entry_mode
 from .durability import Directory, FsyncEach, durability_for, root_parent, sync_directory
-from .refusals import already_there, link_not_made, link_refused, missing, not_a_link, not_linkable, os_errors
+from .refusals import already_there, failure, link_not_made, link_refused, missing, not_a_link, not_linkable, os_errors
 
 # linkat's errors that say this filesystem cannot give the file another name here (another
 # filesystem below the root, no hard links, too many of them): the caller writes it again.
@@ -92,27 +94,32 @@ class LocalLinks:
     def link_many(self, pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
         """linkat between held descriptors, kept open for the whole batch; the directories
         linked into made durable at the end the way a batch of writes is (durability.py), and
-        checked to be still at their paths."""
+        checked to be still at their paths. The pairs are taken a pair of directories at a time,
+        each looked up once, and a location is spelled only for a message: a release links
+        every file it keeps, 10,000 pairs for a one-file change."""
         unlinked: list[tuple[str, str]] = []
         into: set[str] = set()
         try:
-            for source, target in pairs:
-                head, name = self._split(source)
-                target_head, target_name = self._split(target)
+            for (head, target_head), named in by_directories(pairs, self._split).items():
+                source, target = named[0][0], named[0][2]
                 parent = self._directory(head, False, self.describe(source))
                 if parent is None:
                     raise missing("link", self.describe(source))
                 holder = self._directory(target_head, True, self.describe(target))
-                if link_at(parent, name, holder, target_name, self.describe(source), self.describe(target)):
-                    into.add(target_head)
-                else:
-                    unlinked.append((source, target))
+                for source, name, target, target_name in named:
+                    if link_at(parent, name, holder, target_name, partial(self._locations, source, target)):
+                        into.add(target_head)
+                    else:
+                        unlinked.append((source, target))
             if into:
                 self._check_in_place(into)
                 self._made_durable(into, durability_for(self._root_fd, self.root))
         finally:
             self._release()
         return unlinked
+
+    def _locations(self, source: str, target: str) -> tuple[str, str]:
+        return self.describe(source), self.describe(target)
 
     def _made_durable(self, directories: set[str], durability) -> None:
         """Each directory changed and its parents up to the root's (one may have been made)."""
@@ -170,30 +177,46 @@ def switch_at(holder: int, temporary: str, parent: int, name: str, target: str, 
         raise
 
 
-def link_at(parent: int, name: str, holder: int, target: str, shown: str, where: str) -> bool:
+def by_directories(pairs: list[tuple[str, str]], split) -> dict[tuple[str, str], list[tuple[str, str, str, str]]]:
+    """The pairs (source, target) grouped by (source's directory, target's directory), in
+    their order, each as (source, its name, target, its name); `split` is LocalStorage._split,
+    which refuses an unclean path."""
+    groups: dict[tuple[str, str], list[tuple[str, str, str, str]]] = {}
+    for source, target in pairs:
+        head, name = split(source)
+        target_head, target_name = split(target)
+        groups.setdefault((head, target_head), []).append((source, name, target, target_name))
+    return groups
+
+
+def link_at(parent: int, name: str, holder: int, target: str, locations: Callable[[], tuple[str, str]]) -> bool:
     """`target` in `holder` made a hard link of the regular file `name` in `parent`; False when
     the filesystem cannot (NO_LINK_HERE). The file linked is looked at before and after: a
-    source swapped in between is undone and refused, never left linked."""
-    with os_errors("link", shown):
-        try:
-            seen = os.stat(name, dir_fd=parent, follow_symlinks=False)
-        except FileNotFoundError:
-            raise missing("link", shown) from None
+    source swapped in between is undone and refused, never left linked. `locations` gives the
+    source's and the target's locations, for a message only."""
+    try:
+        seen = os.stat(name, dir_fd=parent, follow_symlinks=False)
+    except FileNotFoundError:
+        raise missing("link", locations()[0]) from None
+    except OSError as exc:
+        raise failure("link", locations()[0], exc) from exc
     if stat.S_ISLNK(seen.st_mode):
-        raise link_refused(shown)
+        raise link_refused(locations()[0])
     if kind_of(seen.st_mode):
-        raise not_linkable(shown, kind_of(seen.st_mode))
-    with os_errors("link %s to" % shown, where):
-        try:
-            os.link(name, target, src_dir_fd=parent, dst_dir_fd=holder, follow_symlinks=False)
-        except FileExistsError:
-            raise already_there("link %s to" % shown, where) from None
-        except OSError as exc:
-            if exc.errno in NO_LINK_HERE:
-                return False
-            raise
+        raise not_linkable(locations()[0], kind_of(seen.st_mode))
+    try:
+        os.link(name, target, src_dir_fd=parent, dst_dir_fd=holder, follow_symlinks=False)
+    except FileExistsError:
+        raise already_there("link %s to" % locations()[0], locations()[1]) from None
+    except OSError as exc:
+        if exc.errno in NO_LINK_HERE:
+            return False
+        raise failure("link %s to" % locations()[0], locations()[1], exc) from exc
+    try:
         made = os.stat(target, dir_fd=holder, follow_symlinks=False)
         if (made.st_dev, made.st_ino) != (seen.st_dev, seen.st_ino):
             os.unlink(target, dir_fd=holder)
-            raise link_not_made(where, shown)
+            raise link_not_made(locations()[1], locations()[0])
+    except OSError as exc:
+        raise failure("link %s to" % locations()[0], locations()[1], exc) from exc
     return True
