@@ -200,7 +200,7 @@ def test_release_publishes_killed_at_random_moments_leave_the_live_release_and_t
     os.makedirs(os.path.join(root, "beside"))
     with open(os.path.join(root, "beside", "other.txt"), "wb") as handle:
         handle.write(b"someone else's, beside the bundle path")
-    longest = max(calibrated(site.arguments(site.bundle(), root), root) for _ in range(2))
+    longest = max(calibrated(site.arguments(site.bundle(), root), root) for _attempt in range(2))
     outcomes, delays, failed_ids = Counter(), [], []
     with no_hang(150, "%d killed release publishes" % ROUNDS):
         for _round in range(ROUNDS):
