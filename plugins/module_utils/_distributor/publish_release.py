@@ -11,7 +11,6 @@ live generation (it would be neither linked nor deleted, so the new release coul
 from __future__ import annotations
 
 import time
-from datetime import timedelta
 
 from .attributes import attributes_for
 from .errors import DistributorError
@@ -21,10 +20,10 @@ from .plan import Content, Write
 from .release_build import build, check_whole, clear_old, recover_dead, switch, would_clear
 from .release_index import STAGED, Release
 from .release_root import ReleaseRoot
-from .releases import HOME, SWITCH_PREFIX, activated, begun, built, earlier_good, link_target, next_release_id, release_id
+from .releases import HOME, SWITCH_PREFIX, activated, begun, built, earlier_good, link_target, next_release_id
 from .root import list_present, read_state
 from .storage.select import new_token
-from .timestamps import format_rfc3339, parse_rfc3339
+from .timestamps import format_rfc3339
 
 
 def publish_release(job, root: ReleaseRoot, make) -> tuple:
@@ -127,8 +126,7 @@ def convert(root: ReleaseRoot, the_plan, now) -> dict:
     release home, then a link takes its place. Between the two renames the bundle path does not
     exist (readers get ENOENT, a web server 404); the result reports the window."""
     before = the_plan.before
-    stamp = parse_rfc3339(before.updated_at) if before is not None and before.updated_at else now
-    first = release_id(min(stamp, now - timedelta(seconds=1)), new_token())
+    first = next_release_id(root.index, now, new_token())
     owners = tuple(o.key for o in before.owners) if before else ()
     manifest = before.owners[0].manifest if before and before.owners else None
     entry = Release(first, STAGED, manifest.id if manifest else "", manifest.digest if manifest else "", owners,
