@@ -15,7 +15,7 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.erro
 from ansible_collections.distributor.core.plugins.module_utils._distributor.release_index import (
     ID_PATTERN, Release, ReleaseIndex, parse_index, serialize_index)
 from ansible_collections.distributor.core.plugins.module_utils._distributor.releases import (
-    activated, begun, built, dead, failed, previous, release_id, removable, removed)
+    activated, begun, built, dead, failed, next_release_id, previous, release_id, removable, removed)
 from ansible_collections.distributor.core.plugins.module_utils._distributor.state import OwnerKey
 
 from builders import sha
@@ -192,3 +192,12 @@ def test_removable_never_holds_the_active_or_previous_release_and_holds_every_fa
     if index.active is not None:
         good = [r for r in index.releases if r.status in ("active", "superseded")]
         assert len([r for r in good if r.id not in gone]) >= min(keep, len(good))
+
+
+def test_a_planted_index_dated_where_no_clock_reaches_is_invalid_state_not_a_traceback():
+    newest = "99991231T235959Z-0123456789ab"
+    planted = ReleaseIndex("site", (Release(newest, "superseded", "m", "sha256:" + "0" * 64, (), "2026-06-04T12:00:00Z",
+                                            "2026-06-04T12:00:00Z", "2026-06-04T12:00:00Z"),))
+    with pytest.raises(DistributorError) as refused:
+        next_release_id(planted, datetime(2026, 6, 4, tzinfo=timezone.utc), "0123456789ab")
+    assert refused.value.reason == "invalid_state" and newest in str(refused.value)

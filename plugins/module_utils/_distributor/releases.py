@@ -45,8 +45,13 @@ def next_release_id(index: ReleaseIndex, now: datetime, token: str) -> str:
     newest = index.releases[-1].id if index.releases else None
     if newest is None or made > newest:
         return made
-    return release_id(datetime.strptime(newest[:16], "%Y%m%dT%H%M%SZ").replace(tzinfo=timezone.utc) + timedelta(seconds=1),
-                      token)
+    try:
+        later = datetime.strptime(newest[:16], "%Y%m%dT%H%M%SZ").replace(tzinfo=timezone.utc) + timedelta(seconds=1)
+        return release_id(later, token)
+    except (OverflowError, ValueError):
+        raise DistributorError("invalid_state", "the newest release of %s, %s, is dated where no clock reaches: "
+                               "distributor made no such release. Find out who wrote the index"
+                               % (index.bundle_path, newest)) from None
 
 
 def split_bundle_path(bundle_path: str) -> tuple[str, str]:
