@@ -267,6 +267,7 @@ bench: collection $(BENCH_TOOLS)/.installed
 	$(VENV_BIN)/python benchmarks/awx_results.py $(filter --quick,$(BENCH_ARGS))
 	$(VENV_BIN)/python benchmarks/jump_host.py $(filter --quick,$(BENCH_ARGS))
 	$(VENV_BIN)/python benchmarks/release_change.py $(filter --quick,$(BENCH_ARGS))
+	$(VENV_BIN)/python benchmarks/release_disk_floor.py
 	$(BENCH_TOOLS)/bin/python benchmarks/plot.py
 	$(VENV_BIN)/python benchmarks/targets.py --since $$(cat $(BUILD)/bench-started)
 bench: export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)

@@ -73,7 +73,10 @@ def one_file_changed(source: str, spec: BundleSpec, rng: random.Random, version:
 def own_blocks(root: str, release: str) -> dict:
     """What generation `release` holds that no other name does, in bytes of disk blocks: its
     files with one link (the changed file, its record) and its directories."""
-    top = os.path.join(root, ".distributor-releases", SITE, release)
+    return tree_blocks(os.path.join(root, ".distributor-releases", SITE, release))
+
+
+def tree_blocks(top: str) -> dict:
     found = {"files": 0, "file_bytes": 0, "directories": 0, "directory_bytes": 0}
     for directory, _dirs, files in os.walk(top):
         found["directories"] += 1
