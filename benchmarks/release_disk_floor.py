@@ -23,6 +23,8 @@ import subprocess
 import sys
 import tempfile
 
+import jsonschema
+
 from bundles import BundleSpec, generate
 from harness import write_results
 from release_change import SITE, module, one_file_changed, own_blocks, tree_blocks
@@ -42,9 +44,12 @@ def required_only(value, schema: dict):
 
 
 def smallest_record(record: dict) -> bytes:
-    with open(os.path.join(SCHEMAS, "state-v3.schema.json")) as handle:
+    """The record cut by the schema of its own version, and still valid under it."""
+    with open(os.path.join(SCHEMAS, "state-v%d.schema.json" % record["schema_version"])) as handle:
         schema = json.load(handle)
-    return json.dumps(required_only(record, schema), separators=(",", ":")).encode()
+    smallest = required_only(record, schema)
+    jsonschema.validate(smallest, schema)
+    return json.dumps(smallest, separators=(",", ":")).encode()
 
 
 def floor_generation(live: str, new: str, changed: str, source: str) -> None:
