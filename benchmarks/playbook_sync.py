@@ -8,7 +8,8 @@ One bundle of N x 4 KiB files and a second version of it, 10% of the files rewri
 newer mtime, as a rebuild leaves them) and a newer manifest. Each round gives each tool a fresh
 root and runs three one-task playbooks on localhost with `connection: local`, each timed whole
 (wall and CPU of ansible-playbook and every process it waited for): the first publish, the same
-bundle again (distributor's skip, rsync's no-op) and the second version (replace 10%). The tools
+bundle again (distributor's skip, rsync's no-op) and the second version (replace 10%); and, once a
+round, a playbook of one `debug` task, Ansible's fixed cost. The tools
 alternate which goes first from round to round, `os.sync()` before each run. Both run under
 .venv's ansible-playbook (one ansible-core), with ANSIBLE_COLLECTIONS_PATH holding the distributor
 collection and the ansible.posix that the `ansible` package installs into .build/bench-tools
@@ -47,6 +48,8 @@ TASKS = {
         "destination": {"id": "bench", "storage": {"type": "local", "root": "{{ root }}"}, "path": "site"}}},
     "synchronize": {"name": "synchronize", "ansible.posix.synchronize": {
         "src": "{{ source }}/", "dest": "{{ root }}/site/", "delete": True, "rsync_opts": ["--exclude=/manifest.json"]}},
+    # Ansible's fixed cost: the same run with a task that ships no module.
+    "debug": {"name": "debug", "ansible.builtin.debug": {"msg": "{{ source }}"}},
 }
 
 
@@ -107,6 +110,9 @@ def measure(files: int, rounds: int, workdir: str, seed: int, posix: str) -> lis
         roots = {tool: os.path.join(workdir, "%s-%d" % (tool, round_)) for tool in TOOLS}
         for root in roots.values():
             os.makedirs(root)
+        os.sync()
+        fixed = run(books["debug"], sources["A"], roots["distributor"], posix)
+        rows.append(dict(round=round_, phase="-", tool="debug", wall=fixed.seconds, cpu=fixed.cpu_seconds))
         for phase, version in PHASES:
             for tool in order:
                 os.sync()
@@ -130,6 +136,9 @@ def summary(rows: list[dict], files: int) -> list[dict]:
             line["synchronize " + key] = statistics.median(r[key] for r in theirs.values())
             line["ratio " + key] = statistics.median(mine[i][key] / theirs[i][key] for i in mine)
         lines.append(line)
+    fixed = [r for r in rows if r["tool"] == "debug"]
+    lines.append({"files": files, "phase": "one debug task", "distributor wall": statistics.median(r["wall"] for r in fixed),
+                  "distributor cpu": statistics.median(r["cpu"] for r in fixed)})
     return lines
 
 
@@ -137,6 +146,10 @@ def markdown(lines: list[dict]) -> str:
     table = ["| files | phase | distributor wall s (CPU) | synchronize wall s (CPU) | wall ratio | CPU ratio | goal (wall) |",
              "| ---: | --- | ---: | ---: | ---: | ---: | ---: |"]
     for line in lines:
+        if "goal" not in line:
+            table.append("| {:,} | {} (Ansible's fixed cost) | {:.2f} ({:.2f}) | | | | |".format(
+                line["files"], line["phase"], line["distributor wall"], line["distributor cpu"]))
+            continue
         table.append("| {:,} | {} | {:.2f} ({:.2f}) | {:.2f} ({:.2f}) | {:.2f}x | {:.2f}x | ≤ {:.1f}x |".format(
             line["files"], line["phase"], line["distributor wall"], line["distributor cpu"], line["synchronize wall"],
             line["synchronize cpu"], line["ratio wall"], line["ratio cpu"], line["goal"]))
