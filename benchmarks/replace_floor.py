@@ -38,6 +38,8 @@ SITE = "site"
 
 
 def floor(source: str, root: str, ansible: bool) -> None:
+    """A replace's reads, checks and durable writes and nothing else: its CPU bounds what any
+    Python program doing that work can reach, whatever else the module must do."""
     module = None
     if ansible:
         import ansible.module_utils.basic as basic  # pylint: disable=import-outside-toplevel
