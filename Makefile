@@ -245,7 +245,8 @@ demo: export ANSIBLE_COLLECTIONS_PATH := $(DEMO_COLLECTIONS)
 # Benchmarks (not part of `make test`): distributor against cp, rsync, sftp and `aws s3 sync` on
 # 127.0.0.1; about 20 minutes on 2 cores (the 100,000-file cases are most of it), BENCH_ARGS=--quick
 # for a few minutes. awscli goes into a virtual environment of its own: it pins botocore, which
-# .venv must not have changed.
+# .venv must not have changed; so does the ansible package, for the ansible.posix it carries
+# (playbook_sync.py runs it under .venv's ansible-playbook).
 # See benchmarks/README.md.
 
 BENCH_TOOLS := $(BUILD)/bench-tools
@@ -268,6 +269,7 @@ bench: collection $(BENCH_TOOLS)/.installed
 	$(VENV_BIN)/python benchmarks/jump_host.py $(filter --quick,$(BENCH_ARGS))
 	$(VENV_BIN)/python benchmarks/release_change.py $(filter --quick,$(BENCH_ARGS))
 	$(VENV_BIN)/python benchmarks/release_disk_floor.py
+	$(VENV_BIN)/python benchmarks/playbook_sync.py --posix $(BENCH_TOOLS) $(filter --quick,$(BENCH_ARGS))
 	$(BENCH_TOOLS)/bin/python benchmarks/plot.py
 	$(VENV_BIN)/python benchmarks/targets.py --since $$(cat $(BUILD)/bench-started)
 bench: export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)

@@ -4,11 +4,11 @@
     python benchmarks/targets.py [--since STAMP]
 
 Reads the newest result of each script in benchmarks/results (run.py, first_publish.py,
-scale.py, shared_root.py, s3_latency.py, jump_host.py, release_change.py; with --since, only those written at or after the
-`YYYYmmddTHHMMSS` stamp `make bench` passes) and prints one row per target: what was measured,
-the peer's figure, the ratio, the goal and whether it is met. A target whose case a run did not
-measure (a `--quick` run stops at 10,000 files) says so instead of a figure. Writes
-benchmarks/results/<time>-targets.md.
+scale.py, shared_root.py, s3_latency.py, jump_host.py, release_change.py, playbook_sync.py;
+with --since, only those written at or after the `YYYYmmddTHHMMSS` stamp `make bench` passes)
+and prints one row per target: what was measured, the peer's figure, the ratio, the goal and
+whether it is met. A target whose case a run did not measure (a `--quick` run stops at 10,000
+files) says so instead of a figure. Writes benchmarks/results/<time>-targets.md.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ class Figures:
         self.awx = newest(("awx",), since)
         self.jump = newest(("jump",), since)
         self.release = newest(("release-change",), since)
+        self.playbook = newest(("playbook-sync",), since)
 
     def run_row(self, backend: str, bundle: str, phase: str, tool: str) -> dict | None:
         rows = (self.run or {}).get("measurements", [])
@@ -64,6 +65,14 @@ class Figures:
             return "not measured", "-", None
         return ("%.2f s" % statistics.median(r["distributor"][0] for r in rows), "%.2f s" % statistics.median(r["aws"][0] for r in rows),
                 statistics.median(r["distributor"][0] / r["aws"][0] for r in rows))
+
+    def through_playbook(self, phase: str) -> tuple[str, str, float | None]:
+        """playbook_sync.py's medians of wall time for `phase` (distributor, synchronize) and its
+        median per-round ratio."""
+        line = next((line for line in (self.playbook or {}).get("summary", []) if line["phase"] == phase), None)
+        if not line:
+            return "not measured", "-", None
+        return "%.2f s" % line["distributor wall"], "%.2f s" % line["synchronize wall"], line["ratio wall"]
 
     def awx_row(self, files: int, phase: str) -> dict | None:
         return next((r for r in (self.awx or {}).get("rows", []) if (r["files"], r["phase"]) == (files, phase)), None)
@@ -106,6 +115,10 @@ def targets(f: Figures) -> list[tuple[str, tuple, float]]:
                  pair(f.scale_row(100000, "skip", "distributor module"), f.scale_row(100000, "first", "distributor module"), "cpu"), 0.1))
     rows.append(("local replace 10% of 10,000: CPU, module process / `rsync -a`",
                  pair(f.scale_row(10000, "replace", "distributor module"), f.scale_row(10000, "replace", "rsync -a"), "cpu"), 1.0))
+    files = (f.playbook or {}).get("summary", [{}])[0].get("files", 10000)
+    for phase, goal in (("first", 1.0), ("no-op", 1.0), ("replace 10%", 0.6)):
+        rows.append(("distributor_publish through `ansible-playbook`, {:,} files, {}: wall / `ansible.posix.synchronize` "
+                     "(`delete: true`)".format(files, phase), f.through_playbook(phase), goal))
     rows.append(("Markdown, replace with 10% changed / first publish (CPU)",
                  pair(f.run_row("local", "markdown", "replace", "distributor"), f.run_row("local", "markdown", "first", "distributor"),
                       "cpu_seconds"), 0.2))

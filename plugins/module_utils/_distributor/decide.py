@@ -74,8 +74,9 @@ def _unmanaged(paths, where: str) -> DistributorError:
 def same_source(recorded: Manifest, new: Manifest) -> bool:
     """Whether the recorded source is the new one. The state's manifest is often the very object
     parsed from the bundle (parse_manifest remembers a valid one), which needs no comparison of
-    100,000 entries."""
-    return recorded is new or recorded.to_dict() == new.to_dict()
+    100,000 entries; nor does a new version, whose digest differs (the digest is one of the
+    fields compared)."""
+    return recorded is new or (recorded.digest == new.digest and recorded.to_dict() == new.to_dict())
 
 
 def compare_sources(recorded: Manifest, new: Manifest, destination: Destination) -> tuple[bool, str]:
