@@ -21,7 +21,7 @@ from typing import Callable
 
 from ..errors import DistributorError
 from ..limits import LINK_TARGET_LIMIT
-from ..paths import join
+from ..paths import join, path_problem
 from ..regular import kind_of
 from .descriptors import entry_mode
 from .durability import Directory, FsyncEach, durability_for, root_parent, sync_directory
@@ -117,6 +117,31 @@ class LocalLinks:
         finally:
             self._release()
         return unlinked
+
+    def _names_made(self, path: str, seen: os.stat_result) -> int:
+        """How many names of the file `seen` (the fstat of what was opened, or the lstat of what
+        was looked at, at `path`) distributor made: its own, and one for each sibling generation
+        whose record names `path` with the same digest (shared_links) and which holds that very
+        file there, the same (st_dev, st_ino). A count is no evidence: whoever can write the
+        destination can give a file of theirs exactly as many names. Each sibling is looked at
+        through directories walked from the root like every other (never through a link: a
+        sibling that cannot be walked holds no name of it), and only for a file with more than
+        one name, so a run that reads no shared file opens no other generation."""
+        siblings = self.shared_links.get(path, ()) if seen.st_nlink > 1 and stat.S_ISREG(seen.st_mode) else ()
+        beside = self.base.rpartition("/")[0]
+        made = 1
+        for sibling in siblings:
+            if "/" in sibling or path_problem(sibling) or path_problem(path):
+                continue
+            head, _slash, name = join(beside, sibling, path).rpartition("/")
+            try:
+                parent = self._directory(head, False, self._where(head))
+                found = None if parent is None else os.stat(name, dir_fd=parent, follow_symlinks=False)
+            except (DistributorError, OSError):
+                continue
+            if found is not None and (found.st_dev, found.st_ino) == (seen.st_dev, seen.st_ino):
+                made += 1
+        return made
 
     def _locations(self, source: str, target: str) -> tuple[str, str]:
         return self.describe(source), self.describe(target)
