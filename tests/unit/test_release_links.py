@@ -18,6 +18,7 @@ import pytest
 from ansible_collections.distributor.core.plugins.module_utils._distributor import release_root
 from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
 from ansible_collections.distributor.core.plugins.module_utils._distributor.stateinfo import state_info
+from ansible_collections.distributor.core.plugins.module_utils._distributor.switch_release import switch_release
 
 import builders
 from builders import write_bundle
@@ -102,3 +103,17 @@ def test_a_diff_that_reads_no_file_with_several_names_reads_no_other_release(tmp
     monkeypatch.setattr(release_root.SharedLinks, "_load", unread)
     shown = diffs(publish_notes(place, tmp_path, 2, b"notes 2\n", check_mode=True, diff_contents=True))["notes.txt"]
     assert (shown["before"], shown["after"]) == ("notes 1\n", "notes 2\n")
+
+
+def test_releases_whose_files_are_shared_are_staged_and_rolled_back_to_on_both_backends(place, tmp_path):
+    """A release is checked whole before it is offered or switched to: by size, which reads no
+    file, where SFTP cannot read the files the releases share; so neither is refused for them."""
+    first = publish_notes(place, tmp_path, 0)["release"]["id"]
+    publish_notes(place, tmp_path, 1)
+    back = switch_release("reports", released(place), "previous")
+    assert (back["changed"], os.readlink(place.root / "web").rpartition("/")[2]) == (True, first)
+    bundle = write_bundle(tmp_path / "staged", {"index.txt": b"staged\n", "notes.txt": b"notes\n"},
+                          created="2026-06-04T11:30:00Z")
+    staged = publish(bundle, PIPELINE, dict(released(place), releases={"keep": 3, "activate": False}))
+    assert staged["release"]["status"] == "staged"
+    assert os.stat(place.root / ".distributor-releases" / "web" / staged["release"]["id"] / "notes.txt").st_nlink == 3

@@ -1030,6 +1030,7 @@ def test_a_file_the_generations_share_is_read_only_where_each_holds_that_very_fi
         error = expect_error("storage_error", generation.read_bytes, "a.txt", 100)
         assert "over SFTP distributor cannot tell whether they are the release generations' own" in error.message
         expect_error("storage_error", generation.measure, "a.txt", 5, True)
+        assert generation.measure("a.txt", 5, False) == (5, None), "a size reads nothing of the file"
     else:
         assert generation.read_bytes("a.txt", 100) == b"alpha"
         assert generation.measure("a.txt", 5, True) == (5, sha(b"alpha"))
@@ -1038,6 +1039,7 @@ def test_a_file_the_generations_share_is_read_only_where_each_holds_that_very_fi
     error = expect_error("storage_error", generation.read_bytes, "a.txt", 100)
     assert "has 3 links" in error.message
     expect_error("storage_error", generation.measure, "a.txt", 5, True)
+    expect_error("storage_error", generation.measure, "a.txt", 5, False)
     if backend.name != "sftp":
         assert generation.doubt("a.txt", 5, sha(b"alpha")) == "has 3 links, and distributor made 2"
 

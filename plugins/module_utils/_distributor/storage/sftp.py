@@ -97,13 +97,13 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, SftpLinks, Storage):
         with self._errors("read", remote), handle:
             return b"".join(read_ahead(handle.sftp, handle.handle, attrs.st_size or 0, limit + 1))
 
-    def _looked_at(self, remote: str, output: str | None):
+    def _looked_at(self, remote: str, output: str | None, reading: bool = True):
         """The attributes of a regular file at `remote` whose way there is still the checked one;
         None when absent. Only the reserved names and managed outputs are read, and what is there
         is looked at first: anything else at the name is refused rather than opened (the server
         would block opening a FIFO, and the whole session with it; SFTP has no non-blocking open:
         docs/operations.md states the window left). For an `output` (its path under the base), a
-        file with more than one name is refused too (_alone)."""
+        file with more than one name is refused too (_alone), unless nothing of it is `reading`."""
         attrs = self._lstat(remote)
         if attrs is None:
             return None
@@ -113,14 +113,16 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, SftpLinks, Storage):
         if not self._check_directories(posixpath.dirname(remote)):
             return None
         if output is not None:
-            self._alone(remote, attrs, output)
+            self._alone(remote, attrs, output, reading)
         return attrs
 
-    def _alone(self, remote: str, attrs, output: str) -> None:
+    def _alone(self, remote: str, attrs, output: str, reading: bool) -> None:
         """ForeignLinks unless the file looked at (`attrs`) has one name. SFTP has no inode
         numbers, so the names release generations give a file they share (Storage.shared_links)
-        cannot be told from names planted beside them with the same count: such a file is
-        refused too, in words of its own (UnprovenLinks).
+        cannot be told from names planted beside them with the same count: a file with no more
+        names than they gave is not read (UnprovenLinks), and a look at its attributes alone (a
+        size, `reading` false: a release checked whole before a switch) reads nothing of it and
+        takes it; one with more is refused as any other (ForeignLinks).
         SFTP version 3 attributes carry no link count; OpenSSH's server writes it into each entry
         of a directory listing (sftp_wire.link_count). So the count is the one of the entry at
         the name whose attributes are the file's, in a listing of its directory kept for the run
@@ -131,8 +133,11 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, SftpLinks, Storage):
         for fresh in (False, True):
             links, seen = self._counted_in(directory, fresh).get(name, (None, None))
             if seen == identity(attrs):
-                if links is not None and links_not_ours(links) and self.shared_links.get(output):
-                    raise UnprovenLinks(self._url(remote), links)
+                shared = self.shared_links.get(output, ()) if links is not None and links_not_ours(links) else ()
+                if shared and not links_not_ours(links, 1 + len(shared)):
+                    if reading:
+                        raise UnprovenLinks(self._url(remote), links)
+                    return
                 if links is None or links_not_ours(links):
                     raise ForeignLinks(self._url(remote), links)
                 return
@@ -216,10 +221,10 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, SftpLinks, Storage):
         swapped for a link must not report a file outside the root). Only a file of the recorded
         `size` is opened, and no more than it and one byte is asked for: a planted file of any
         size is never buffered. A file with more than one name is not measured at all (_alone):
-        it counts as drifted, a file release generations share too (a publish's verify writes it
-        again)."""
+        it counts as drifted, a file release generations share too when its digest is asked (a
+        publish's verify writes it again)."""
         remote = self._remote(path)
-        attrs = self._looked_at(remote, path)
+        attrs = self._looked_at(remote, path, digest)
         return None if attrs is None else self._measured(remote, attrs, size, digest)
 
     def _measured(self, remote: str, attrs, size: int, digest: bool) -> tuple[int, str | None] | None:
