@@ -112,7 +112,8 @@ class MemoryStorage(Storage):
         if not isinstance(data, Linked) or data.links(self.files) == 1:
             return 1
         beside = self.base.rpartition("/")[0]
-        return 1 + sum(1 for sibling in self.shared_links.get(path, ()) if self.files.get(join(beside, sibling, path)) is data)
+        siblings = self.shared_links.get(path, ())
+        return 1 + sum(1 for sibling in siblings if self.files.get(join(beside, sibling, path)) is data)
 
     def read_bytes(self, path: str, limit: int) -> bytes | None:
         self.fault("read", path)

@@ -212,7 +212,8 @@ class LocalStorage(LocalLinks, Storage):
             if info is None:
                 return "is gone"
             return verdict(kind_of(info.st_mode), self._foreign(info.st_uid), info.st_nlink, size, sha256,
-                           lambda: self.measure(path, size, True, (info.st_dev, info.st_ino)), self._names_made(path, info))
+                           lambda: self.measure(path, size, True, (info.st_dev, info.st_ino)),
+                           self._names_made(path, info))
         finally:
             self._release()
 
