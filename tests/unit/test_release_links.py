@@ -52,12 +52,16 @@ def test_a_file_the_releases_share_is_shown_in_a_diff_on_local_storage_and_not_o
         publish_notes(place, tmp_path, n)
     assert os.stat(place.root / "web" / "notes.txt").st_nlink == 3
     shown = diffs(publish_notes(place, tmp_path, 3, b"new notes\n", check_mode=True, diff_contents=True))["notes.txt"]
+    drifted = state_info(released(place), pipeline_id="reports", verify="sha256")["drifted"]
+    repaired = publish_notes(place, tmp_path, 2, verify="sha256")["repaired"]
     if place.kind == "local":
         assert (shown["before"], shown["after"]) == ("notes\n", "new notes\n")
+        assert drifted == repaired == []
     else:
         assert "before" not in shown, shown
         assert ("old content not shown: the file has 3 links (the releases share it) and SFTP cannot tell they are "
                 "distributor's own") in shown["prepared"]
+        assert drifted == repaired == ["notes.txt"], "over SFTP verify cannot read it, and writes it again"
 
 
 def test_a_release_file_replaced_by_a_link_given_as_many_names_as_the_releases_made_is_never_read(place, tmp_path):
