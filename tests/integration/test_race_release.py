@@ -9,9 +9,11 @@ prunes, rolls back and forward with distributor_release, reconciles and inspects
 
 Nothing outside the release home and the link may be read, written or deleted: the outside
 directories must stay as they were (mode, owner, entries, content), none of their files read
-(access times), and no result may hold the secret's bytes. The generations' own links are
-counted from their records, so a file two generations share is read like any other; any other
-link is refused, never followed (test_release_storage.py shows both on a quiet destination).
+(access times), and no result may hold the secret's bytes. A name in another generation is
+distributor's own only where that generation's record names the path with the same digest and
+it is the very same file (st_dev, st_ino): a file two generations share is read like any other,
+and the swapper's file given as many names is not; any other link is refused, never followed
+(test_release_storage.py and tests/unit/test_release_links.py show both on a quiet destination).
 """
 
 from __future__ import annotations

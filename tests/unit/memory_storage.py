@@ -97,13 +97,23 @@ class MemoryStorage(Storage):
 
     def _file(self, path: str) -> bytes | None:
         """The bytes of the regular file at `path` (None when absent), as a read finds them: a
-        link is refused, and so is a file with more names than distributor made (shared_links)."""
+        link is refused, and so is a file with more names than distributor made (_names_made)."""
         data = self.files.get(self._key(path))
         if isinstance(data, Symlink):
             raise link_refused(self.describe(path))
-        if isinstance(data, Linked) and links_not_ours(data.links(self.files), self.shared_links.get(path, 1)):
+        if isinstance(data, Linked) and links_not_ours(data.links(self.files), self._names_made(path, data)):
             raise ForeignLinks(self.describe(path), data.links(self.files))
         return data
+
+    def _names_made(self, path: str, data) -> int:
+        """As local storage counts them (LocalLinks._names_made): one, and one for each sibling
+        generation named in shared_links that holds this very file (the same object) at `path`;
+        the count of names alone vouches for nothing."""
+        if not isinstance(data, Linked) or data.links(self.files) == 1:
+            return 1
+        beside = self.base.rpartition("/")[0]
+        siblings = self.shared_links.get(path, ())
+        return 1 + sum(1 for sibling in siblings if self.files.get(join(beside, sibling, path)) is data)
 
     def read_bytes(self, path: str, limit: int) -> bytes | None:
         self.fault("read", path)
@@ -126,7 +136,7 @@ class MemoryStorage(Storage):
         kind = "a symbolic link" if isinstance(data, Symlink) else None
         links = data.links(self.files) if isinstance(data, Linked) else 1
         return verdict(kind, owner, links, size, sha256, lambda: self.measure(path, size, True),
-                       self.shared_links.get(path, 1))
+                       self._names_made(path, data))
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
         staged = self._key(temp_name(path, self.token))

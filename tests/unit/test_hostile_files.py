@@ -297,9 +297,9 @@ def test_sftp_gives_up_an_open_that_a_fifo_swapped_in_after_the_look_holds(reque
         storage.write_bytes("a.html", b"ours")
         counted = storage._alone
 
-        def count_then_swap(remote, attrs, ours):
+        def count_then_swap(*looked_at):
             """Right after the look at a.html (an lstat, its link count), right before its open."""
-            counted(remote, attrs, ours)
+            counted(*looked_at)
             os.rename(root / "pipe", root / BASE / "a.html")
 
         monkeypatch.setattr(storage, "_alone", count_then_swap)

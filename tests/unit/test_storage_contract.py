@@ -30,7 +30,7 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.stor
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
 
 from builders import sha
-from memory_storage import MemoryStorage
+from memory_storage import MemoryStorage, hard_link
 
 BASE = "reports/2024-05-01"
 SECRET = "hunter2-do-not-print-me"
@@ -964,8 +964,6 @@ def test_link_many_gives_the_file_a_second_name_in_directories_it_makes(backend)
     assert storage.link_many([("one/docs/a.txt", "two/docs/a.txt"), ("one/b.txt", "two/b.txt")]) == []
     assert storage.list_files() == ["one/b.txt", "one/docs/a.txt", "two/b.txt", "two/docs/a.txt"]
     assert _names(backend, storage, "two/docs/a.txt") == _names(backend, storage, "one/docs/a.txt") == 2
-    storage.shared_links.update({"two/docs/a.txt": 2, "one/docs/a.txt": 2})
-    assert storage.read_bytes("two/docs/a.txt", 100) == b"alpha"
     if backend.root is not None:
         base = backend.base_dir()
         assert os.stat(base / "two/docs/a.txt").st_ino == os.stat(base / "one/docs/a.txt").st_ino
@@ -1016,24 +1014,58 @@ def test_require_switch_passes_where_the_switch_is_atomic(backend):
 
 
 @only(*RELEASING)
-def test_a_file_with_as_many_names_as_distributor_made_is_read_and_one_more_is_refused(backend):
+def test_a_file_the_generations_share_is_read_only_where_each_holds_that_very_file(backend):
+    """g2's a.txt has a second name in its sibling g1, which shared_links names: local storage
+    (and the double) finds the same file there and reads it; SFTP, which has no inode numbers,
+    cannot tell and reads no such file. A third name no sibling accounts for is refused by all."""
     storage = backend.open()
     storage.write_bytes("g1/a.txt", b"alpha")
     storage.link_many([("g1/a.txt", "g2/a.txt")])
-    error = expect_error("storage_error", storage.read_bytes, "g2/a.txt", 100)
+    generation = storage.at("g2")
+    error = expect_error("storage_error", generation.read_bytes, "a.txt", 100)
     assert "has 2 links" in error.message
-    expect_error("storage_error", storage.measure, "g2/a.txt", 5, True)
-    storage.shared_links["g2/a.txt"] = 2
-    assert storage.read_bytes("g2/a.txt", 100) == b"alpha"
-    assert storage.measure("g2/a.txt", 5, True) == (5, sha(b"alpha"))
-    if backend.name != "sftp":
-        assert storage.doubt("g2/a.txt", 5, sha(b"alpha")) is None
+    expect_error("storage_error", generation.measure, "a.txt", 5, True)
+    generation.shared_links = {"a.txt": ("g1",)}
+    if backend.name == "sftp":
+        error = expect_error("storage_error", generation.read_bytes, "a.txt", 100)
+        assert "over SFTP distributor cannot tell whether they are the release generations' own" in error.message
+        expect_error("storage_error", generation.measure, "a.txt", 5, True)
+        assert generation.measure("a.txt", 5, False) == (5, None), "a size reads nothing of the file"
+    else:
+        assert generation.read_bytes("a.txt", 100) == b"alpha"
+        assert generation.measure("a.txt", 5, True) == (5, sha(b"alpha"))
+        assert generation.doubt("a.txt", 5, sha(b"alpha")) is None
     storage.link_many([("g1/a.txt", "g3/a.txt")])
-    error = expect_error("storage_error", storage.read_bytes, "g2/a.txt", 100)
+    error = expect_error("storage_error", generation.read_bytes, "a.txt", 100)
     assert "has 3 links" in error.message
-    expect_error("storage_error", storage.measure, "g2/a.txt", 5, True)
+    expect_error("storage_error", generation.measure, "a.txt", 5, True)
+    expect_error("storage_error", generation.measure, "a.txt", 5, False)
     if backend.name != "sftp":
-        assert storage.doubt("g2/a.txt", 5, sha(b"alpha")) == "has 3 links, and distributor made 2"
+        assert generation.doubt("a.txt", 5, sha(b"alpha")) == "has 3 links, and distributor made 2"
+
+
+@only("local", "memory")
+def test_a_file_given_as_many_names_as_the_generations_share_is_refused_unless_they_hold_that_very_file(backend):
+    """g2's a.txt, shared with g1 by the records, is replaced by a hard link to a file of
+    someone else's that has exactly two names, as many as distributor made: the count matches,
+    the file is not g1's. It is neither read, nor measured, nor vouched for."""
+    storage = backend.open()
+    storage.write_bytes("g1/a.txt", b"alpha")
+    storage.link_many([("g1/a.txt", "g2/a.txt")])
+    storage.write_bytes("theirs/a.txt", b"alpha")
+    if backend.name == "local":
+        os.unlink(backend.base_dir() / "g2/a.txt")
+        os.link(backend.base_dir() / "theirs/a.txt", backend.base_dir() / "g2/a.txt")
+    else:
+        del storage.files[storage._key("g2/a.txt")]
+        hard_link(storage.files, storage._key("theirs/a.txt"), storage._key("g2/a.txt"))
+    assert _names(backend, storage, "g2/a.txt") == 2
+    generation = storage.at("g2")
+    generation.shared_links = {"a.txt": ("g1",)}
+    error = expect_error("storage_error", generation.read_bytes, "a.txt", 100)
+    assert "has 2 links" in error.message
+    expect_error("storage_error", generation.measure, "a.txt", 5, True)
+    assert generation.doubt("a.txt", 5, sha(b"alpha")) == "has 2 links, and a file distributor writes has one"
 
 
 @only(*RELEASING)

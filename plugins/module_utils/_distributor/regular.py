@@ -45,9 +45,13 @@ def links_not_ours(links: int, ours: int = 1) -> bool:
     """Whether a destination file whose link count is `links` has names distributor did not make:
     the one place that decides it. Every file distributor writes it creates itself and renames
     into place, so it has one name; `ours` is for names distributor makes on purpose (release
-    generations sharing a file), counted from its records by the caller. Fewer than `ours` is
-    not foreign: a name removed leaves no other way to the file."""
+    generations sharing a file), each counted by the storage only where it is the very same file
+    (Storage.shared_links). Fewer than `ours` is not foreign: a name removed leaves no other way
+    to the file."""
     return links > ours
+
+
+FIND_THE_NAME = "Find out who made it, then remove that name (the file keeps its other names)"
 
 
 class ForeignLinks(DistributorError):
@@ -56,8 +60,8 @@ class ForeignLinks(DistributorError):
     written: a diff shows why, `verify` counts it as drifted and replaces it by a rename (which
     never writes into the file), a record or the lock is refused (storage_error)."""
 
-    def __init__(self, where: str, links: int | None, why: str | None = None):
-        """`why` words a refusal of its own (release_root.NotVouched)."""
+    def __init__(self, where: str, links: int | None, why: str | None = None, advice: str = FIND_THE_NAME):
+        """`why` and `advice` word a refusal of its own (release_root.NotVouched, UnprovenLinks)."""
         if why is None and links is None:
             why = ("cannot tell how many names (hard links) %s has: the server's listing does not say, and "
                    "distributor reads or writes no file that may have a name elsewhere" % where)
@@ -65,8 +69,7 @@ class ForeignLinks(DistributorError):
             why = ("%s has %d links: the same file has another name, which distributor did not make; a hard link "
                    "planted at a destination can lead to any file of its filesystem, so distributor neither reads "
                    "nor writes through it" % (where, links))
-        super().__init__("storage_error", why + ". Find out who made it, then remove that name (the file keeps its "
-                         "other names)")
+        super().__init__("storage_error", why + ". " + advice)
         self.where = where
         self.links = links
 
@@ -76,6 +79,27 @@ class ForeignLinks(DistributorError):
         if self.links is None:
             return "the server does not say how many links the file has, so distributor does not read it"
         return "the file has %d links (another name of it exists), so distributor does not read it" % self.links
+
+
+class UnprovenLinks(ForeignLinks):
+    """A file release generations share (Storage.shared_links), on a storage that cannot tell
+    whether its other names are those generations' very file or names planted beside them with
+    the same count: SFTP version 3 has no inode numbers. The count alone vouches for nothing
+    (anyone who can write the destination can give a file of theirs as many names), so such a
+    file is never read: a diff says why, `verify` counts it as drifted and writes it again."""
+
+    def __init__(self, where: str, links: int):
+        super().__init__(where, links, "%s has %d links, and over SFTP distributor cannot tell whether they are the "
+                         "release generations' own (the protocol gives no inode numbers), so it reads no file with "
+                         "more than one name" % (where, links),
+                         "Nothing needs doing: a publish with verify writes it again, and over SFTP a diff cannot "
+                         "show it")
+
+    @property
+    def shown(self) -> str:
+        """Why the content is not shown, in a diff's words."""
+        return ("the file has %d links (the releases share it) and SFTP cannot tell they are distributor's own, so "
+                "distributor does not read it" % self.links)
 
 
 class NotRegularFile(OSError):

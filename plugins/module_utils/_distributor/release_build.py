@@ -21,6 +21,7 @@ from .guards import first_paths
 from .execute import execute
 from .paths import JOURNAL_NAME, STAGING_PREFIX, STATE_NAME, is_reserved, join
 from .plan import Plan
+from .regular import UnprovenLinks
 from .release_index import FAILED, INDEX_NAME, STAGED, Release, ReleaseIndex
 from .release_root import ReleaseRoot, SharedLinks, read_generation_journal
 from .releases import (
@@ -239,14 +240,21 @@ def would_clear(index: ReleaseIndex, keep: int, new: Release | None, now: dateti
 def check_whole(root: ReleaseRoot, release: str, verify: str) -> None:
     """Every output the generation's record names is there as recorded (`verify`: its size, or
     its digest too): a generation that lost or changed files since it was built is refused,
-    never switched to, and a staged one is not offered for preview."""
+    never switched to, and a staged one is not offered for preview. A file the generations
+    share that the storage cannot read (regular.UnprovenLinks: SFTP) is checked by its size."""
     storage = root.generation(release)
     state, error = read_state(storage)
     if error is not None:
         raise error
     if state is None:
         raise DistributorError("invalid_state", "%s holds no record: it is not a release distributor built" % storage.describe())
-    missing, drifted = find_drift(state.outputs, frozenset(storage.list_files()), storage.measure, verify)
+
+    def measure(path: str, size: int, digest: bool):
+        try:
+            return storage.measure(path, size, digest)
+        except UnprovenLinks:
+            return storage.measure(path, size, False)
+    missing, drifted = find_drift(state.outputs, frozenset(storage.list_files()), measure, verify)
     if missing or drifted:
         raise DistributorError(
             "storage_error", "release %s is not whole: %d output(s) missing%s, %d changed%s since it was built; it stays "

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections import Counter
 from collections.abc import Mapping
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -57,7 +56,7 @@ class ReleaseRoot:
         self.storage = self.generation(self.live) if self.live else self.parent.at(self.name)
 
     def generation(self, release: str) -> Storage:
-        """A generation's tree, with the links distributor made to its files counted (item 9)."""
+        """A generation's tree, with the generations that may share its files named (item 9)."""
         storage = self.home.at(release)
         storage.shared_links = SharedLinks(self, release)
         return storage
@@ -69,10 +68,12 @@ class ReleaseRoot:
 
 
 class SharedLinks(Mapping):
-    """How many names distributor gave each file of one generation: one for each generation on
-    disk whose record names that path with the same digest (the generations a publish linked
-    it into). Read on first use only: a publish that shows no old content and measures nothing
-    reads no other generation's record. Any other link stays one distributor did not make."""
+    """The generations distributor may have linked each file of one generation into: for a
+    path, the ids of the other generations on disk whose record names it with the same digest
+    (Storage.shared_links). The storage allows a name there only where it finds the very same
+    file (local: the same inode); any other link stays one distributor did not make. Read on
+    first use only, which a storage asks only of a file with more than one name: a publish that
+    shows no old content and measures nothing reads no other generation's record."""
 
     def __init__(self, root: ReleaseRoot, release: str, digests: dict | None = None):
         """`digests` (path -> sha256) stand for the generation's own record when it has none
@@ -80,21 +81,25 @@ class SharedLinks(Mapping):
         self._root = root
         self._release = release
         self._digests = digests
-        self._counts: dict | None = None
+        self._shared: dict | None = None
 
     def _load(self) -> dict:
-        if self._counts is None:
+        if self._shared is None:
             records = {}
             for entry in self._root.index.releases:
                 state = _state_of(self._root.home.at(entry.id))
                 records[entry.id] = {o.path: o.sha256 for o in state.outputs} if state else {}
             mine = records.pop(self._release, {})
             mine = self._digests if self._digests is not None else mine
-            shared = Counter(p for other in records.values() for p, digest in other.items() if mine.get(p) == digest)
-            self._counts = {path: count + 1 for path, count in shared.items()}
-        return self._counts
+            shared: dict[str, list] = {}
+            for other, outputs in records.items():
+                for path, digest in outputs.items():
+                    if mine.get(path) == digest:
+                        shared.setdefault(path, []).append(other)
+            self._shared = {path: tuple(others) for path, others in shared.items()}
+        return self._shared
 
-    def __getitem__(self, path: str) -> int:
+    def __getitem__(self, path: str) -> tuple[str, ...]:
         """A record (reserved name) is never one of the files a publish links, so reading one,
         such as the generation's own state, reads no other generation's."""
         if is_reserved(path):
@@ -126,15 +131,20 @@ class NotVouched(ForeignLinks):
 def vouched_read(storage: Storage, managed: Mapping):
     """storage.read_bytes for a diff's old content, where a file with names in several
     generations (storage.shared_links) is shown only when its bytes hash to its record's
-    `sha256` (`managed`: the records by path). A storage with no shared files reads as it is."""
+    `sha256` (`managed`: the records by path). A storage with no shared files reads as it is;
+    the generations sharing a file are asked only of bytes that differ from their record."""
     def read(path: str, limit: int) -> bytes | None:
         data = storage.read_bytes(path, limit)
         record = managed.get(path)
-        if data is not None and record is not None and storage.shared_links.get(path, 1) > 1:
-            if len(data) != record.size or "sha256:" + hashlib.sha256(data).hexdigest() != record.sha256:
+        if data is not None and record is not None and not _as_recorded(data, record):
+            if storage.shared_links.get(path):
                 raise NotVouched(storage.describe(path))
         return data
     return read
+
+
+def _as_recorded(data: bytes, record) -> bool:
+    return len(data) == record.size and "sha256:" + hashlib.sha256(data).hexdigest() == record.sha256
 
 
 def read_generation_journal(storage: Storage):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from typing import Callable, ContextManager, Iterable, TypeVar
+from typing import Callable, ContextManager, Iterable, Mapping, TypeVar
 from urllib.parse import quote, quote_plus
 
 from ..errors import Unreadable
@@ -67,8 +67,9 @@ def verdict(kind: str | None, owner: str | None, links: int | None, size: int | 
     """Storage.doubt's answer, from what a backend saw at the path: `kind` (regular.kind_of; a
     directory passes only as a name distributor gives, without `sha256`), `owner` (owner_doubt,
     None when an account distributor writes as owns it), `links` (None where the storage cannot
-    tell: SFTP) against `ours` (Storage.shared_links), and `measured()`, measure's answer, asked
-    only once all else agrees."""
+    tell: SFTP) against `ours` (the names distributor made: one, and one for each generation
+    that shares the very file, see Storage.shared_links), and `measured()`, measure's answer,
+    asked only once all else agrees."""
     if kind is not None and not (kind == "a directory" and sha256 is None):
         return "is " + kind
     if owner is not None:
@@ -127,17 +128,22 @@ class Storage:
 
     `token` names this attempt's staged files (see temp_name); the journal records it.
 
-    `shared_links` maps a path to the number of names distributor itself gave that file
-    (release generations sharing it by hard links, counted by the caller from their records);
-    a path it does not name has one. Every check of a file's link count (reads, measure,
-    doubt, SFTP's count) allows that many and refuses more (regular.links_not_ours).
+    `shared_links` maps a path to the sibling directories (beside this storage's base: the other
+    release generations) whose records name that path with the same digest: distributor gave the
+    file a name there by a hard link. A count is no evidence (whoever can write the destination
+    can give a file of theirs as many names), identity is: a backend that can tell a file's
+    identity allows one more name for each sibling that holds the very same file at that path
+    (local: st_dev and st_ino, local_links.LocalLinks._names_made), one that cannot (SFTP) allows
+    none and refuses such a file as regular.UnprovenLinks. Every check of a file's link count
+    (reads, measure, doubt, resettle) asks it only of a file with more than one name, so a run
+    that meets none reads no other generation. A path it does not name has one name.
     """
 
-    shared_links: dict[str, int]
+    shared_links: Mapping[str, tuple[str, ...]]
 
     def __init__(self, token: str):
         self.token = token
-        self.shared_links: dict[str, int] = {}
+        self.shared_links: Mapping[str, tuple[str, ...]] = {}
 
     def describe(self, path: str = "") -> str:
         """A location for messages, for example `s3://bucket/prefix/path`."""

@@ -26,7 +26,7 @@ see, so it goes ahead only after a fresh look at the lock, as a record does.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Callable, ContextManager, Iterable, Iterator
+from typing import Callable, ContextManager, Iterable, Iterator, Mapping
 
 from ..errors import DistributorError
 from ..paths import JOURNAL_NAME, LOCK_NAME, STATE_NAME, path_problem
@@ -57,12 +57,12 @@ class ConfinedStorage(Storage):
         self._leases[0] = lease
 
     @property
-    def shared_links(self) -> dict[str, int]:
+    def shared_links(self) -> Mapping[str, tuple[str, ...]]:
         """The inner storage's, which its reads count against."""
         return self.inner.shared_links
 
     @shared_links.setter
-    def shared_links(self, shared: dict[str, int]) -> None:
+    def shared_links(self, shared: Mapping[str, tuple[str, ...]]) -> None:
         """Given to the inner storage: its reads are the ones counted."""
         self.inner.shared_links = shared
 

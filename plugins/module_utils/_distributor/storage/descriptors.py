@@ -95,14 +95,15 @@ def identity_at(top: int, parts: list[str], where: Callable[[int], str]) -> tupl
 
 
 def open_regular_at(parent: int, name: str, where: str, flags: int = READ_FLAGS, action: str = "read",
-                    ours: int = 1) -> int | None:
+                    ours: Callable[[os.stat_result], int] | None = None) -> int | None:
     """A regular file in `parent` opened with `flags` (reading, by default); None when absent.
     Anything else (a FIFO, a device, a directory: NotRegular) is refused unread, without blocking
     on it: `flags` must hold O_NOFOLLOW and O_NONBLOCK. A link is refused as links are everywhere
     in a destination, whatever name it holds. So is a file with a name distributor did not make
-    (ForeignLinks; `ours` names it made: Storage.shared_links): judged on the open descriptor, by
-    the fstat that tells its kind, so a name swapped after the check cannot lead the read or
-    write that follows elsewhere."""
+    (ForeignLinks; `ours(fstat)` says how many names of that very file it made, asked only of a
+    file with more than one: LocalLinks._names_made): judged on the open descriptor, by the fstat
+    that tells its kind, so a name swapped after the check cannot lead the read or write that
+    follows elsewhere."""
     with os_errors(action, where):
         try:
             fd = os.open(name, flags, 0o644, dir_fd=parent)
@@ -115,9 +116,14 @@ def open_regular_at(parent: int, name: str, where: str, flags: int = READ_FLAGS,
             if mode is not None and kind_of(mode):
                 raise NotRegular(where, kind_of(mode)) from None
             raise
-    info = os.fstat(fd)
-    kind = kind_of(info.st_mode)
-    if kind or links_not_ours(info.st_nlink, ours):
+    try:
+        info = os.fstat(fd)
+        kind = kind_of(info.st_mode)
+        foreign = not kind and info.st_nlink > 1 and links_not_ours(info.st_nlink, ours(info) if ours else 1)
+    except BaseException:
+        os.close(fd)
+        raise
+    if kind or foreign:
         os.close(fd)
         raise NotRegular(where, kind) if kind else ForeignLinks(where, info.st_nlink)
     return fd

@@ -9,6 +9,7 @@ import os
 import stat
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
+from functools import partial
 from typing import Callable, Iterable, Iterator
 
 from ..attributes import ownership, parse_mode
@@ -160,11 +161,11 @@ class LocalStorage(LocalLinks, Storage):
     def _reading(self, path: str) -> Iterator[int | None]:
         """The regular file at `path` opened through the walked descriptors (None when absent);
         anything else there (a link, a FIFO) is refused unread, never followed, and so is a file
-        with more names than distributor made (shared_links)."""
+        with more names than distributor made (judged on the open descriptor: _names_made)."""
         head, name = self._split(path)
         try:
             parent = self._directory(head, False, self.describe(path))
-            ours = self.shared_links.get(path, 1)
+            ours = partial(self._names_made, path)
             fd = None if parent is None else open_regular_at(parent, name, self.describe(path), ours=ours)
             try:
                 yield fd
@@ -211,7 +212,8 @@ class LocalStorage(LocalLinks, Storage):
             if info is None:
                 return "is gone"
             return verdict(kind_of(info.st_mode), self._foreign(info.st_uid), info.st_nlink, size, sha256,
-                           lambda: self.measure(path, size, True, (info.st_dev, info.st_ino)), self.shared_links.get(path, 1))
+                           lambda: self.measure(path, size, True, (info.st_dev, info.st_ino)),
+                           self._names_made(path, info))
         finally:
             self._release()
 

@@ -7,7 +7,9 @@ directory distributor holds open, walked from the root without following a link:
 that must be new is looked at first and the kernel refuses it again where it can (a link made
 over an existing name); what was made is looked at once more where a swap in between could have
 changed what it is (a hard link). Each act is durable when it returns: the directories it changed
-are synced, and their parents up to the root's when it made them.
+are synced, and their parents up to the root's when it made them. Which names of a file the
+generations share are distributor's is told here too, by identity through the same walked
+descriptors, never by their number (LocalLinks._names_made).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Callable
 
 from ..errors import DistributorError
 from ..limits import LINK_TARGET_LIMIT
-from ..paths import join
+from ..paths import join, path_problem
 from ..regular import kind_of
 from .descriptors import entry_mode
 from .durability import Directory, FsyncEach, durability_for, root_parent, sync_directory
@@ -52,6 +54,31 @@ class LocalLinks:
             return ("absent", None) if parent is None else entry_at(parent, name, self.describe(path))
         finally:
             self._release()
+
+    def _names_made(self, path: str, seen: os.stat_result) -> int:
+        """How many names of the file `seen` (the fstat of what was opened, or the lstat of what
+        was looked at, at `path`) distributor made: its own, and one for each sibling generation
+        whose record names `path` with the same digest (shared_links) and which holds that very
+        file there, the same (st_dev, st_ino). A count is no evidence: whoever can write the
+        destination can give a file of theirs exactly as many names. Each sibling is looked at
+        through directories walked from the root like every other (never through a link: a
+        sibling that cannot be walked holds no name of it), and only for a file with more than
+        one name, so a run that reads no shared file opens no other generation."""
+        siblings = self.shared_links.get(path, ()) if seen.st_nlink > 1 and stat.S_ISREG(seen.st_mode) else ()
+        beside = self.base.rpartition("/")[0]
+        made = 1
+        for sibling in siblings:
+            if "/" in sibling or path_problem(sibling) or path_problem(path):
+                continue
+            head, _slash, name = join(beside, sibling, path).rpartition("/")
+            try:
+                parent = self._directory(head, False, self._where(head))
+                found = None if parent is None else os.stat(name, dir_fd=parent, follow_symlinks=False)
+            except (DistributorError, OSError):
+                continue
+            if found is not None and (found.st_dev, found.st_ino) == (seen.st_dev, seen.st_ino):
+                made += 1
+        return made
 
     def require_switch(self) -> None:
         """renameat replaces a link atomically on every filesystem."""

@@ -19,7 +19,7 @@ from ..attributes import parse_mode
 from ..errors import DistributorError, MissingLibrary
 from ..limits import DEPTH_LIMIT, LOCK_EXPIRY_SECONDS
 from ..paths import is_reserved, is_staging
-from ..regular import ForeignLinks, kind_of, links_not_ours
+from ..regular import ForeignLinks, UnprovenLinks, kind_of, links_not_ours
 from .base import Storage, hash_stream, not_a_record, owner_doubt, verdict
 from .lease import Lease, held
 from .sftp_chain import Chain, endpoints
@@ -86,24 +86,24 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, SftpLinks, Storage):
 
     # -- files ----------------------------------------------------------------------------
 
-    def _read(self, remote: str, limit: int, ours: int | None) -> bytes | None:
+    def _read(self, remote: str, limit: int, output: str | None) -> bytes | None:
         """Every block is asked for at once (read_ahead); read block by block, a large file would
         take one round trip per 32 KiB. It stops at `limit + 1` bytes: the server sends no more,
-        whatever the file's size. An output's links are counted against `ours` (see _alone)."""
-        attrs = self._looked_at(remote, ours)
+        whatever the file's size. An `output`'s links are counted (see _alone)."""
+        attrs = self._looked_at(remote, output)
         handle = None if attrs is None else self._open_as_seen(remote, attrs)
         if handle is None:
             return None
         with self._errors("read", remote), handle:
             return b"".join(read_ahead(handle.sftp, handle.handle, attrs.st_size or 0, limit + 1))
 
-    def _looked_at(self, remote: str, ours: int | None):
+    def _looked_at(self, remote: str, output: str | None, reading: bool = True):
         """The attributes of a regular file at `remote` whose way there is still the checked one;
         None when absent. Only the reserved names and managed outputs are read, and what is there
         is looked at first: anything else at the name is refused rather than opened (the server
         would block opening a FIFO, and the whole session with it; SFTP has no non-blocking open:
-        docs/operations.md states the window left). Unless `ours` is None, a file with more
-        names than the `ours` distributor made is refused too (_alone)."""
+        docs/operations.md states the window left). For an `output` (its path under the base), a
+        file with more than one name is refused too (_alone), unless nothing of it is `reading`."""
         attrs = self._lstat(remote)
         if attrs is None:
             return None
@@ -112,13 +112,17 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, SftpLinks, Storage):
             raise not_a_record(self._url(remote), kind)
         if not self._check_directories(posixpath.dirname(remote)):
             return None
-        if ours is not None:
-            self._alone(remote, attrs, ours)
+        if output is not None:
+            self._alone(remote, attrs, output, reading)
         return attrs
 
-    def _alone(self, remote: str, attrs, ours: int) -> None:
-        """ForeignLinks unless the file looked at (`attrs`) has only the `ours` names distributor
-        made (Storage.shared_links).
+    def _alone(self, remote: str, attrs, output: str, reading: bool) -> None:
+        """ForeignLinks unless the file looked at (`attrs`) has one name. SFTP has no inode
+        numbers, so the names release generations give a file they share (Storage.shared_links)
+        cannot be told from names planted beside them with the same count: a file with no more
+        names than they gave is not read (UnprovenLinks), and a look at its attributes alone (a
+        size, `reading` false: a release checked whole before a switch) reads nothing of it and
+        takes it; one with more is refused as any other (ForeignLinks).
         SFTP version 3 attributes carry no link count; OpenSSH's server writes it into each entry
         of a directory listing (sftp_wire.link_count). So the count is the one of the entry at
         the name whose attributes are the file's, in a listing of its directory kept for the run
@@ -129,7 +133,12 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, SftpLinks, Storage):
         for fresh in (False, True):
             links, seen = self._counted_in(directory, fresh).get(name, (None, None))
             if seen == identity(attrs):
-                if links is None or links_not_ours(links, ours):
+                shared = self.shared_links.get(output, ()) if links is not None and links_not_ours(links) else ()
+                if shared and not links_not_ours(links, 1 + len(shared)):
+                    if reading:
+                        raise UnprovenLinks(self._url(remote), links)
+                    return
+                if links is None or links_not_ours(links):
                     raise ForeignLinks(self._url(remote), links)
                 return
         raise _NotAsSeen("storage_error", "cannot read %s: the file listed at that name is not the one looked at; "
@@ -199,22 +208,23 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, SftpLinks, Storage):
         output's links are counted (_alone); distributor's records are not (a listing of the
         bundle path for every record read would cost a skip more than the rest of it)."""
         remote = self._remote(path)
-        ours = None if is_reserved(path) else self.shared_links.get(path, 1)
+        output = None if is_reserved(path) else path
         for _attempt in range(READ_ATTEMPTS - 1):
             try:
-                return self._read(remote, limit, ours)
+                return self._read(remote, limit, output)
             except _NotAsSeen:
                 continue
-        return self._read(remote, limit, ours)
+        return self._read(remote, limit, output)
 
     def measure(self, path: str, size: int, digest: bool) -> tuple[int, str | None] | None:
         """The lstat gives the size, once the way to it is checked as _read checks it (a directory
         swapped for a link must not report a file outside the root). Only a file of the recorded
         `size` is opened, and no more than it and one byte is asked for: a planted file of any
-        size is never buffered. A file with a name distributor did not make is not measured at
-        all (_alone): it counts as drifted."""
+        size is never buffered. A file with more than one name is not measured at all (_alone):
+        it counts as drifted, a file release generations share too when its digest is asked (a
+        publish's verify writes it again)."""
         remote = self._remote(path)
-        attrs = self._looked_at(remote, self.shared_links.get(path, 1))
+        attrs = self._looked_at(remote, path, digest)
         return None if attrs is None else self._measured(remote, attrs, size, digest)
 
     def _measured(self, remote: str, attrs, size: int, digest: bool) -> tuple[int, str | None] | None:
@@ -235,7 +245,7 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, SftpLinks, Storage):
         file with names distributor did not make, or a count the server does not give, is not."""
         remote = self._remote(path)
         try:
-            attrs = self._looked_at(remote, self.shared_links.get(path, 1))
+            attrs = self._looked_at(remote, path)
         except ForeignLinks:
             return False
         if attrs is None or (attrs.st_size or 0) != size:
