@@ -15,14 +15,16 @@ import os
 
 import pytest
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor import release_root
+from ansible_collections.distributor.core.plugins.module_utils._distributor import release_build, release_root
 from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
 from ansible_collections.distributor.core.plugins.module_utils._distributor.stateinfo import state_info
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage import sftp as sftp_module
 from ansible_collections.distributor.core.plugins.module_utils._distributor.switch_release import switch_release
 
 import builders
 from builders import write_bundle
 from planted import SECRET, fingerprint, plant_secret
+from test_crash_safety import Killed
 
 PIPELINE = {"id": "reports", "outputs": [{"match": "*.txt"}]}
 
@@ -121,3 +123,55 @@ def test_releases_whose_files_are_shared_are_staged_and_rolled_back_to_on_both_b
     staged = publish(bundle, PIPELINE, dict(released(place), releases={"keep": 3, "activate": False}))
     assert staged["release"]["status"] == "staged"
     assert os.stat(place.root / ".distributor-releases" / "web" / staged["release"]["id"] / "notes.txt").st_nlink == 3
+
+
+def dead_build_with_a_link_to(secret, place, tmp_path, monkeypatch) -> str:
+    """A release built from one whose notes.txt has the secret's size, killed once its files are
+    linked; the neighbour then puts a hard link to the secret at its notes.txt. Its id."""
+    notes = b"n" * (len(SECRET) - 1) + b"\n"
+    publish_notes(place, tmp_path, 0, notes)
+
+    def killed(*_args, **_kwargs):
+        raise Killed("killed once the unchanged files were linked")
+    with monkeypatch.context() as patched:
+        patched.setattr(release_build, "execute", killed)
+        with pytest.raises(Killed):
+            publish_notes(place, tmp_path, 1, notes)
+    home = place.root / ".distributor-releases" / "web"
+    [dead] = [n for n in os.listdir(home) if (home / n / "notes.txt").exists() and not (home / n / "index.txt").exists()]
+    planted = home / dead / "notes.txt"
+    planted.unlink()
+    os.link(secret, planted)
+    return dead
+
+
+def test_a_dead_build_whose_file_is_a_link_to_a_file_of_the_sftp_account_is_cleared_without_reading_it(
+        tmp_path, request, monkeypatch):
+    """The link planted in the dead build has the recorded size and two names: SFTP cannot tell
+    its other name is not the live release's, so it is never read; removing that one name
+    destroys no bytes, so the dead build is cleared and the secret keeps its own name."""
+    place = builders.Place("sftp", tmp_path, request)
+    secret = plant_secret(tmp_path)
+    dead = dead_build_with_a_link_to(secret, place, tmp_path, monkeypatch)
+    before = fingerprint(secret)
+    result = publish_notes(place, tmp_path, 2)["release"]
+    assert fingerprint(secret) == before, "the secret was read"
+    assert (result["status"], result["failed"], result["kept"]) == ("active", [dead], [])
+    assert dead in result["removed"] and not (place.root / ".distributor-releases" / "web" / dead).exists()
+    assert secret.read_bytes() == SECRET and os.stat(secret).st_nlink == 1
+
+
+def test_a_dead_build_over_a_server_that_does_not_count_links_is_kept_unread_and_the_publish_goes_on(
+        tmp_path, request, monkeypatch):
+    place = builders.Place("sftp", tmp_path, request)
+    secret = plant_secret(tmp_path)
+    dead = dead_build_with_a_link_to(secret, place, tmp_path, monkeypatch)
+    before = fingerprint(secret)
+    monkeypatch.setattr(sftp_module, "link_count", lambda _longname: None)
+    result = publish_notes(place, tmp_path, 2)["release"]
+    assert fingerprint(secret) == before, "the secret was read"
+    assert (result["status"], result["failed"]) == ("active", [dead]), result
+    assert result["kept"] == [{"id": dead, "why": "notes.txt may have other names (hard links): the server's listing "
+                               "does not say how many, and distributor reads no file that may have a name elsewhere"}]
+    assert (place.root / ".distributor-releases" / "web" / dead / "notes.txt").exists()
+    assert secret.read_bytes() == SECRET

@@ -179,7 +179,9 @@ class Storage:
         another size is not read, one of that size read to `size` + 1 bytes at most), and only
         once everything else agrees. Without, a name only distributor gives (a staged file, a
         staging directory): its owner decides. S3 has no owner that tells one writer of a bucket
-        from another, so there the digest alone vouches (S3Storage.doubt). The answer is a
+        from another, so there the digest alone vouches (S3Storage.doubt). SFTP, which cannot tell
+        whose names a file's others are, reads only a file with one name and vouches for one with
+        more by its size (removing a name destroys no bytes; SftpStorage.doubt). The answer is a
         phrase for a warning ("is owned by uid 1000, not by uid 0")."""
         raise NotImplementedError
 

@@ -129,18 +129,23 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, SftpLinks, Storage):
         (COUNTED_DIRECTORIES of them) and read afresh when the entry differs. The file opened next
         is compared with the same attributes (_open_as_seen): the file read is the file counted.
         A server whose listing gives no count has every output refused (ForeignLinks, None)."""
+        links = self._links(remote, attrs)
+        shared = self.shared_links.get(output, ()) if links is not None and links_not_ours(links) else ()
+        if shared and not links_not_ours(links, 1 + len(shared)):
+            if reading:
+                raise UnprovenLinks(self._url(remote), links)
+            return
+        if links is None or links_not_ours(links):
+            raise ForeignLinks(self._url(remote), links)
+
+    def _links(self, remote: str, attrs) -> int | None:
+        """The link count of the file looked at as `attrs` (see _alone), None when the listing
+        does not give it; _NotAsSeen when the entry listed at its name is another file."""
         directory, name = posixpath.split(remote)
         for fresh in (False, True):
             links, seen = self._counted_in(directory, fresh).get(name, (None, None))
             if seen == identity(attrs):
-                shared = self.shared_links.get(output, ()) if links is not None and links_not_ours(links) else ()
-                if shared and not links_not_ours(links, 1 + len(shared)):
-                    if reading:
-                        raise UnprovenLinks(self._url(remote), links)
-                    return
-                if links is None or links_not_ours(links):
-                    raise ForeignLinks(self._url(remote), links)
-                return
+                return links
         raise _NotAsSeen("storage_error", "cannot read %s: the file listed at that name is not the one looked at; "
                          "something else changed the destination during this run" % self._url(remote))
 
@@ -263,15 +268,31 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, SftpLinks, Storage):
         return True
 
     def doubt(self, path: str, size: int | None = None, sha256: str | None = None) -> str | None:
-        """From the lstat of the name, the way to it checked as _read checks it; the content read
-        as measure reads it, from that file only. SFTP version 3 tells no link count, so links
-        are not judged here."""
+        """From the lstat of the name, the way to it checked as _read checks it. The content is
+        read as measure reads it, from that file only, and only when it has one name: SFTP has no
+        inode numbers, so a name planted beside a file of the SFTP account (any file it can reach,
+        with the recorded size) would otherwise have distributor read that file. Its names are
+        counted as an output's are (_alone), once everything else agrees. A file of the recorded
+        size with more than one name is vouched for without its content: removing one name of it
+        destroys no bytes, its other names keep them. One whose names the server does not count
+        (no long names in its listing) is not read and not vouched for: it stays, and the caller
+        reports it (a dead release build is then kept whole, every run, until removed by hand)."""
         remote = self._remote(path, look_at_name=False)
         attrs = self._lstat(remote)
         if attrs is None or not self._check_directories(posixpath.dirname(remote)):
             return "is gone"
-        return verdict(kind_of(attrs.st_mode or 0), self._foreign(attrs.st_uid), None, size, sha256,
-                       lambda: self._measured(remote, attrs, size, True))
+        kind, owner = kind_of(attrs.st_mode or 0), self._foreign(attrs.st_uid)
+        if kind is None and owner is None and sha256 is not None and (attrs.st_size or 0) == size:
+            try:
+                links = self._links(remote, attrs)
+            except _NotAsSeen:
+                return "changed while distributor looked at it"
+            if links is None:
+                return ("may have other names (hard links): the server's listing does not say how many, and "
+                        "distributor reads no file that may have a name elsewhere")
+            if links_not_ours(links):
+                return None
+        return verdict(kind, owner, None, size, sha256, lambda: self._measured(remote, attrs, size, True))
 
     def _foreign(self, uid: int | None) -> str | None:
         """None for the accounts distributor writes as here: the SFTP account (the uid the server
@@ -326,6 +347,7 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, SftpLinks, Storage):
                     tidy.append(path)
         finally:
             self._drop_staging()
+            self._counted.clear()  # every other name of a file removed has one link less now
         for head in sorted({path.rpartition("/")[0] for path in tidy}, key=lambda head: (-head.count("/"), head)):
             self._remove_empty_parents(head)
         return removed
