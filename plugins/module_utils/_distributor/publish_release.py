@@ -74,8 +74,9 @@ def publish_release(job, root: ReleaseRoot, make) -> tuple:
     else:
         switch(root, new, job.now)
         cleared = clear_old(root, settings.keep)
+        reported = dict(dead.kept)  # a dead build kept before the switch is tried again after it: named once
         values.update(status="active", removed=values["removed"] + list(cleared.removed),
-                      kept=values["kept"] + [{"id": i, "why": why} for i, why in cleared.kept])
+                      kept=values["kept"] + [{"id": i, "why": why} for i, why in cleared.kept if i not in reported])
     values["previous"] = _previous_id(root)
     return made, values
 
