@@ -272,7 +272,7 @@ _OPTIONAL_CHECKS = (
 # one line of state.serialize_state): its members in that order, every string of printable ASCII
 # without an escape (the encoder escapes everything else), a generated output with its transform,
 # a size of at most 18 digits (longer integers json.loads refuses past its digit limit), attributes
-# only when there are some; and a comma after it (shared_output_lines gives the last line one).
+# only when there are some; then a comma, or the end of the last line.
 # Groups: the record, its path, url, owner (pipeline and destination), timestamps, attributes.
 _TEXT = rb'[ !#-\[\]-~]'
 _LINE_ID = rb'"' + _TEXT + rb'+"'
@@ -285,26 +285,25 @@ _SHARED_LINE = re.compile(
     rb'"pipeline_id": (' + _LINE_ID + rb', "destination_id": ' + _LINE_ID + rb'), "source_id": ' + _LINE_ID + rb', '
     rb'"source_digest": ' + _LINE_SHA256 + rb', "source_created": (' + _LINE_ID + rb', "created_at": ' + _LINE_ID
     + rb', "updated_at": ' + _LINE_ID + rb')(?:, "attributes": (\{' + _LINE_ATTRIBUTE + rb'(?:, ' + _LINE_ATTRIBUTE + rb')*\}))?'
-    rb'(?:, "render_key": ' + _LINE_SHA256 + rb')?\}),$', re.M)
+    rb'(?:, "render_key": ' + _LINE_SHA256 + rb')?\})(?:,$|\Z)', re.M)
 _LINE_COLUMNS = ("line", "path", "url", "owner", "times", "attributes")
 
 
-def shared_output_lines(block: bytes) -> dict | None:
-    """The columns of the `outputs` lines of a schema-3 record (`block`: its lines, the last
-    without its newline) when every line is a record as distributor writes it (_SHARED_LINE) that
+def shared_output_lines(raw: bytes, start: int, end: int) -> dict | None:
+    """The columns of the `outputs` lines of a schema-3 record (`raw[start:end]`: its lines, the
+    last without its newline or a comma) when every line is a record as distributor writes it (_SHARED_LINE) that
     the state schema and state.py's checks of a record alone certainly accept (timestamps, URL
     against its path, attributes); None for any other. `line` holds each record's bytes, `path`
-    its path (str, in ascending order: one record a path) and `owner` its (pipeline_id,
-    destination_id), the pair of each distinct owner made once. What a record says of others
+    its path (str, in ascending order: one record a path) and `owner` its owner's text, which
+    `owners` maps to the owner's (pipeline_id, destination_id). What a record says of others
     (that its owner is recorded, that its path is one that owner's manifest lists or a
     publishable one) is the caller's to check."""
-    found = _SHARED_LINE.findall(block + b",")
-    if not found or len(found) != block.count(b"\n") + 1:
+    found = _SHARED_LINE.findall(raw, start, end)
+    if not found or len(found) != raw.count(b"\n", start, end) + 1 or raw.endswith(b",", start, end):
         return None
     columns = dict(zip(_LINE_COLUMNS, map(list, zip(*found))))
     paths = columns["path"] = list(map(bytes.decode, columns["path"]))
-    owners = {text: tuple(map(bytes.decode, _values(text))) for text in set(columns["owner"])}
-    columns["owner"] = list(map(owners.__getitem__, columns["owner"]))
+    columns["owners"] = {text: tuple(map(bytes.decode, _values(text))) for text in set(columns["owner"])}
     stamps = set(chain.from_iterable(map(_values, set(columns.pop("times")))))
     if not (ascending(paths) and all(map(_rfc3339, map(bytes.decode, stamps)))
             and all(map(_canonical_attributes, set(columns.pop("attributes"))))):

@@ -367,7 +367,7 @@ def _refuse_retained_in_the_way(planned: frozenset, retained: set, where: str) -
 def _refuse_other_owners_in_the_way(planned: frozenset, owners: Mapping, key: OwnerKey, where: str) -> None:
     """Takeover moves a path from one owner to another; it cannot turn another owner's file into
     this owner's directory, so that is refused whatever the takeover mode."""
-    theirs = {p for p, o in owners.items() if o != key}
+    theirs = compress(owners, map(key.__ne__, owners.values()))
     blocking = in_the_way(planned, theirs)
     if blocking:
         first = sorted(blocking)[0]

@@ -145,7 +145,7 @@ def _carried(raw: bytes, where: str) -> State | None:
     (schemas.check_density, in _decoded): outside its strings an output line holds at most two
     of the brackets counted, in hundreds of bytes."""
     split = split_outputs(raw)
-    columns = split and shared_output_lines(split[1])
+    columns = split and shared_output_lines(raw, *split[1:])
     if not columns:
         return None
     try:
@@ -153,10 +153,10 @@ def _carried(raw: bytes, where: str) -> State | None:
     except DistributorError:
         return None
     keys = {o.key: o.key for o in head.owners}
-    pairs = {pair: keys.get(OwnerKey(*pair)) for pair in set(columns["owner"])}
-    if head.mode != SHARED_ROOT or None in pairs.values():
+    named = {text: keys.get(OwnerKey(*pair)) for text, pair in columns["owners"].items()}
+    if head.mode != SHARED_ROOT or None in named.values():
         return None
-    owners, paths = list(map(pairs.__getitem__, columns["owner"])), columns["path"]
+    owners, paths = list(map(named.__getitem__, columns["owner"])), columns["path"]
     if not publishable(paths):
         manifests = {o.key: o.manifest.paths for o in head.owners}
         if not all(path in manifests[owner] or publishable([path]) for path, owner in zip(paths, owners)):
