@@ -14,7 +14,8 @@ back byte for byte. Every rule that reads other owners asks the path-and-owner v
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from itertools import chain, compress, repeat
+from itertools import chain, compress
+from operator import and_, not_
 
 # Where the outputs block of a state distributor wrote begins and ends (state.serialize_state):
 # the last member of the record, one record a line. A JSON string holds no raw newline, so
@@ -122,7 +123,7 @@ class Carried(Sequence):
     def without(self, key, paths) -> Carried:
         """The records not of owner `key` nor at any of `paths`: what a publish of `key` carries
         over (the paths it plans are its own now), its lines still the ones read."""
-        kept = list(map(_neither, self.owners, repeat(key), self.paths, repeat(paths)))
+        kept = list(map(and_, map(key.__ne__, self.owners), map(not_, map(paths.__contains__, self.paths))))
         records = tuple(o for o in self.records if o.owner != key and o.path not in paths)
         return Carried(list(compress(self.lines, kept)), list(compress(self.paths, kept)), list(compress(self.owners, kept)),
                        self._model, records)
@@ -130,10 +131,6 @@ class Carried(Sequence):
     def with_records(self, records: tuple) -> Carried:
         """These outputs and `records` after them: a plan's records for its owner."""
         return Carried(self.lines, self.paths, self.owners, self._model, self.records + tuple(records))
-
-
-def _neither(owner, key, path, paths) -> bool:
-    return owner != key and path not in paths
 
 
 class _ByPath(Mapping):
