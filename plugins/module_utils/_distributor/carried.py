@@ -26,16 +26,20 @@ _EMPTY = b'\n  "outputs": []\n}\n'
 _SEPARATOR = b",\n    "
 
 
-def split_outputs(raw: bytes) -> tuple[bytes, int, int] | None:
-    """(the record with an empty outputs list, where the block of its output lines starts and
-    ends in `raw`: the lines, the last without its newline) for a record laid out as
-    distributor writes one; None for any other, which takes the full path. Both texts are the
-    same JSON up to the array's items, so the head decodes as the record does less them. The
-    block is not copied: a shared root's state is tens of MiB."""
+def split_outputs(raw: bytes) -> tuple[int, int] | None:
+    """Where the block of output lines starts and ends in `raw` (the lines, the last without its
+    newline) for a record laid out as distributor writes one; None for any other, which takes
+    the full path. The block is not copied: a shared root's state is tens of MiB."""
     start, end = raw.rfind(OPENING) + len(OPENING), len(raw) - len(CLOSING)
     if start < len(OPENING) or not raw.endswith(CLOSING) or start > end:
         return None
-    return raw[:start - len(OPENING)] + _EMPTY, start, end
+    return start, end
+
+
+def emptied(raw: bytes, start: int) -> bytes:
+    """The record with an empty outputs list in place of the block starting at `start`: the
+    same JSON up to the array's items, so it decodes as the record does less them."""
+    return raw[:start - len(OPENING)] + _EMPTY
 
 
 def join_outputs(head: str, outputs: Carried, encode) -> bytes:

@@ -298,6 +298,8 @@ def shared_output_lines(raw: bytes, start: int, end: int) -> dict | None:
     `owners` maps to the owner's (pipeline_id, destination_id). What a record says of others
     (that its owner is recorded, that its path is one that owner's manifest lists or a
     publishable one) is the caller's to check."""
+    if _SHARED_LINE.match(raw, start, end) is None:  # a single-owner record, or a line of another form at once
+        return None
     found = _SHARED_LINE.findall(raw, start, end)
     if not found or len(found) != raw.count(b"\n", start, end) + 1 or raw.endswith(b",", start, end):
         return None

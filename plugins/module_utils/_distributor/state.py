@@ -15,7 +15,7 @@ from types import MappingProxyType
 from typing import Mapping, NamedTuple
 from urllib.parse import quote
 
-from .carried import Carried, join_outputs, split_outputs
+from .carried import Carried, emptied, join_outputs, split_outputs
 from .errors import DistributorError
 from .columns import publishable, shared_output_lines, single_owner_columns
 from .manifest import Manifest, listed, parse_manifest, publishable_path_problem, recognised
@@ -144,12 +144,12 @@ def _carried(raw: bytes, where: str) -> State | None:
     wrong: anything that fails here fails there too. The record's density is the head's
     (schemas.check_density, in _decoded): outside its strings an output line holds at most two
     of the brackets counted, in hundreds of bytes."""
-    split = split_outputs(raw)
-    columns = split and shared_output_lines(raw, *split[1:])
+    block = split_outputs(raw)
+    columns = block and shared_output_lines(raw, *block)
     if not columns:
         return None
     try:
-        head = _decoded(split[0], where)
+        head = _decoded(emptied(raw, block[0]), where)
     except DistributorError:
         return None
     keys = {o.key: o.key for o in head.owners}
