@@ -7,8 +7,6 @@ Pure functions of a plan and of what the shell read; the same entries go into th
 
 from __future__ import annotations
 
-from operator import attrgetter
-
 from .plan import Plan
 
 
@@ -38,6 +36,7 @@ def publish_changes(the_plan: Plan, present: frozenset | None) -> list[dict]:
     key = the_plan.owner
     base = the_plan.decision.state
     previous = base.by_path() if base else {}
+    owners = base.owners_by_path() if base else {}
     entries = {}
     for write in the_plan.writes:
         old = previous.get(write.path)
@@ -47,7 +46,7 @@ def publish_changes(the_plan: Plan, present: frozenset | None) -> list[dict]:
             kind = "update" if old.owner == key else "take_over"
         entries[write.path] = change(write.path, kind, key, old.owner if old else None, old.sha256 if old else None,
                                      write.content.sha256)
-    for record in the_plan.outputs() if others_before(previous, key) else ():
+    for record in the_plan.outputs() if others_before(owners, key) else ():
         old = previous.get(record.path)
         if record.path not in entries and old is not None and old.owner != key:
             entries[record.path] = change(record.path, "take_over", key, old.owner, old.sha256, record.sha256)
@@ -64,13 +63,11 @@ def publish_changes(the_plan: Plan, present: frozenset | None) -> list[dict]:
     return [entries[p] for p in sorted(entries)]
 
 
-def others_before(previous, key) -> bool:
-    """Whether any record before the plan (`previous`, by path) is another owner's: only then can
-    a planned output be taken over, which is worth a look at each of 100,000 outputs."""
-    return not {key}.issuperset(map(_owner, previous.values()))
-
-
-_owner = attrgetter("owner")
+def others_before(owners, key) -> bool:
+    """Whether any path before the plan (`owners`: each path's owner, State.owners_by_path) is
+    another owner's: only then can a planned output be taken over, which is worth a look at
+    each of 100,000 outputs."""
+    return not {key}.issuperset(owners.values())
 
 
 def forget_changes(records) -> list[dict]:

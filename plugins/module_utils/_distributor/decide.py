@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from itertools import compress
 from operator import attrgetter, ne
-from typing import Callable
+from typing import Callable, Mapping
 
 from .attributes import attributes_for
 from .config import Destination
@@ -258,23 +258,23 @@ def _shared_root(manifest, key, destination, state, planned, force, where, page_
     migrated = state is not None and state.mode == SINGLE_OWNER
     if migrated:
         state = _migrated(state, key, where)
-    managed = state.by_path() if state else {}
     compared = _compare_owner(manifest, key, destination, state, where, page_keys)
     if isinstance(compared, Decision):
         if migrated and compared.action == "skip":
             return replace(compared, action="migrate", reason="single-owner state becomes shared_root state; " + compared.reason)
         return compared
     action, reconciliation, why = compared
-    taken = _taken_over(planned, managed, key, destination, where)
+    owners = state.owners_by_path() if state else {}
+    taken = _taken_over(planned, owners, key, destination, where)
     if taken:
         action, reconciliation = "takeover", "replace"
         why += "; takes over %s" % _some(taken)
-    _refuse_other_owners_in_the_way(planned, managed, key, where)
+    _refuse_other_owners_in_the_way(planned, owners, key, where)
     if reconciliation == "merge":
-        _refuse_retained_in_the_way(planned, {p for p, o in managed.items() if o.owner == key} - planned, where)
+        _refuse_retained_in_the_way(planned, {p for p, o in owners.items() if o == key} - planned, where)
 
     def with_listing(present: frozenset) -> Decision:
-        unmanaged = present - set(managed)
+        unmanaged = present - set(owners)
         unmanaged = (planned & unmanaged) | in_the_way(planned, unmanaged)
         chosen, because = action, why
         if unmanaged:
@@ -338,16 +338,16 @@ def _compare_same_source(owner: Owner, manifest: Manifest, key: OwnerKey, destin
     return why + "; " + because
 
 
-def _taken_over(planned: frozenset, managed: dict, key: OwnerKey, destination: Destination, where: str) -> frozenset:
-    """One path has one owner: planned paths another owner manages move to this one only
-    under takeover.mode managed."""
-    taken = frozenset(p for p in planned if p in managed and managed[p].owner != key)
+def _taken_over(planned: frozenset, owners: Mapping, key: OwnerKey, destination: Destination, where: str) -> frozenset:
+    """One path has one owner: planned paths another owner manages (`owners`: each managed
+    path's owner) move to this one only under takeover.mode managed."""
+    taken = frozenset(p for p in planned if p in owners and owners[p] != key)
     if taken and not may_take_over(destination):
         first = sorted(taken)[0]
         raise DistributorError(
             "ownership_conflict",
             "%s: %s is owned by %s (and %d more planned paths by other owners); one path has one "
-            "owner. Set takeover.mode: managed to take it over." % (where, first, managed[first].owner, len(taken) - 1),
+            "owner. Set takeover.mode: managed to take it over." % (where, first, owners[first], len(taken) - 1),
         )
     return taken
 
@@ -365,10 +365,10 @@ def _refuse_retained_in_the_way(planned: frozenset, retained: set, where: str) -
         )
 
 
-def _refuse_other_owners_in_the_way(planned: frozenset, managed: dict, key: OwnerKey, where: str) -> None:
+def _refuse_other_owners_in_the_way(planned: frozenset, owners: Mapping, key: OwnerKey, where: str) -> None:
     """Takeover moves a path from one owner to another; it cannot turn another owner's file into
     this owner's directory, so that is refused whatever the takeover mode."""
-    theirs = {p for p, o in managed.items() if o.owner != key}
+    theirs = compress(owners, map(key.__ne__, owners.values()))
     blocking = in_the_way(planned, theirs)
     if blocking:
         first = sorted(blocking)[0]
@@ -376,5 +376,5 @@ def _refuse_other_owners_in_the_way(planned: frozenset, managed: dict, key: Owne
             "ownership_conflict",
             "%s: %s of owner %s (and %d more) is in the way of this owner's planned outputs: one "
             "needs the other's path as a directory, and a path cannot be both. Takeover does not "
-            "apply; the owners must agree on their paths" % (where, first, managed[first].owner, len(blocking) - 1),
+            "apply; the owners must agree on their paths" % (where, first, owners[first], len(blocking) - 1),
         )

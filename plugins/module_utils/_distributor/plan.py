@@ -10,6 +10,7 @@ from itertools import repeat
 from operator import attrgetter
 
 from .attributes import resettable
+from .carried import Carried
 from .config import Destination, Pipeline
 from .decide import Decision
 from .errors import DistributorError
@@ -204,7 +205,7 @@ def plan(
         return Plan(decision, key, bundle_path, (), (), before, after, (), primary_url=made)
     shared = destination.shared_root
     previous = base.by_path() if base else {}
-    mine = {o.path: o for o in base.outputs if o.owner == key or not shared} if base else {}
+    mine = {o.path: o for o in (base.outputs_of(key) if shared else base.outputs)} if base else {}
     omitted = sorted(set(mine) - planned_paths)
     retained = tuple(omitted) if decision.reconciliation == "merge" else ()
     keep_created = shared or decision.reconciliation == "merge"
@@ -254,12 +255,19 @@ def _state_after(base: State | None, before: State | None, owner: Owner, records
     """A shared root carries every other owner's records over unchanged (less the paths this
     owner takes over); a single-owner root holds this owner alone."""
     if shared:
-        others = tuple(o for o in (base.outputs if base else ()) if o.owner != owner.key and o.path not in planned_paths)
         owners = _upsert_owner(base.owners if base else (), owner)
         return State(SHARED_ROOT, schema_version_for(SHARED_ROOT), base.created_at if base else stamp, stamp, None,
-                     COLLECTION_VERSION, owners, others + records)
+                     COLLECTION_VERSION, owners, _carried_over(base, owner.key, planned_paths, records))
     created_at = before.created_at if before is not None and before.mode == SINGLE_OWNER else stamp
     return State(SINGLE_OWNER, schema_version_for(SINGLE_OWNER), created_at, stamp, stamp, COLLECTION_VERSION, (owner,), records)
+
+
+def _carried_over(base: State | None, key: OwnerKey, planned_paths: frozenset, records: tuple):
+    """The other owners' records less the paths this owner plans, then this owner's: carried
+    records stay the lines they were read as (carried.Carried.without)."""
+    if base is not None and isinstance(base.outputs, Carried):
+        return base.outputs.without(key, planned_paths).with_records(records)
+    return tuple(o for o in (base.outputs if base else ()) if o.owner != key and o.path not in planned_paths) + records
 
 
 def _resettled(recorded: Output | None, content: Content, present: bool) -> bool:

@@ -13,7 +13,7 @@ import json
 import traceback
 from functools import lru_cache
 from importlib.util import find_spec
-from itertools import compress, islice, repeat
+from itertools import chain, compress, islice, repeat
 
 from .errors import DistributorError, MissingLibrary
 from .fastcheck import split_items, sure
@@ -149,19 +149,19 @@ def check_nesting(data: object, where: str, reason: str) -> None:
     and jsonschema recurse and would fail with RecursionError. Iterative, so it cannot, and level
     by level over containers only: a 100,000-output state holds millions of scalars, and a
     container of plain scalars (most records) is passed over by the set of its value types, an
-    empty one (a planted record may hold millions) without a look."""
+    empty one (a planted record may hold millions) without a look. The members of a level's
+    objects are looked at together, as are those of its arrays: the 100,000 file entries of a
+    shared root's manifests are one look, not one each."""
     level = [data] if isinstance(data, _CONTAINERS) else []
     depth = 1
     while level:
         if depth > MAX_NESTING:
             raise DistributorError(reason, "%s nests arrays or objects deeper than %d levels; no distributor "
                                            "record or setting does" % (where, MAX_NESTING))
-        below = []
-        for value in filter(None, level):
-            members = value.values() if isinstance(value, dict) else value
-            if not only_scalars(members):
-                below += compress(members, map(isinstance, members, repeat(_CONTAINERS)))
-        level = below
+        objects = list(map(dict.values, filter(None, compress(level, map(isinstance, level, repeat(dict))))))
+        members = list(chain(chain.from_iterable(objects), chain.from_iterable(filter(None, compress(
+            level, map(isinstance, level, repeat((list, tuple))))))))
+        level = [] if only_scalars(members) else list(compress(members, map(isinstance, members, repeat(_CONTAINERS))))
         depth += 1
 
 

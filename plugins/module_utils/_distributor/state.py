@@ -15,8 +15,9 @@ from types import MappingProxyType
 from typing import Mapping, NamedTuple
 from urllib.parse import quote
 
+from .carried import Carried, emptied, join_outputs, split_outputs
 from .errors import DistributorError
-from .columns import single_owner_columns
+from .columns import publishable, shared_output_lines, single_owner_columns
 from .manifest import Manifest, listed, parse_manifest, publishable_path_problem, recognised
 from .schemas import check_nesting, decode_json, only_scalars, validate
 from .timestamps import parse_rfc3339
@@ -89,13 +90,23 @@ class State:
         return next((o for o in self.owners if o.key == key), None)
 
     def outputs_of(self, key: OwnerKey) -> tuple[Output, ...]:
-        """The outputs owner `key` manages: its scope in a shared root."""
+        """The outputs owner `key` manages: its scope in a shared root (of carried records, only
+        these are modelled)."""
+        if isinstance(self.outputs, Carried):
+            return self.outputs.owned(key)
         return self._indexed("_outputs_of", _by_owner).get(key, ())
 
     def by_path(self) -> Mapping[str, Output]:
         """Every managed output by path: one path has one record, so this is how managed and
         unmanaged files are told apart."""
-        return self._indexed("_by_path", lambda outputs: MappingProxyType(dict(zip(map(_path_of, outputs), outputs))))
+        return self._indexed("_by_path", lambda outputs: outputs.by_path() if isinstance(outputs, Carried)
+                             else MappingProxyType(dict(zip(map(_path_of, outputs), outputs))))
+
+    def owners_by_path(self) -> Mapping[str, OwnerKey]:
+        """Who owns each managed path: all that the rules about other owners' outputs (one path,
+        one owner; takeover; what is in the way) ask of them, told without modelling them."""
+        return self._indexed("_owners_by_path", lambda outputs: outputs.owners_by_path() if isinstance(outputs, Carried)
+                             else dict(zip(map(_path_of, outputs), map(_owner_of, outputs))))
 
     def _indexed(self, name: str, build):
         """An index of the outputs, built on first use: a publish asks for the same index of a
@@ -120,7 +131,47 @@ def _by_owner(outputs) -> dict:
 
 def parse_state(raw: bytes, where: str) -> State:
     """Read any schema; every problem is `invalid_state` naming `where` and the field. A record
-    the column checks recognise (_recognised) needs no more; any other takes the full path."""
+    the column checks recognise (_carried, _recognised) needs no more; any other takes the full path."""
+    return _carried(raw, where) or _decoded(raw, where)
+
+
+def _carried(raw: bytes, where: str) -> State | None:
+    """A schema-3 record whose output lines the column checks accept (columns.shared_output_lines),
+    its outputs carried as those lines (carried.py); the rest of the record, its owners and
+    their manifests, takes the full path (_decoded) less the outputs. Each line's owner must be
+    recorded and its path one that owner's manifest lists or a publishable one, as
+    _check_outputs asks. None sends the whole record to the full path, which words what is
+    wrong: anything that fails here fails there too. The record's density is the head's
+    (schemas.check_density, in _decoded): outside its strings an output line holds at most two
+    of the brackets counted, in hundreds of bytes."""
+    block = split_outputs(raw)
+    columns = block and shared_output_lines(raw, *block)
+    if not columns:
+        return None
+    try:
+        head = _decoded(emptied(raw, block[0]), where)
+    except DistributorError:
+        return None
+    keys = {o.key: o.key for o in head.owners}
+    named = {text: keys.get(OwnerKey(*pair)) for text, pair in columns["owners"].items()}
+    if head.mode != SHARED_ROOT or None in named.values():
+        return None
+    owners, paths = list(map(named.__getitem__, columns["owner"])), columns["path"]
+    if not publishable(paths):
+        manifests = {o.key: o.manifest.paths for o in head.owners}
+        if not all(path in manifests[owner] or publishable([path]) for path, owner in zip(paths, owners)):
+            return None
+    return replace(head, outputs=Carried(columns["line"], paths, owners, _carried_output))
+
+
+def _carried_output(line: bytes) -> Output:
+    """A carried record modelled as the full path models it (the line was checked whole)."""
+    record = json.loads(line)
+    return _output(record, OwnerKey(record["pipeline_id"], record["destination_id"]), None, None, "", 0)
+
+
+def _decoded(raw: bytes, where: str) -> State:
+    """parse_state of a record decoded whole: the single-owner column checks, else the full path."""
     data = decode_json(raw, where, "invalid_state")
     state = _recognised(data)
     if state is not None:
@@ -404,8 +455,16 @@ def state_to_dict(state: State, each=listed) -> dict:
 
 
 def serialize_state(state: State) -> bytes:
-    """The bytes of the state file: the one form every operation writes a record in."""
+    """The bytes of the state file: the one form every operation writes a record in. Carried
+    records are written as they were read (carried.join_outputs): the same bytes writing their
+    model would make, since the column checks take only lines in that form."""
+    if isinstance(state.outputs, Carried) and state.mode == SHARED_ROOT and state.outputs:
+        return join_outputs(readable_json(state_to_dict(replace(state, outputs=()))), state.outputs, _record_line)
     return (readable_json(state_to_dict(state)) + "\n").encode("utf-8")
+
+
+def _record_line(output: Output) -> str:
+    return _LINE.encode(_shared_record(output))
 
 
 def readable_json(value, indent: str = "") -> str:
