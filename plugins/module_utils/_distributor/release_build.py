@@ -111,10 +111,11 @@ def clear(root: ReleaseRoot, release: str) -> str | None:
             return "%s %s" % doubts[0]
     outputs = [p for p in listing if not is_reserved(p)]
     records = [p for p in listing if is_reserved(p)]
-    root.home.delete_many([join(release, p) for p in outputs])
+    within = release + "/"  # a listed path is clean, and so is an id: joined by a slash
+    root.home.delete_many([within + p for p in outputs])
     if dead or not listed.issuperset(named):
         _tidy(root, release, named)
-    root.home.delete_many([join(release, p) for p in sorted(records, key=lambda p: p == STATE_NAME)])
+    root.home.delete_many([within + p for p in sorted(records, key=lambda p: p == STATE_NAME)])
     return None
 
 
@@ -196,7 +197,8 @@ def _build(root: ReleaseRoot, the_plan: Plan, bundle, present: frozenset, own_so
            release: str) -> None:
     written = {w.path for w in the_plan.writes + the_plan.repairs + the_plan.resettles}
     kept = [o.path for o in the_plan.after.outputs if o.path not in written and o.path in present] if the_plan.after else []
-    pairs = [(join(root.live, p), join(release, p)) for p in kept] if root.live else []
+    live, new = (root.live or "") + "/", release + "/"  # ids and output paths are clean: joined by a slash
+    pairs = [(live + p, new + p) for p in kept] if root.live else []
     again = [target.partition("/")[2] for _source, target in root.home.link_many(pairs)]
     own = own_sources() if again else {}
     refused = [p for p in again if p not in own]
