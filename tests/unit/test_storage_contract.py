@@ -7,6 +7,7 @@ Select one backend with `-k local`, `-k memory`, `-k sftp` or `-k s3`.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -1007,6 +1008,34 @@ def test_local_link_many_undoes_and_refuses_a_link_whose_source_was_swapped_betw
     error = expect_error("storage_error", storage.link_many, [("one/a.txt", "two/a.txt"), ("one/b.txt", "two/b.txt")])
     assert "not the one linked" in error.message and storage.describe("two/b.txt") in error.message
     assert sorted(os.listdir(base / "two")) == ["a.txt"]
+
+
+@only("local")
+def test_local_link_many_links_where_directory_entries_number_files_otherwise_than_the_files(backend, monkeypatch):
+    """The sources are looked at in their directory's entries, which on some filesystems give
+    other inode numbers than the files do: there each is looked at on its own, and linked."""
+    storage = backend.open()
+    for name in ("one/a.txt", "one/b.txt"):
+        storage.write_bytes(name, b"x")
+    real_scandir = os.scandir
+
+    class Renumbered:
+        def __init__(self, entry):
+            self.entry, self.name = entry, entry.name
+
+        def inode(self):
+            return self.entry.inode() + 1
+
+        def is_file(self, follow_symlinks=True):
+            return self.entry.is_file(follow_symlinks=follow_symlinks)
+
+    @contextlib.contextmanager
+    def scandir(fd):
+        with real_scandir(fd) as entries:
+            yield map(Renumbered, entries)
+    monkeypatch.setattr(os, "scandir", scandir)
+    assert storage.link_many([("one/a.txt", "two/a.txt"), ("one/b.txt", "two/b.txt")]) == []
+    assert _names(backend, storage, "two/b.txt") == 2
 
 
 @only("local")

@@ -26,6 +26,7 @@ from .release_root import ReleaseRoot, SharedLinks, read_generation_journal
 from .releases import (
     HOME, SWITCH_PREFIX, activated, begun, built, dead, failed, link_target, next_release_id, removable, removed)
 from .root import read_state
+from .state import recorded_files
 from .storage.base import staging_dir
 from .timestamps import format_rfc3339
 
@@ -148,18 +149,21 @@ def _named(root: ReleaseRoot, release: str, storage, dead: bool) -> dict:
     and recorded by its own state (when it was killed after writing it): the generation it was
     built from speaks only for paths the build's own records do not name."""
     named = {}
-    sources = [read_state(storage)[0]]
     if dead:
         entry = root.index.by_id(release)
         if entry is not None and entry.from_id is not None:
-            sources.insert(0, read_state(root.generation(entry.from_id))[0])
-    for state in sources:
-        if state is not None:
-            named.update({o.path: (o.size, o.sha256) for o in state.outputs})
+            named.update(_recorded(root.generation(entry.from_id)))
+    named.update(_recorded(storage))
     journal = read_generation_journal(storage) if dead else None
     if journal is not None:
         named.update({e.path: (e.size, e.sha256) for e in journal.writes if e.sha256})
     return named
+
+
+def _recorded(storage) -> dict:
+    """(size, sha256) by path of each output a generation's record names (state.recorded_files);
+    none when it has no record or an invalid one, which vouches for nothing."""
+    return read_state(storage, recorded_files)[0] or {}
 
 
 def build(root: ReleaseRoot, the_plan: Plan, bundle, manifest, present: frozenset, own_sources: Callable[[], dict],

@@ -197,19 +197,18 @@ def link_at(parent: int, holder: int, named: list[tuple[str, str, str, str]],
             locations: Callable[[str, str], tuple[str, str]]) -> list[tuple[str, str]]:
     """Each (source, name, target, target name) of `named`: the target name in `holder` made a
     hard link of the regular file `name` in `parent`. Returns the pairs the filesystem cannot
-    link (NO_LINK_HERE). Each file linked is looked at before and after: a source swapped in
-    between is undone and refused, never left linked. `locations(source, target)` spells both
-    for a message only. One loop for the files of a pair of directories, with no call of ours
-    per file: it runs for every file a release keeps."""
+    link (NO_LINK_HERE). Each file linked is looked at before (in the directory's entries,
+    listed_files, or on its own) and after: a source swapped in between is undone and refused,
+    never left linked. `locations(source, target)` spells both for a message only. One loop for
+    the files of a pair of directories, with no call of ours per file: it runs for every file a
+    release keeps."""
+    listed = listed_files(parent)
+    device = os.fstat(parent).st_dev
     unlinked = []
     for source, name, target, target_name in named:
-        try:
-            seen = os.stat(name, dir_fd=parent, follow_symlinks=False)
-        except OSError as exc:
-            raise _unseen(exc, locations(source, target)[0]) from exc
-        if not stat.S_ISREG(seen.st_mode):
-            where = locations(source, target)[0]
-            raise link_refused(where) if stat.S_ISLNK(seen.st_mode) else not_linkable(where, kind_of(seen.st_mode))
+        seen = device, listed.get(name)
+        if seen[1] is None:
+            seen = looked_at(parent, name, locations(source, target)[0])
         try:
             os.link(name, target_name, src_dir_fd=parent, dst_dir_fd=holder, follow_symlinks=False)
         except OSError as exc:
@@ -219,7 +218,7 @@ def link_at(parent: int, holder: int, named: list[tuple[str, str, str, str]],
             raise _unlinked(exc, *locations(source, target)) from exc
         try:
             made = os.stat(target_name, dir_fd=holder, follow_symlinks=False)
-            if made.st_ino != seen.st_ino or made.st_dev != seen.st_dev:
+            if made.st_ino != seen[1] or made.st_dev != seen[0]:
                 os.unlink(target_name, dir_fd=holder)
                 source_shown, target_shown = locations(source, target)
                 raise link_not_made(target_shown, source_shown)
@@ -228,9 +227,33 @@ def link_at(parent: int, holder: int, named: list[tuple[str, str, str, str]],
     return unlinked
 
 
-def _unseen(exc: OSError, where: str) -> DistributorError:
-    """A source that cannot be looked at: gone, or the look failed."""
-    return missing("link", where) if isinstance(exc, FileNotFoundError) else failure("link", where, exc)
+def listed_files(parent: int) -> dict[str, int]:
+    """The inode of each regular file in the open directory `parent` by name, as the
+    directory's entries give them (no look at each file: a release links every file it keeps),
+    where they agree with the files: the inode a look at one of them gives is the one its entry
+    gives. Where they do not (a filesystem whose entries number files otherwise), or the listing
+    fails, none: each file is then looked at on its own (looked_at)."""
+    try:
+        with os.scandir(parent) as entries:
+            listed = {entry.name: entry.inode() for entry in entries if entry.is_file(follow_symlinks=False)}
+        probe = next(iter(listed.items()), None)
+        if probe is not None and os.stat(probe[0], dir_fd=parent, follow_symlinks=False).st_ino == probe[1]:
+            return listed
+    except OSError:
+        pass
+    return {}
+
+
+def looked_at(parent: int, name: str, where: str) -> tuple[int, int]:
+    """(st_dev, st_ino) of the regular file `name` in `parent`, about to be linked; anything
+    else there (a link, a directory, nothing) is refused."""
+    try:
+        seen = os.stat(name, dir_fd=parent, follow_symlinks=False)
+    except OSError as exc:
+        raise (missing("link", where) if isinstance(exc, FileNotFoundError) else failure("link", where, exc)) from exc
+    if not stat.S_ISREG(seen.st_mode):
+        raise link_refused(where) if stat.S_ISLNK(seen.st_mode) else not_linkable(where, kind_of(seen.st_mode))
+    return seen.st_dev, seen.st_ino
 
 
 def _unlinked(exc: OSError, source: str, target: str) -> DistributorError:
