@@ -1011,6 +1011,26 @@ def test_local_link_many_undoes_and_refuses_a_link_whose_source_was_swapped_betw
 
 
 @only("local")
+def test_local_link_many_undoes_a_swapped_link_also_when_a_later_pair_is_refused(backend, monkeypatch):
+    """Links are looked at after each directory's batch: a refusal in the middle of one still
+    has every link made before it looked at, and a swapped one undone."""
+    storage = backend.open()
+    for name in ("one/a.txt", "one/b.txt", "planted.txt"):
+        storage.write_bytes(name, name.encode())
+    storage.switch("one/c.txt", "a.txt", "tmp-link")
+    base, real_link = backend.base_dir(), os.link
+
+    def link(source, target, **kwargs):
+        if target == "b.txt":
+            os.replace(base / "planted.txt", base / "one/b.txt")
+        real_link(source, target, **kwargs)
+    monkeypatch.setattr(os, "link", link)
+    pairs = [("one/%s.txt" % n, "two/%s.txt" % n) for n in "abc"]
+    expect_error("storage_error", storage.link_many, pairs)
+    assert sorted(os.listdir(base / "two")) == ["a.txt"]
+
+
+@only("local")
 def test_local_link_many_links_where_directory_entries_number_files_otherwise_than_the_files(backend, monkeypatch):
     """The sources are looked at in their directory's entries, which on some filesystems give
     other inode numbers than the files do: there each is looked at on its own, and linked."""

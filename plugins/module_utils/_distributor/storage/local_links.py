@@ -197,34 +197,46 @@ def link_at(parent: int, holder: int, named: list[tuple[str, str, str, str]],
             locations: Callable[[str, str], tuple[str, str]]) -> list[tuple[str, str]]:
     """Each (source, name, target, target name) of `named`: the target name in `holder` made a
     hard link of the regular file `name` in `parent`. Returns the pairs the filesystem cannot
-    link (NO_LINK_HERE). Each file linked is looked at before (in the directory's entries,
-    listed_files, or on its own) and after: a source swapped in between is undone and refused,
-    never left linked. `locations(source, target)` spells both for a message only. One loop for
-    the files of a pair of directories, with no call of ours per file: it runs for every file a
-    release keeps."""
-    listed = listed_files(parent)
-    device = os.fstat(parent).st_dev
-    unlinked = []
-    for source, name, target, target_name in named:
-        seen = device, listed.get(name)
-        if seen[1] is None:
-            seen = looked_at(parent, name, locations(source, target)[0])
-        try:
-            os.link(name, target_name, src_dir_fd=parent, dst_dir_fd=holder, follow_symlinks=False)
-        except OSError as exc:
-            if exc.errno in NO_LINK_HERE:
-                unlinked.append((source, target))
-                continue
-            raise _unlinked(exc, *locations(source, target)) from exc
-        try:
-            made = os.stat(target_name, dir_fd=holder, follow_symlinks=False)
-            if made.st_ino != seen[1] or made.st_dev != seen[0]:
-                os.unlink(target_name, dir_fd=holder)
-                source_shown, target_shown = locations(source, target)
-                raise link_not_made(target_shown, source_shown)
-        except OSError as exc:
-            raise _unlinked(exc, *locations(source, target)) from exc
+    link (NO_LINK_HERE). Each file is looked at before it is linked and its new name after
+    (each in its directory's entries, listed_files, or on its own): a source swapped in between
+    is undone and refused, never left linked, also when another pair is refused; nothing reads
+    the new names before the batch returns. `locations(source, target)` spells both for a message only. One loop for the files
+    of a pair of directories, with no call of ours per file: it runs for every file a release
+    keeps."""
+    listed, device = listed_files(parent), os.fstat(parent).st_dev
+    linked, unlinked = [], []
+    try:
+        for source, name, target, target_name in named:
+            seen = device, listed.get(name)
+            if seen[1] is None:
+                seen = looked_at(parent, name, locations(source, target)[0])
+            try:
+                os.link(name, target_name, src_dir_fd=parent, dst_dir_fd=holder, follow_symlinks=False)
+            except OSError as exc:
+                if exc.errno in NO_LINK_HERE:
+                    unlinked.append((source, target))
+                    continue
+                raise _unlinked(exc, *locations(source, target)) from exc
+            linked.append((source, target, target_name, seen))
+    finally:
+        made, device = listed_files(holder), os.fstat(holder).st_dev
+        for source, target, target_name, seen in linked:
+            if (device, made.get(target_name)) != seen:
+                _check_made(holder, target_name, seen, locations(source, target))
     return unlinked
+
+
+def _check_made(holder: int, name: str, seen: tuple[int, int], locations: tuple[str, str]) -> None:
+    """The new name `name` in `holder` looked at on its own: not the file `seen` (st_dev,
+    st_ino) linked, it is removed and the link refused."""
+    source, target = locations
+    try:
+        made = os.stat(name, dir_fd=holder, follow_symlinks=False)
+        if (made.st_dev, made.st_ino) != seen:
+            os.unlink(name, dir_fd=holder)
+            raise link_not_made(target, source)
+    except OSError as exc:
+        raise _unlinked(exc, source, target) from exc
 
 
 def listed_files(parent: int) -> dict[str, int]:
