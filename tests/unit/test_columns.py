@@ -221,7 +221,7 @@ def test_the_files_a_record_vouches_for_are_those_the_full_path_reads_from_it(mu
 
 def test_the_files_of_a_valid_record_are_read_from_its_columns():
     assert outcome(recorded_json, STATE, False) == files_of(outcome(parse_state_json, STATE, True))
-    assert state_module._columns(copy.deepcopy(STATE)) is not None
+    assert state_module._columns(copy.deepcopy(STATE), state_module._paths_of) is not None
 
 
 def test_a_state_claiming_the_bundles_digest_for_other_files_is_refused():

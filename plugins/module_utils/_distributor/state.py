@@ -16,7 +16,7 @@ from typing import Mapping, NamedTuple
 from urllib.parse import quote
 
 from .errors import DistributorError
-from .columns import single_owner_columns
+from .columns import manifest_columns, single_owner_columns
 from .manifest import Manifest, listed, parse_manifest, publishable_path_problem, recognised
 from .schemas import check_nesting, decode_json, only_scalars, validate
 from .timestamps import parse_rfc3339
@@ -130,7 +130,7 @@ def recorded_files(raw: bytes, where: str) -> dict[str, tuple[int, str]]:
     record the column checks recognise is read from its columns, without the model parse_state
     makes of every output."""
     data = decode_json(raw, where, "invalid_state")
-    known = _columns(data)
+    known = _columns(data, _paths_of)
     if known is None:
         return {o.path: (o.size, o.sha256) for o in _parsed(data, where).outputs}
     columns = known[1]
@@ -223,7 +223,7 @@ def _recognised(data: object) -> State | None:
     """The State _parse_single and _check_outputs make of a schema-2 record whose embedded
     manifest (manifest.recognised) and every other member the column checks accept, each
     output made from its columns at once; None sends the record to the full path."""
-    known = _columns(data)
+    known = _columns(data, recognised)
     if known is None:
         return None
     manifest, columns = known
@@ -242,13 +242,21 @@ def _recognised(data: object) -> State | None:
                  (owner,), tuple(outputs))
 
 
-def _columns(data: object) -> tuple[Manifest, dict] | None:
+def _columns(data: object, recognise) -> tuple[Manifest | None, dict] | None:
     """The embedded manifest and the output columns of a schema-2 record the column checks
-    accept (manifest.recognised, columns.single_owner_columns), else None."""
+    accept (`recognise`: manifest.recognised or _paths_of; columns.single_owner_columns), else
+    None."""
     source = data.get("source") if isinstance(data, dict) else None
-    known = recognised(source.get("manifest")) if isinstance(source, dict) else None
+    known = recognise(source.get("manifest")) if isinstance(source, dict) else None
     columns = known and single_owner_columns(data, known[1])
     return (known[0], columns) if columns else None
+
+
+def _paths_of(manifest: object) -> tuple[None, list] | None:
+    """What manifest.recognised tells of an embedded manifest, less the model it makes of each
+    file: (None, its paths), or None."""
+    columns = manifest_columns(manifest)
+    return (None, columns[0]) if columns else None
 
 
 def _parse_single(data: dict, where: str) -> State:
