@@ -19,7 +19,7 @@ from .drift import find_drift
 from .errors import DistributorError
 from .guards import first_paths
 from .execute import execute
-from .paths import JOURNAL_NAME, STAGING_PREFIX, STATE_NAME, is_reserved, join
+from .paths import JOURNAL_NAME, RESERVED_PREFIX, STAGING_PREFIX, STATE_NAME, is_reserved, join
 from .plan import Plan
 from .release_index import FAILED, INDEX_NAME, STAGED, Release, ReleaseIndex
 from .release_root import ReleaseRoot, SharedLinks, read_generation_journal
@@ -110,8 +110,9 @@ def clear(root: ReleaseRoot, release: str) -> str | None:
         doubts = [(p, why) for (p, _s, _d), why in zip(asked, storage.doubt_many(asked)) if why]
         if doubts:
             return "%s %s" % doubts[0]
-    outputs = [p for p in listing if not is_reserved(p)]
-    records = [p for p in listing if is_reserved(p)]
+    records = [p for p in listing if RESERVED_PREFIX in p and is_reserved(p)]  # the prefix first: one test in C a path
+    reserved = frozenset(records)
+    outputs = [p for p in listing if p not in reserved]
     within = release + "/"  # a listed path is clean, and so is an id: joined by a slash
     root.home.delete_many([within + p for p in outputs])
     if dead or not listed.issuperset(named):
