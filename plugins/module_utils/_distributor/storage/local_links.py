@@ -175,7 +175,8 @@ def switch_at(holder: int, temporary: str, parent: int, name: str, target: str, 
         raise
 
 
-def by_directories(pairs: list[tuple[str, str]], under: str, split) -> dict[tuple[str, str], list[tuple[str, str, str, str]]]:
+def by_directories(pairs: list[tuple[str, str]], under: str,
+                   split) -> dict[tuple[str, str], list[tuple[str, str, str, str]]]:
     """The pairs (source, target) grouped by (source's directory, target's directory) under the
     root (`under`: LocalStorage._under, the base and a slash), in their order, each as (source,
     its name, target, its name). Every path is clean, told by a few passes over them all
@@ -200,9 +201,9 @@ def link_at(parent: int, holder: int, named: list[tuple[str, str, str, str]],
     link (NO_LINK_HERE). Each file is looked at before it is linked and its new name after
     (each in its directory's entries, listed_files, or on its own): a source swapped in between
     is undone and refused, never left linked, also when another pair is refused; nothing reads
-    the new names before the batch returns. `locations(source, target)` spells both for a message only. One loop for the files
-    of a pair of directories, with no call of ours per file: it runs for every file a release
-    keeps."""
+    the new names before the batch returns. `locations(source, target)` spells both for a
+    message only. One loop for the files of a pair of directories, with no call of ours per
+    file: it runs for every file a release keeps."""
     listed, device = listed_files(parent), os.fstat(parent).st_dev
     linked, unlinked = [], []
     try:
