@@ -193,6 +193,37 @@ def test_a_mutated_single_owner_state_gets_the_full_paths_verdict(mutations, top
     assert outcome(parse_state_json, data, False) == outcome(parse_state_json, data, True)
 
 
+def recorded_json(data):
+    return state_module.recorded_files(json.dumps(data).encode(), ".distributor.json")
+
+
+def files_of(found):
+    """What removing a release generation reads of a record: each output's size and digest by
+    path, or the refusal."""
+    return {o.path: (o.size, o.sha256) for o in found.outputs} if isinstance(found, State) else found
+
+
+@SETTINGS
+@given(mutations=st.lists(MUTATIONS, max_size=3),
+       top=st.one_of(st.none(), st.tuples(st.sampled_from(
+           ["schema_version", "pipeline_id", "published_at", "source", "outputs", "extra"]), VALUES)),
+       files=st.lists(MUTATIONS, max_size=1))
+def test_the_files_a_record_vouches_for_are_those_the_full_path_reads_from_it(mutations, top, files):
+    """state.recorded_files, read from the columns without a model of each output, accepts and
+    refuses exactly the records parse_state does, and names the same files."""
+    data = copy.deepcopy(STATE)
+    data["outputs"] = mutated(data["outputs"], mutations)
+    data["source"]["manifest"]["files"] = mutated(data["source"]["manifest"]["files"], files)
+    if top is not None:
+        data[top[0]] = top[1]
+    assert outcome(recorded_json, data, False) == files_of(outcome(parse_state_json, data, True))
+
+
+def test_the_files_of_a_valid_record_are_read_from_its_columns():
+    assert outcome(recorded_json, STATE, False) == files_of(outcome(parse_state_json, STATE, True))
+    assert state_module._columns(copy.deepcopy(STATE), state_module._paths_of) is not None
+
+
 def test_a_state_claiming_the_bundles_digest_for_other_files_is_refused():
     """The bundle's manifest is remembered by digest; a record claiming that digest for files
     of other content is not taken for it: its files are compared, then its digest recomputed."""

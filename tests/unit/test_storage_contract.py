@@ -7,7 +7,8 @@ Select one backend with `-k local`, `-k memory`, `-k sftp` or `-k s3`.
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
+import errno
 import json
 import os
 import threading
@@ -299,10 +300,6 @@ def test_list_files_of_a_base_never_written_is_empty(backend):
 
 
 # -- what recovery may delete (Storage.doubt) --------------------------------------------
-
-
-def sha(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def test_doubt_vouches_only_for_the_file_written_with_that_size_and_digest(backend):
@@ -985,6 +982,115 @@ def test_link_many_refuses_a_link_a_directory_a_missing_source_and_a_taken_targe
         assert storage.describe(source if target != "two/a.txt" else target) in error.message
     assert storage.list_files() == ["alias.txt", "one/a.txt", "two/a.txt"]
     assert storage.read_bytes("two/a.txt", 100) == b"theirs"
+
+
+@only("local")
+def test_local_link_many_undoes_and_refuses_a_link_whose_source_was_swapped_between_the_look_and_the_link(backend, monkeypatch):
+    """A source swapped for another file after distributor looked at it must not be left linked
+    into the new release: the link is looked at once made, undone, and the batch refused."""
+    storage = backend.open()
+    for name in ("one/a.txt", "one/b.txt", "planted.txt"):
+        storage.write_bytes(name, name.encode())
+    base, real_link = backend.base_dir(), os.link
+
+    def link(source, target, **kwargs):
+        if target == "b.txt":
+            os.replace(base / "planted.txt", base / "one/b.txt")
+        real_link(source, target, **kwargs)
+    monkeypatch.setattr(os, "link", link)
+    error = expect_error("storage_error", storage.link_many, [("one/a.txt", "two/a.txt"), ("one/b.txt", "two/b.txt")])
+    assert "not the one linked" in error.message and storage.describe("two/b.txt") in error.message
+    assert sorted(os.listdir(base / "two")) == ["a.txt"]
+
+
+@only("local")
+def test_local_link_many_undoes_a_swapped_link_also_when_a_later_pair_is_refused(backend, monkeypatch):
+    """Links are looked at after each directory's batch: a refusal in the middle of one still
+    has every link made before it looked at, and a swapped one undone."""
+    storage = backend.open()
+    for name in ("one/a.txt", "one/b.txt", "planted.txt"):
+        storage.write_bytes(name, name.encode())
+    storage.switch("one/c.txt", "a.txt", "tmp-link")
+    base, real_link = backend.base_dir(), os.link
+
+    def link(source, target, **kwargs):
+        if target == "b.txt":
+            os.replace(base / "planted.txt", base / "one/b.txt")
+        real_link(source, target, **kwargs)
+    monkeypatch.setattr(os, "link", link)
+    pairs = [("one/%s.txt" % n, "two/%s.txt" % n) for n in "abc"]
+    expect_error("storage_error", storage.link_many, pairs)
+    assert sorted(os.listdir(base / "two")) == ["a.txt"]
+
+
+@only("local")
+def test_local_link_many_links_where_directory_entries_number_files_otherwise_than_the_files(backend, monkeypatch):
+    """The sources are looked at in their directory's entries, which on some filesystems give
+    other inode numbers than the files do: there each is looked at on its own, and linked."""
+    storage = backend.open()
+    for name in ("one/a.txt", "one/b.txt"):
+        storage.write_bytes(name, b"x")
+    real_scandir = os.scandir
+
+    class Renumbered:
+        def __init__(self, entry):
+            self.entry, self.name = entry, entry.name
+
+        def inode(self):
+            return self.entry.inode() + 1
+
+        def is_file(self, follow_symlinks=True):
+            return self.entry.is_file(follow_symlinks=follow_symlinks)
+
+    @contextlib.contextmanager
+    def scandir(fd):
+        with real_scandir(fd) as entries:
+            yield map(Renumbered, entries)
+    monkeypatch.setattr(os, "scandir", scandir)
+    assert storage.link_many([("one/a.txt", "two/a.txt"), ("one/b.txt", "two/b.txt")]) == []
+    assert _names(backend, storage, "two/b.txt") == 2
+
+
+@only("local")
+def test_local_link_many_hands_back_what_the_filesystem_cannot_link_and_links_the_rest(backend, monkeypatch):
+    """Another filesystem below the root (EXDEV) cannot hold a second name: the caller writes
+    that file again, and every other pair is still linked."""
+    storage = backend.open()
+    for name in ("one/a.txt", "one/b.txt", "one/c.txt"):
+        storage.write_bytes(name, b"x")
+    real_link = os.link
+
+    def link(source, target, **kwargs):
+        if source == "b.txt":
+            raise OSError(errno.EXDEV, "Invalid cross-device link")
+        real_link(source, target, **kwargs)
+    monkeypatch.setattr(os, "link", link)
+    pairs = [("one/%s.txt" % n, "two/%s.txt" % n) for n in "abc"]
+    assert storage.link_many(pairs) == [("one/b.txt", "two/b.txt")]
+    assert storage.list_files() == ["one/a.txt", "one/b.txt", "one/c.txt", "two/a.txt", "two/c.txt"]
+
+
+@only("local")
+def test_local_link_many_and_delete_many_refuse_an_unclean_path_before_acting_on_any(backend):
+    """The backend's own check, under ConfinedStorage's: a `..` handed to a descriptor-relative
+    call would climb out of the directory it is relative to."""
+    storage = backend.open()
+    storage.write_bytes("one/a.txt", b"a")
+    for call, batch in ((storage.link_many, [("one/a.txt", "two/a.txt"), ("one/a.txt", "two/../../x.txt")]),
+                        (storage.delete_many, ["one/a.txt", "one/../one/a.txt"])):
+        error = expect_error("storage_error", call, batch)
+        assert "'..'" in error.message
+    assert storage.list_files() == ["one/a.txt"]
+
+
+@only("local")
+def test_local_delete_many_reports_what_it_removed_in_the_order_asked_across_directories(backend):
+    storage = backend.open()
+    names = ["a/1.txt", "b/1.txt", "a/2.txt", "3.txt", "b/2.txt"]
+    for name in names:
+        storage.write_bytes(name, b"x")
+    assert storage.delete_many(names + ["a/1.txt", "c/none.txt"]) == names
+    assert storage.list_files() == [] and os.listdir(backend.base_dir()) == []
 
 
 @only("sftp", "memory")

@@ -19,7 +19,7 @@ from .drift import find_drift
 from .errors import DistributorError
 from .guards import first_paths
 from .execute import execute
-from .paths import JOURNAL_NAME, STAGING_PREFIX, STATE_NAME, is_reserved, join
+from .paths import JOURNAL_NAME, RESERVED_PREFIX, STAGING_PREFIX, STATE_NAME, is_reserved, join
 from .plan import Plan
 from .regular import UnprovenLinks
 from .release_index import FAILED, INDEX_NAME, STAGED, Release, ReleaseIndex
@@ -27,6 +27,7 @@ from .release_root import ReleaseRoot, SharedLinks, read_generation_journal
 from .releases import (
     HOME, SWITCH_PREFIX, activated, begun, built, dead, failed, link_target, next_release_id, removable, removed)
 from .root import read_state
+from .state import recorded_files
 from .storage.base import staging_dir
 from .timestamps import format_rfc3339
 
@@ -110,12 +111,14 @@ def clear(root: ReleaseRoot, release: str) -> str | None:
         doubts = [(p, why) for (p, _s, _d), why in zip(asked, storage.doubt_many(asked)) if why]
         if doubts:
             return "%s %s" % doubts[0]
-    outputs = [p for p in listing if not is_reserved(p)]
-    records = [p for p in listing if is_reserved(p)]
-    root.home.delete_many([join(release, p) for p in outputs])
+    records = [p for p in listing if RESERVED_PREFIX in p and is_reserved(p)]  # the prefix first: one test in C a path
+    reserved = frozenset(records)
+    outputs = [p for p in listing if p not in reserved]
+    within = release + "/"  # a listed path is clean, and so is an id: joined by a slash
+    root.home.delete_many([within + p for p in outputs])
     if dead or not listed.issuperset(named):
         _tidy(root, release, named)
-    root.home.delete_many([join(release, p) for p in sorted(records, key=lambda p: p == STATE_NAME)])
+    root.home.delete_many([within + p for p in sorted(records, key=lambda p: p == STATE_NAME)])
     return None
 
 
@@ -148,18 +151,21 @@ def _named(root: ReleaseRoot, release: str, storage, dead: bool) -> dict:
     and recorded by its own state (when it was killed after writing it): the generation it was
     built from speaks only for paths the build's own records do not name."""
     named = {}
-    sources = [read_state(storage)[0]]
     if dead:
         entry = root.index.by_id(release)
         if entry is not None and entry.from_id is not None:
-            sources.insert(0, read_state(root.generation(entry.from_id))[0])
-    for state in sources:
-        if state is not None:
-            named.update({o.path: (o.size, o.sha256) for o in state.outputs})
+            named.update(_recorded(root.generation(entry.from_id)))
+    named.update(_recorded(storage))
     journal = read_generation_journal(storage) if dead else None
     if journal is not None:
         named.update({e.path: (e.size, e.sha256) for e in journal.writes if e.sha256})
     return named
+
+
+def _recorded(storage) -> dict:
+    """(size, sha256) by path of each output a generation's record names (state.recorded_files);
+    none when it has no record or an invalid one, which vouches for nothing."""
+    return read_state(storage, recorded_files)[0] or {}
 
 
 def build(root: ReleaseRoot, the_plan: Plan, bundle, manifest, present: frozenset, own_sources: Callable[[], dict],
@@ -197,7 +203,8 @@ def _build(root: ReleaseRoot, the_plan: Plan, bundle, present: frozenset, own_so
            release: str) -> None:
     written = {w.path for w in the_plan.writes + the_plan.repairs + the_plan.resettles}
     kept = [o.path for o in the_plan.after.outputs if o.path not in written and o.path in present] if the_plan.after else []
-    pairs = [(join(root.live, p), join(release, p)) for p in kept] if root.live else []
+    live, new = (root.live or "") + "/", release + "/"  # ids and output paths are clean: joined by a slash
+    pairs = [(live + p, new + p) for p in kept] if root.live else []
     again = [target.partition("/")[2] for _source, target in root.home.link_many(pairs)]
     own = own_sources() if again else {}
     refused = [p for p in again if p not in own]

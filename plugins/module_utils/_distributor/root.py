@@ -60,11 +60,13 @@ def read_records(storage: Storage):
     return read_state(storage) + (read_journal(storage),)
 
 
-def read_state(storage: Storage):
-    """(state, state_error): the record, or the invalid_state error that says why it is unusable."""
+def read_state(storage: Storage, parse=parse_state):
+    """(state, state_error): the record, or the invalid_state error that says why it is unusable.
+    `parse` is parse_state, or what it stands for when only part of the record is needed
+    (state.recorded_files)."""
     try:
         raw = read_record(storage, STATE_NAME, STATE_LIMIT)
-        return (parse_state(raw, storage.describe(STATE_NAME)) if raw is not None else None), None
+        return (parse(raw, storage.describe(STATE_NAME)) if raw is not None else None), None
     except DistributorError as error:
         if error.reason != "invalid_state":
             raise

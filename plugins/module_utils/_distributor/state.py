@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 from .carried import Carried, emptied, join_outputs, split_outputs
 from .errors import DistributorError
-from .columns import publishable, shared_output_lines, single_owner_columns
+from .columns import manifest_columns, publishable, shared_output_lines, single_owner_columns
 from .manifest import Manifest, listed, parse_manifest, publishable_path_problem, recognised
 from .schemas import check_nesting, decode_json, only_scalars, validate
 from .timestamps import parse_rfc3339
@@ -172,7 +172,24 @@ def _carried_output(line: bytes) -> Output:
 
 def _decoded(raw: bytes, where: str) -> State:
     """parse_state of a record decoded whole: the single-owner column checks, else the full path."""
+    return _parsed(decode_json(raw, where, "invalid_state"), where)
+
+
+def recorded_files(raw: bytes, where: str) -> dict[str, tuple[int, str]]:
+    """(size, sha256) by path of each output the record `raw` names, where parse_state accepts
+    it and refused as it refuses it: what removing a release generation needs of its record. A
+    record the column checks recognise is read from its columns, without the model parse_state
+    makes of every output."""
     data = decode_json(raw, where, "invalid_state")
+    known = _columns(data, _paths_of)
+    if known is None:
+        return {o.path: (o.size, o.sha256) for o in _parsed(data, where).outputs}
+    columns = known[1]
+    return dict(zip(columns["path"], zip(columns["size"], columns["sha256"])))
+
+
+def _parsed(data: object, where: str) -> State:
+    """parse_state of the decoded record."""
     state = _recognised(data)
     if state is not None:
         return state
@@ -257,12 +274,10 @@ def _recognised(data: object) -> State | None:
     """The State _parse_single and _check_outputs make of a schema-2 record whose embedded
     manifest (manifest.recognised) and every other member the column checks accept, each
     output made from its columns at once; None sends the record to the full path."""
-    source = data.get("source") if isinstance(data, dict) else None
-    known = recognised(source.get("manifest")) if isinstance(source, dict) else None
-    columns = known and single_owner_columns(data, known[1])
-    if not columns:
+    known = _columns(data, recognised)
+    if known is None:
         return None
-    manifest = known[0]
+    manifest, columns = known
     key = OwnerKey(data["pipeline_id"], data["destination_id"])
     attributes = columns["attributes"]
     columns["attributes"] = repeat(()) if attributes is None else [tuple(sorted(a.items())) if a else () for a in attributes]
@@ -276,6 +291,23 @@ def _recognised(data: object) -> State | None:
     owner = Owner(key, data["reconciliation"]["mode"], manifest, data.get("links", {}).get("primary_url"))
     return State(SINGLE_OWNER, 2, data["created_at"], data["updated_at"], data["published_at"], data.get("distributor_version"),
                  (owner,), tuple(outputs))
+
+
+def _columns(data: object, recognise) -> tuple[Manifest | None, dict] | None:
+    """The embedded manifest and the output columns of a schema-2 record the column checks
+    accept (`recognise`: manifest.recognised or _paths_of; columns.single_owner_columns), else
+    None."""
+    source = data.get("source") if isinstance(data, dict) else None
+    known = recognise(source.get("manifest")) if isinstance(source, dict) else None
+    columns = known and single_owner_columns(data, known[1])
+    return (known[0], columns) if columns else None
+
+
+def _paths_of(manifest: object) -> tuple[None, list] | None:
+    """What manifest.recognised tells of an embedded manifest, less the model it makes of each
+    file: (None, its paths), or None."""
+    columns = manifest_columns(manifest)
+    return (None, columns[0]) if columns else None
 
 
 def _parse_single(data: dict, where: str) -> State:

@@ -26,10 +26,11 @@ see, so it goes ahead only after a fresh look at the lock, as a record does.
 from __future__ import annotations
 
 from contextlib import contextmanager
+from itertools import chain
 from typing import Callable, ContextManager, Iterable, Iterator, Mapping
 
 from ..errors import DistributorError
-from ..paths import JOURNAL_NAME, LOCK_NAME, STATE_NAME, path_problem
+from ..paths import JOURNAL_NAME, LOCK_NAME, STATE_NAME, all_clean, path_problem
 from ..limits import LOCK_EXPIRY_SECONDS
 from .base import Lease, Storage
 from .refusals import failure, os_errors
@@ -75,6 +76,13 @@ class ConfinedStorage(Storage):
                 "clean relative paths inside the bundle path" % (path, self.inner.describe(), problem),
             )
         return path
+
+    def _all_inside(self, paths: list) -> None:
+        """_inside for a batch: clean paths are told by a few passes over them all
+        (paths.all_clean), and an unclean one is refused by _inside, naming it."""
+        if not all_clean(paths):
+            for path in paths:
+                self._inside(path)
 
     def _reported(self, action: str, path: str = "") -> ContextManager[None]:
         return os_errors(action, self.inner.describe(path))
@@ -164,7 +172,8 @@ class ConfinedStorage(Storage):
 
     def delete_many(self, paths: Iterable[str]) -> list[str]:
         """Every path is checked before the first is deleted: a bad one deletes nothing."""
-        checked = [self._inside(p) for p in paths]
+        checked = list(paths)
+        self._all_inside(checked)
         if checked:
             self._held("deleting " + checked[0] + (" and %d more" % (len(checked) - 1) if len(checked) > 1 else ""))
         with self._reported("delete files under"):
@@ -234,7 +243,8 @@ class ConfinedStorage(Storage):
 
     def link_many(self, pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
         """Every name checked before the first link is made, under the lease."""
-        checked = [(self._inside(source), self._inside(target)) for source, target in pairs]
+        checked = list(pairs)
+        self._all_inside(list(chain.from_iterable(checked)))
         if checked:
             self._held("linking " + checked[0][1] + (" and %d more" % (len(checked) - 1) if len(checked) > 1 else ""))
         with self._reported("link files under"):

@@ -10,12 +10,13 @@ import stat
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from functools import partial
+from itertools import groupby
 from typing import Callable, Iterable, Iterator
 
 from ..attributes import ownership, parse_mode
 from ..errors import DistributorError
 from ..limits import LOCK_EXPIRY_SECONDS, LOCK_LIMIT
-from ..paths import LOCK_NAME, is_reserved, join, path_problem
+from ..paths import LOCK_NAME, all_clean, is_reserved, join, path_problem
 from ..regular import ForeignLinks, kind_of
 from .base import Storage, hash_stream, not_a_record, owner_doubt, staging_dir, verdict
 from .descriptors import (
@@ -464,48 +465,59 @@ class LocalStorage(LocalLinks, Storage):
     # -- deleting -------------------------------------------------------------------------
 
     def delete(self, path: str) -> bool:
-        """One file, removed like a batch of one (see _delete)."""
+        """One file, removed like a batch of one (see delete_many)."""
         return bool(self.delete_many([path]))
 
     def delete_many(self, paths: Iterable[str]) -> list[str]:
-        """The walk's descriptors serve every path of the batch and are closed at its end. The
+        """The walk's descriptors serve every path of the batch and are closed at its end; each
+        directory is looked up once for a run of paths in it, and its files unlinked by one loop
+        with no call of ours per file (removing a release generation deletes 10,000). The
         directories the deletes emptied are removed at the end, as over SFTP, each directory
-        once and not once per file (removing a generation of 10,000 files tried 10,000 rmdirs);
-        a delete killed before that leaves empty directories, as a kill between an unlink and
-        its rmdir always could (release_build._tidy, find_leftovers)."""
+        once and not once per file; a delete killed before that leaves empty directories, as a
+        kill between an unlink and its rmdir always could (release_build._tidy, find_leftovers).
+        A staged file already gone still tidies its staging directory: an attempt that died
+        after its renames left that directory empty, and recovery deletes staged names. A
+        directory at a reserved path (an empty staging directory the listing showed) is removed
+        with rmdir, which leaves one that is not empty."""
+        paths = list(paths)
+        if not all_clean(paths):
+            for path in paths:
+                self._split(path)
+        removed: list[str] = []
         tidy: set[str] = set()
         try:
-            removed = [path for path in paths if self._delete(path, tidy)]
+            for head, run in groupby(paths, lambda path: (self._under + path).rpartition("/")[0]):
+                run = list(run)
+                parent = self._directory(head, False, self.describe(run[0]))
+                found = [] if parent is None else self._unlink_all(parent, run)
+                removed.extend(found)
+                if found or any(map(is_reserved, run)):
+                    tidy.add(head[len(self._under):])
             for head in sorted(tidy, key=lambda head: (-head.count("/"), head)):
                 self._remove_empty_parents(head)
             return removed
         finally:
             self._release()
 
-    def _delete(self, path: str, tidy: set[str]) -> bool:
-        """A staged file already gone still tidies its staging directory: an attempt that died
-        after its renames left that directory empty, and recovery deletes staged names. A
-        directory at a reserved path (an empty staging directory the listing showed) is removed
-        with rmdir, which leaves one that is not empty. The directory of what was removed goes
-        into `tidy`."""
-        head, name = self._split(path)
-        parent = self._directory(head, False, self.describe(path))
-        found = parent is not None
-        if found:
+    def _unlink_all(self, parent: int, paths: list[str]) -> list[str]:
+        """The paths of one directory, `parent`, that were there and are now removed."""
+        removed = []
+        for path in paths:
+            name = path.rpartition("/")[2]
             try:
                 os.unlink(name, dir_fd=parent)
             except FileNotFoundError:
-                found = False
+                continue
             except OSError as exc:
-                found = self._unlink_failed(parent, name, path, exc)
-        if found or is_reserved(path):
-            tidy.add(path.rpartition("/")[0])
-        return found
+                if not self._unlink_failed(parent, name, path, exc):
+                    continue
+            removed.append(path)
+        return removed
 
     def _unlink_failed(self, parent: int, name: str, path: str, exc: OSError) -> bool:
         """What an unlink that failed leaves to do: an empty staging directory at a reserved path
         is removed with rmdir; anything else is a storage_error naming the path. Apart from
-        _delete, which runs once per file and spells the path only for a message."""
+        _unlink_all, which runs once per file and spells the path only for a message."""
         with os_errors("delete", self.describe(path)):
             if not (exc.errno in (errno.EISDIR, errno.EPERM) and is_reserved(path)
                     and stat.S_ISDIR(entry_mode(parent, name) or 0)):

@@ -18,12 +18,12 @@ import errno
 import os
 import stat
 from contextlib import suppress
-from functools import partial
+from itertools import chain
 from typing import Callable
 
 from ..errors import DistributorError
 from ..limits import LINK_TARGET_LIMIT
-from ..paths import join, path_problem
+from ..paths import all_clean, join, path_problem
 from ..regular import kind_of
 from .descriptors import entry_mode
 from .durability import Directory, FsyncEach, durability_for, root_parent, sync_directory
@@ -122,22 +122,20 @@ class LocalLinks:
         """linkat between held descriptors, kept open for the whole batch; the directories
         linked into made durable at the end the way a batch of writes is (durability.py), and
         checked to be still at their paths. The pairs are taken a pair of directories at a time,
-        each looked up once, and a location is spelled only for a message: a release links
-        every file it keeps, 10,000 pairs for a one-file change."""
+        each looked up once (by_directories), and linked by one loop per pair (link_at): a
+        release links every file it keeps, 10,000 pairs for a one-file change."""
         unlinked: list[tuple[str, str]] = []
         into: set[str] = set()
         try:
-            for (head, target_head), named in by_directories(pairs, self._split).items():
-                source, target = named[0][0], named[0][2]
-                parent = self._directory(head, False, self.describe(source))
+            for (head, target_head), named in by_directories(pairs, self._under, self._split).items():
+                parent = self._directory(head, False, self.describe(named[0][0]))
                 if parent is None:
-                    raise missing("link", self.describe(source))
-                holder = self._directory(target_head, True, self.describe(target))
-                for source, name, target, target_name in named:
-                    if link_at(parent, name, holder, target_name, partial(self._locations, source, target)):
-                        into.add(target_head)
-                    else:
-                        unlinked.append((source, target))
+                    raise missing("link", self.describe(named[0][0]))
+                holder = self._directory(target_head, True, self.describe(named[0][2]))
+                left = link_at(parent, holder, named, self._locations)
+                unlinked.extend(left)
+                if len(left) < len(named):
+                    into.add(target_head)
             if into:
                 self._check_in_place(into)
                 self._made_durable(into, durability_for(self._root_fd, self.root))
@@ -204,46 +202,103 @@ def switch_at(holder: int, temporary: str, parent: int, name: str, target: str, 
         raise
 
 
-def by_directories(pairs: list[tuple[str, str]], split) -> dict[tuple[str, str], list[tuple[str, str, str, str]]]:
-    """The pairs (source, target) grouped by (source's directory, target's directory), in
-    their order, each as (source, its name, target, its name); `split` is LocalStorage._split,
-    which refuses an unclean path."""
+def by_directories(pairs: list[tuple[str, str]], under: str,
+                   split) -> dict[tuple[str, str], list[tuple[str, str, str, str]]]:
+    """The pairs (source, target) grouped by (source's directory, target's directory) under the
+    root (`under`: LocalStorage._under, the base and a slash), in their order, each as (source,
+    its name, target, its name). Every path is clean, told by a few passes over them all
+    (paths.all_clean); when they are not, `split` (LocalStorage._split) refuses the first
+    unclean one, naming it, before anything is linked."""
+    if not all_clean(list(chain.from_iterable(pairs))):
+        for source, target in pairs:
+            split(source)
+            split(target)
     groups: dict[tuple[str, str], list[tuple[str, str, str, str]]] = {}
     for source, target in pairs:
-        head, name = split(source)
-        target_head, target_name = split(target)
+        head, _slash, name = (under + source).rpartition("/")
+        target_head, _slash, target_name = (under + target).rpartition("/")
         groups.setdefault((head, target_head), []).append((source, name, target, target_name))
     return groups
 
 
-def link_at(parent: int, name: str, holder: int, target: str, locations: Callable[[], tuple[str, str]]) -> bool:
-    """`target` in `holder` made a hard link of the regular file `name` in `parent`; False when
-    the filesystem cannot (NO_LINK_HERE). The file linked is looked at before and after: a
-    source swapped in between is undone and refused, never left linked. `locations` gives the
-    source's and the target's locations, for a message only."""
+def link_at(parent: int, holder: int, named: list[tuple[str, str, str, str]],
+            locations: Callable[[str, str], tuple[str, str]]) -> list[tuple[str, str]]:
+    """Each (source, name, target, target name) of `named`: the target name in `holder` made a
+    hard link of the regular file `name` in `parent`. Returns the pairs the filesystem cannot
+    link (NO_LINK_HERE). Each file is looked at before it is linked and its new name after
+    (each in its directory's entries, listed_files, or on its own): a source swapped in between
+    is undone and refused, never left linked, also when another pair is refused; nothing reads
+    the new names before the batch returns. `locations(source, target)` spells both for a
+    message only. One loop for the files of a pair of directories, with no call of ours per
+    file: it runs for every file a release keeps."""
+    listed, device = listed_files(parent), os.fstat(parent).st_dev
+    linked, unlinked = [], []
+    try:
+        for source, name, target, target_name in named:
+            seen = device, listed.get(name)
+            if seen[1] is None:
+                seen = looked_at(parent, name, locations(source, target)[0])
+            try:
+                os.link(name, target_name, src_dir_fd=parent, dst_dir_fd=holder, follow_symlinks=False)
+            except OSError as exc:
+                if exc.errno in NO_LINK_HERE:
+                    unlinked.append((source, target))
+                    continue
+                raise _unlinked(exc, *locations(source, target)) from exc
+            linked.append((source, target, target_name, seen))
+    finally:
+        made, device = listed_files(holder), os.fstat(holder).st_dev
+        for source, target, target_name, seen in linked:
+            if (device, made.get(target_name)) != seen:
+                _check_made(holder, target_name, seen, locations(source, target))
+    return unlinked
+
+
+def _check_made(holder: int, name: str, seen: tuple[int, int], locations: tuple[str, str]) -> None:
+    """The new name `name` in `holder` looked at on its own: not the file `seen` (st_dev,
+    st_ino) linked, it is removed and the link refused."""
+    source, target = locations
+    try:
+        made = os.stat(name, dir_fd=holder, follow_symlinks=False)
+        if (made.st_dev, made.st_ino) != seen:
+            os.unlink(name, dir_fd=holder)
+            raise link_not_made(target, source)
+    except OSError as exc:
+        raise _unlinked(exc, source, target) from exc
+
+
+def listed_files(parent: int) -> dict[str, int]:
+    """The inode of each regular file in the open directory `parent` by name, as the
+    directory's entries give them (no look at each file: a release links every file it keeps),
+    where they agree with the files: the inode a look at one of them gives is the one its entry
+    gives. Where they do not (a filesystem whose entries number files otherwise), or the listing
+    fails, none: each file is then looked at on its own (looked_at)."""
+    try:
+        with os.scandir(parent) as entries:
+            listed = {entry.name: entry.inode() for entry in entries if entry.is_file(follow_symlinks=False)}
+        probe = next(iter(listed.items()), None)
+        if probe is not None and os.stat(probe[0], dir_fd=parent, follow_symlinks=False).st_ino == probe[1]:
+            return listed
+    except OSError:
+        pass
+    return {}
+
+
+def looked_at(parent: int, name: str, where: str) -> tuple[int, int]:
+    """(st_dev, st_ino) of the regular file `name` in `parent`, about to be linked; anything
+    else there (a link, a directory, nothing) is refused."""
     try:
         seen = os.stat(name, dir_fd=parent, follow_symlinks=False)
-    except FileNotFoundError:
-        raise missing("link", locations()[0]) from None
     except OSError as exc:
-        raise failure("link", locations()[0], exc) from exc
-    if stat.S_ISLNK(seen.st_mode):
-        raise link_refused(locations()[0])
-    if kind_of(seen.st_mode):
-        raise not_linkable(locations()[0], kind_of(seen.st_mode))
-    try:
-        os.link(name, target, src_dir_fd=parent, dst_dir_fd=holder, follow_symlinks=False)
-    except FileExistsError:
-        raise already_there("link %s to" % locations()[0], locations()[1]) from None
-    except OSError as exc:
-        if exc.errno in NO_LINK_HERE:
-            return False
-        raise failure("link %s to" % locations()[0], locations()[1], exc) from exc
-    try:
-        made = os.stat(target, dir_fd=holder, follow_symlinks=False)
-        if (made.st_dev, made.st_ino) != (seen.st_dev, seen.st_ino):
-            os.unlink(target, dir_fd=holder)
-            raise link_not_made(locations()[1], locations()[0])
-    except OSError as exc:
-        raise failure("link %s to" % locations()[0], locations()[1], exc) from exc
-    return True
+        raise (missing("link", where) if isinstance(exc, FileNotFoundError) else failure("link", where, exc)) from exc
+    if not stat.S_ISREG(seen.st_mode):
+        raise link_refused(where) if stat.S_ISLNK(seen.st_mode) else not_linkable(where, kind_of(seen.st_mode))
+    return seen.st_dev, seen.st_ino
+
+
+def _unlinked(exc: OSError, source: str, target: str) -> DistributorError:
+    """A link the kernel refused for another reason than the filesystem's (NO_LINK_HERE), or the
+    look at what it made failed."""
+    if isinstance(exc, FileExistsError):
+        return already_there("link %s to" % source, target)
+    return failure("link %s to" % source, target, exc)
