@@ -102,7 +102,8 @@ PROGRAM = textwrap.dedent("""
     from ansible_collections.distributor.core.plugins.module_utils._distributor import adapter
     from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
     atexit.register(lambda: sys.stderr.write("frozen %d enabled %s" % (gc.get_freeze_count(), gc.isenabled())))
-    basic._ANSIBLE_ARGS = json.dumps({"ANSIBLE_MODULE_ARGS": {"destination": {"id": "web", "storage": {"type": "local", "root": "/srv/www"}}}}).encode()
+    destination = {"id": "web", "storage": {"type": "local", "root": "/srv/www"}}
+    basic._ANSIBLE_ARGS = json.dumps({"ANSIBLE_MODULE_ARGS": {"destination": destination}}).encode()
     basic._ANSIBLE_PROFILE = "legacy"
     kept = []
     def operation(params, check_mode):

@@ -23,7 +23,7 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.conf
 from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest import Manifest, ManifestFile, parse_manifest
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import all_clean, path_problem
 from ansible_collections.distributor.core.plugins.module_utils._distributor.plan import PlannedOutput, plan_outputs
-from ansible_collections.distributor.core.plugins.module_utils._distributor.state import State, parse_state, state_to_dict
+from ansible_collections.distributor.core.plugins.module_utils._distributor.state import Output, State, parse_state, state_to_dict
 from ansible_collections.distributor.core.plugins.module_utils._distributor.urls import all_made, recorded_url_problem
 
 from builders import manifest, single_state
@@ -257,13 +257,14 @@ def test_a_value_holding_a_newline_is_not_taken_for_two(field, value):
 
 
 def test_records_made_from_columns_read_and_compare_like_the_dataclasses_they_replace():
-    """A manifest's files and the plan's outputs are Rows made at C level: each equals only a
-    record of its own kind with equal fields (never a tuple, nor another kind with the same
-    values), hashes by its fields and cannot be changed."""
+    """A manifest's files, the plan's outputs and a state's records are Rows made at C level:
+    each equals only a record of its own kind with equal fields (never a tuple, nor another kind
+    with the same values), hashes by its fields and cannot be changed."""
     entry = ManifestFile("a.md", SHA, 1)
     made = columns.rows(ManifestFile, ["a.md"], [SHA], [1])
     assert made == (entry,) and type(made[0]) is ManifestFile
-    assert (entry.path, entry.sha256, entry.size) == ("a.md", SHA, 1) and repr(entry) == "ManifestFile(path='a.md', sha256=%r, size=1)" % SHA
+    assert (entry.path, entry.sha256, entry.size) == ("a.md", SHA, 1)
+    assert repr(entry) == "ManifestFile(path='a.md', sha256=%r, size=1)" % SHA
     assert entry != ("a.md", SHA, 1) and ("a.md", SHA, 1) != entry and not entry == ("a.md", SHA, 1)
     planned = PlannedOutput("a.md", "source", "a.md", "copy")
     assert planned != ("a.md", "source", "a.md", "copy") and planned == PlannedOutput("a.md", "source", "a.md", "copy")
@@ -273,6 +274,8 @@ def test_records_made_from_columns_read_and_compare_like_the_dataclasses_they_re
     with pytest.raises(AttributeError):
         entry.path = "b.md"
     assert not hasattr(entry, "__dict__")
+    output = outcome(parse_state_json, STATE, False).outputs[0]
+    assert type(output) is Output and output == outcome(parse_state_json, STATE, True).outputs[0] and output != tuple(output)
 
 
 def test_a_manifest_and_a_plan_from_columns_hold_their_own_kinds():

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import replace
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.budget import Mapped
 from ansible_collections.distributor.core.plugins.module_utils._distributor.digest import (
@@ -79,8 +78,8 @@ def test_records_of_many_batches_are_written_as_json_dumps_writes_their_dicts():
     """Records are written a batch at a time, a column at a time: across batches, with and
     without URLs in one batch, owners, kinds and attributes repeating, the bytes are still
     json.dumps's."""
-    records = tuple(replace(RECORDS[i % 4], path="p%05d/%s" % (i, RECORDS[i % 4].path),
-                            url=None if i % 7 < 3 or i >= 2000 else "https://e.org/%d" % i) for i in range(2501))
+    records = tuple(RECORDS[i % 4]._replace(path="p%05d/%s" % (i, RECORDS[i % 4].path),
+                                            url=None if i % 7 < 3 or i >= 2000 else "https://e.org/%d" % i) for i in range(2501))
     facts = forget_facts("prune", "", KEY, None, [KEY], records, [])
     as_dicts = dict(facts, forgets=[{
         "path": o.path, "owner": str(o.owner), "kind": o.kind, "source_path": o.source_path, "transform": o.transform,

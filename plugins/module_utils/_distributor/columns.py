@@ -56,9 +56,10 @@ class Row(tuple):
     __hash__ = tuple.__hash__
 
 
-def fields(name: str, *names: str) -> type:
-    """The named fields of a Row subclass: `class ManifestFile(Row, fields("ManifestFile", "path", ...))`."""
-    return namedtuple(name, names)
+def fields(name: str, *names: str, defaults: tuple = ()) -> type:
+    """The named fields of a Row subclass: `class ManifestFile(Row, fields("ManifestFile", "path", ...))`;
+    `defaults` are those of the last fields."""
+    return namedtuple(name, names, defaults=defaults)
 
 
 def rows(kind: type, *columns) -> tuple:
