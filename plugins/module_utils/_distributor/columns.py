@@ -39,7 +39,7 @@ _NONE = type(None)
 
 class Row(tuple):
     """The base of a model record made by the hundred thousand (a manifest's files, a plan's
-    outputs): a named tuple, made from its columns by `rows` at C level, where a frozen
+    outputs, a state's output records): a named tuple, made from its columns by `rows` at C level, where a frozen
     dataclass runs a Python __init__ per record (1 µs: 0.1 s for 100,000). It reads like the
     dataclass it replaces (named fields, immutable, hashable, the same repr), and equals only a
     record of its own kind with equal fields: never a plain tuple, nor a record of another kind
