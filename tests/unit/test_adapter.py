@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import gc
 import json
+import os
+import subprocess
+import sys
+import textwrap
 
 import pytest
 from ansible.module_utils import basic
@@ -87,3 +91,46 @@ def test_the_collector_is_off_while_the_module_works_and_back_on_after(capsys, m
         adapter.run_module(SPEC, lambda params, check_mode: seen.append(gc.isenabled()) or {"changed": False})
     assert seen == [False] and gc.isenabled()
     assert json.loads(capsys.readouterr().out)["changed"] is False
+
+
+# A module program as AnsiballZ and `python -m` run one: its `main` runs as `__main__`. The atexit
+# handler registered first runs last: after the module's result is out, before the interpreter's
+# own passes over what is left.
+PROGRAM = textwrap.dedent("""
+    import atexit, gc, json, sys
+    from ansible.module_utils import basic
+    from ansible_collections.distributor.core.plugins.module_utils._distributor import adapter
+    from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
+    atexit.register(lambda: sys.stderr.write("frozen %d enabled %s" % (gc.get_freeze_count(), gc.isenabled())))
+    destination = {"id": "web", "storage": {"type": "local", "root": "/srv/www"}}
+    basic._ANSIBLE_ARGS = json.dumps({"ANSIBLE_MODULE_ARGS": {"destination": destination}}).encode()
+    basic._ANSIBLE_PROFILE = "legacy"
+    kept = []
+    def operation(params, check_mode):
+        kept.extend(["f/%d" % n, n] for n in range(50000))
+        if sys.argv[1] == "fail":
+            raise DistributorError("conflict", "the destination says no")
+        return {"changed": False, "written": [], "count": len(kept)}
+    adapter.run_module(dict(destination=dict(type="dict")), operation)
+""")
+
+
+@pytest.mark.parametrize("outcome", ["exit", "fail"])
+def test_a_module_run_as_the_program_exits_as_ansible_expects_without_walking_its_objects(outcome):
+    """A module process ends with the module: what it allocated is frozen before the collector
+    is back on, and the result, the exit status and atexit handlers stay Python's own."""
+    done = subprocess.run([sys.executable, "-c", PROGRAM, outcome], capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)), check=False)
+    result = json.loads(done.stdout)
+    if outcome == "exit":
+        assert done.returncode == 0 and result["changed"] is False and result["count"] == 50000
+    else:
+        assert done.returncode == 1 and result["failed"] is True and result["reason"] == "conflict"
+    frozen, enabled = done.stderr.split()[1::2]
+    assert int(frozen) > 50000 and enabled == "True"
+
+
+def test_a_module_run_in_the_callers_process_freezes_nothing(capsys, monkeypatch):
+    frozen = gc.get_freeze_count()
+    _module_output(capsys, monkeypatch, {"type": "local", "root": "/srv/www"}, _published("plain"))
+    assert gc.get_freeze_count() == frozen and gc.isenabled()

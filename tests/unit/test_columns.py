@@ -19,9 +19,11 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor impo
 from ansible_collections.distributor.core.plugins.module_utils._distributor import state as state_module
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.fastcheck import is_sha256
-from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest import Manifest, parse_manifest
+from ansible_collections.distributor.core.plugins.module_utils._distributor.config import Pipeline, Rule
+from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest import Manifest, ManifestFile, parse_manifest
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import all_clean, path_problem
-from ansible_collections.distributor.core.plugins.module_utils._distributor.state import State, parse_state, state_to_dict
+from ansible_collections.distributor.core.plugins.module_utils._distributor.plan import PlannedOutput, plan_outputs
+from ansible_collections.distributor.core.plugins.module_utils._distributor.state import Output, State, parse_state, state_to_dict
 from ansible_collections.distributor.core.plugins.module_utils._distributor.urls import all_made, recorded_url_problem
 
 from builders import manifest, single_state
@@ -283,3 +285,33 @@ def test_a_value_holding_a_newline_is_not_taken_for_two(field, value):
     data["outputs"][1][field] = value
     assert columns.single_owner_columns(data, [f["path"] for f in data["source"]["manifest"]["files"]]) is None
     assert outcome(parse_state_json, data, False) == outcome(parse_state_json, data, True)
+
+
+def test_records_made_from_columns_read_and_compare_like_the_dataclasses_they_replace():
+    """A manifest's files, the plan's outputs and a state's records are Rows made at C level:
+    each equals only a record of its own kind with equal fields (never a tuple, nor another kind
+    with the same values), hashes by its fields and cannot be changed."""
+    entry = ManifestFile("a.md", SHA, 1)
+    made = columns.rows(ManifestFile, ["a.md"], [SHA], [1])
+    assert made == (entry,) and type(made[0]) is ManifestFile
+    assert (entry.path, entry.sha256, entry.size) == ("a.md", SHA, 1)
+    assert repr(entry) == "ManifestFile(path='a.md', sha256=%r, size=1)" % SHA
+    assert entry != ("a.md", SHA, 1) and ("a.md", SHA, 1) != entry and not entry == ("a.md", SHA, 1)
+    planned = PlannedOutput("a.md", "source", "a.md", "copy")
+    assert planned != ("a.md", "source", "a.md", "copy") and planned == PlannedOutput("a.md", "source", "a.md", "copy")
+    twin = type("Twin", (columns.Row, columns.fields("Twin", "path", "sha256", "size")), {"__slots__": ()})("a.md", SHA, 1)
+    assert entry != twin and twin != entry
+    assert len({entry, ManifestFile("a.md", SHA, 1)}) == 1 and {entry: 1}[ManifestFile("a.md", SHA, 1)] == 1
+    with pytest.raises(AttributeError):
+        entry.path = "b.md"
+    assert not hasattr(entry, "__dict__")
+    output = outcome(parse_state_json, STATE, False).outputs[0]
+    assert type(output) is Output and output == outcome(parse_state_json, STATE, True).outputs[0] and output != tuple(output)
+
+
+def test_a_manifest_and_a_plan_from_columns_hold_their_own_kinds():
+    parsed = outcome(parse_manifest_json, MANIFEST, False)
+    assert {type(entry) for entry in parsed.files} == {ManifestFile}
+    assert parsed == outcome(parse_manifest_json, MANIFEST, True)
+    planned = plan_outputs(parsed, Pipeline("p", (Rule("**", "copy"),), False))
+    assert planned == tuple(PlannedOutput(f.path, "source", f.path, "copy") for f in parsed.files)

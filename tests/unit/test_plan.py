@@ -214,7 +214,7 @@ def test_migration_writes_schema_3_state_for_the_same_owner():
 
 def recorded_with(state, path, data):
     """`state` recording `data` as the bytes of `path`."""
-    outputs = tuple(replace(o, sha256=sha(data), size=len(data)) if o.path == path else o for o in state.outputs)
+    outputs = tuple(o._replace(sha256=sha(data), size=len(data)) if o.path == path else o for o in state.outputs)
     return replace(state, outputs=outputs)
 
 

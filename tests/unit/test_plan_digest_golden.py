@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import replace
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.budget import Mapped
 from ansible_collections.distributor.core.plugins.module_utils._distributor.digest import (
@@ -79,8 +78,8 @@ def test_records_of_many_batches_are_written_as_json_dumps_writes_their_dicts():
     """Records are written a batch at a time, a column at a time: across batches, with and
     without URLs in one batch, owners, kinds and attributes repeating, the bytes are still
     json.dumps's."""
-    records = tuple(replace(RECORDS[i % 4], path="p%05d/%s" % (i, RECORDS[i % 4].path),
-                            url=None if i % 7 < 3 or i >= 2000 else "https://e.org/%d" % i) for i in range(2501))
+    records = tuple(RECORDS[i % 4]._replace(path="p%05d/%s" % (i, RECORDS[i % 4].path),
+                                            url=None if i % 7 < 3 or i >= 2000 else "https://e.org/%d" % i) for i in range(2501))
     facts = forget_facts("prune", "", KEY, None, [KEY], records, [])
     as_dicts = dict(facts, forgets=[{
         "path": o.path, "owner": str(o.owner), "kind": o.kind, "source_path": o.source_path, "transform": o.transform,
@@ -102,3 +101,19 @@ def test_long_lists_and_lists_made_when_read_are_written_as_json_dumps_writes_th
 def test_a_refused_prune_names_the_records_it_would_forget():
     facts = forget_facts("prune", "", KEY, None, [KEY], RECORDS[:1], [])
     assert "forget 1 record(s): a.txt" in explain(facts)
+
+
+def test_batches_of_records_sharing_all_but_their_own_fields_are_written_as_json_dumps_writes_them():
+    """A batch whose records share attributes, kind, owner and transform (a publication of
+    copies) is written by one format per record: a `%` in a shared value stays itself, and a
+    path, digest, size, source path or url of each record is written as json.dumps writes it."""
+    shared = dict(attributes=(("cache_control", "max-age=60, 100%"),), owner=OwnerKey("r%s", "a%d"))
+    records = tuple(_output('p%05d/%%s "\u00e9\udce9\t.txt' % i, size=i, source_path="s%05d\u2028" % i if i % 3 else None,
+                            url=None if i < 1000 else "https://e.org/%%d/%d" % i, **shared) for i in range(2500))
+    records = tuple(r._replace(source_path=r.source_path or r.path) for r in records) + (RECORDS[2],)
+    facts = forget_facts("prune", "", KEY, None, [KEY], records, [])
+    as_dicts = dict(facts, forgets=[{
+        "path": o.path, "owner": str(o.owner), "kind": o.kind, "source_path": o.source_path, "transform": o.transform,
+        "url": o.url, "sha256": o.sha256, "size": o.size, "attributes": [list(pair) for pair in o.attributes]}
+        for o in sorted(records, key=lambda o: o.path)])
+    assert canonical(facts) == json.dumps(as_dicts, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode("ascii")

@@ -26,7 +26,7 @@ OTHER = OwnerKey("events", "archive")
 def aged(state, **ages):
     """`state` with each named output's updated_at set to NOW minus that many hours."""
     stamps = {path.replace("_", "."): format_rfc3339(NOW - timedelta(hours=h)) for path, h in ages.items()}
-    return replace(state, outputs=tuple(replace(o, updated_at=stamps.get(o.path, o.updated_at)) for o in state.outputs))
+    return replace(state, outputs=tuple(o._replace(updated_at=stamps.get(o.path, o.updated_at)) for o in state.outputs))
 
 
 def paths(outputs):
@@ -61,8 +61,8 @@ def test_max_outputs_zero_expires_everything():
 def test_age_exactly_max_age_is_kept_and_one_second_older_is_not():
     state = single_state(M, ("a.html", "b.html"))
     state = replace(state, outputs=(
-        replace(state.outputs[0], updated_at=format_rfc3339(NOW - timedelta(seconds=3600))),
-        replace(state.outputs[1], updated_at=format_rfc3339(NOW - timedelta(seconds=3601))),
+        state.outputs[0]._replace(updated_at=format_rfc3339(NOW - timedelta(seconds=3600))),
+        state.outputs[1]._replace(updated_at=format_rfc3339(NOW - timedelta(seconds=3601))),
     ))
     assert paths(select_expired(state.outputs, retention(3600), NOW)) == ["b.html"]
 
@@ -81,8 +81,8 @@ def test_ties_keep_the_first_paths_whatever_the_record_order():
 def test_timestamps_compare_as_instants_not_text():
     state = single_state(M, ("a.html", "b.html"))
     state = replace(state, outputs=(
-        replace(state.outputs[0], updated_at="2026-06-04T13:00:00+02:00"),  # 11:00Z, older
-        replace(state.outputs[1], updated_at="2026-06-04T11:30:00Z"),
+        state.outputs[0]._replace(updated_at="2026-06-04T13:00:00+02:00"),  # 11:00Z, older
+        state.outputs[1]._replace(updated_at="2026-06-04T11:30:00Z"),
     ))
     assert paths(select_expired(state.outputs, retention(max_outputs=1), NOW)) == ["a.html"]
 

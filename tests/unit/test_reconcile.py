@@ -44,7 +44,7 @@ def test_missing_records_are_removed_and_the_state_stamped():
 
 def test_output_records_other_than_the_missing_ones_are_untouched():
     state = single_state(M, ("a.html", "b.html"))
-    state = replace(state, outputs=(state.outputs[0], replace(state.outputs[1], updated_at="2026-06-01T00:00:00Z")))
+    state = replace(state, outputs=(state.outputs[0], state.outputs[1]._replace(updated_at="2026-06-01T00:00:00Z")))
     repair = reconcile_plan(state, KEY, False, frozenset({"b.html"}), LATER)
     assert repair.after.outputs == (state.outputs[1],)
 
@@ -146,7 +146,7 @@ def test_a_shared_root_without_the_owner_warns():
 
 def reserved_output_state():
     state = single_state(M, ("a.html",))
-    return replace(state, outputs=(replace(state.outputs[0], path=".distributor.json"),))
+    return replace(state, outputs=(state.outputs[0]._replace(path=".distributor.json"),))
 
 
 @pytest.mark.parametrize("destination, store, created, reason, words", [

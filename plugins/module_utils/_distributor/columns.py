@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections import namedtuple
 from functools import partial
 from itertools import chain, compress, filterfalse, islice, repeat
 from operator import itemgetter
@@ -35,6 +36,36 @@ _PREFIX = b"sha256:"
 _SHA256_LENGTH = 71
 _HTTP_URL_LINES = re.compile(r"(?:[Hh][Tt][Tt][Pp][Ss]?://[^\s]+\n)*")
 _NONE = type(None)
+
+
+class Row(tuple):
+    """The base of a model record made by the hundred thousand (a manifest's files, a plan's
+    outputs, a state's output records): a named tuple, made from its columns by `rows` at C level, where a frozen
+    dataclass runs a Python __init__ per record (1 µs: 0.1 s for 100,000). It reads like the
+    dataclass it replaces (named fields, immutable, hashable, the same repr), and equals only a
+    record of its own kind with equal fields: never a plain tuple, nor a record of another kind
+    with the same values. A subclass lists its fields by deriving from `fields(name, ...)`."""
+
+    __slots__ = ()
+
+    def __eq__(self, other) -> bool:
+        return type(other) is type(self) and tuple.__eq__(self, other)
+
+    def __ne__(self, other) -> bool:
+        return not self.__eq__(other)
+
+    __hash__ = tuple.__hash__
+
+
+def fields(name: str, *names: str, defaults: tuple = ()) -> type:
+    """The named fields of a Row subclass: `class ManifestFile(Row, fields("ManifestFile", "path", ...))`;
+    `defaults` are those of the last fields."""
+    return namedtuple(name, names, defaults=defaults)
+
+
+def rows(kind: type, *columns) -> tuple:
+    """A Row of `kind` for each position of the columns (one value from each, in field order)."""
+    return tuple(map(tuple.__new__, repeat(kind), zip(*columns)))
 
 
 def _strings(column) -> bool:

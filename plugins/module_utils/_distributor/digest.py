@@ -67,24 +67,48 @@ def _records_parts(records: Records) -> Iterator[str]:
     """The JSON array json.dumps writes for the records' dicts (ensure_ascii, no whitespace),
     _BATCH records at a time, each field a column formatted by passes that run in C: strings by
     json's own escaping (a source path equal to its path, as every copy's is, escaped once),
-    fields of few distinct values (attributes, kind, owner, transform) written once each, and
-    every key and value of the batch joined by one call."""
+    fields of few distinct values (attributes, kind, owner, transform) written once each. A
+    batch whose records share those four (a publication of copies) is written by one format per
+    record, the shared values in it (_shared_form); any other has every key and value of the
+    batch joined by one call."""
     yield "["
     for start in range(0, len(records), _BATCH):
         batch = records[start:start + _BATCH]
         paths, sources = list(map(_path, batch)), list(map(_source_path, batch))
         paths_shown = list(map(_STRING, paths))
-        values = (_few(batch, _attributes, _attributes_text), _few(batch, _kind, _STRING), _few(batch, _owner, _owner_text),
-                  paths_shown, map(_STRING, map(_sha256, batch)), map("%d".__mod__, map(_size, batch)),
-                  paths_shown if sources == paths else map(_STRING, sources), _few(batch, _transform, _text_or_null),
-                  _urls(list(map(_url, batch))))
-        pieces = [piece for pair in zip(map(repeat, _RECORD_KEYS), values) for piece in pair] + [repeat("},")]
-        yield ("," if start else "") + "".join(chain.from_iterable(zip(*pieces)))[:-1]
+        sources_shown = paths_shown if sources == paths else map(_STRING, sources)
+        shas, sizes, urls = map(_STRING, map(_sha256, batch)), map(_size, batch), _urls(list(map(_url, batch)))
+        first = batch[0]
+        if all(map(_same_for_all, repeat(batch), _FEW, repeat(first))):
+            text = ",".join(map(_shared_form(first).__mod__, zip(paths_shown, shas, sizes, sources_shown, urls)))
+        else:
+            values = (_few(batch, _attributes, _attributes_text), _few(batch, _kind, _STRING), _few(batch, _owner, _owner_text),
+                      paths_shown, shas, map("%d".__mod__, sizes), sources_shown, _few(batch, _transform, _text_or_null), urls)
+            pieces = [piece for pair in zip(map(repeat, _RECORD_KEYS), values) for piece in pair] + [repeat("},")]
+            text = "".join(chain.from_iterable(zip(*pieces)))[:-1]
+        yield ("," if start else "") + text
     yield "]"
+
+
+def _same_for_all(batch, field, first) -> bool:
+    value = field(first)
+    return list(map(field, batch)).count(value) == len(batch)
+
+
+def _shared_form(record: Output) -> str:
+    """The format of a record of a batch sharing `record`'s attributes, kind, owner and transform:
+    those written in, path, sha256, size, source path and url left to fill."""
+    def shared(text: str) -> str:
+        return text.replace("%", "%%")
+    return "".join((_RECORD_KEYS[0], shared(_attributes_text(record.attributes)), _RECORD_KEYS[1], shared(_STRING(record.kind)),
+                    _RECORD_KEYS[2], shared(_owner_text(record.owner)), _RECORD_KEYS[3], "%s", _RECORD_KEYS[4], "%s",
+                    _RECORD_KEYS[5], "%d", _RECORD_KEYS[6], "%s", _RECORD_KEYS[7], shared(_text_or_null(record.transform)),
+                    _RECORD_KEYS[8], "%s}"))
 
 
 _path, _source_path, _sha256, _size, _url = map(attrgetter, ("path", "source_path", "sha256", "size", "url"))
 _attributes, _kind, _owner, _transform = map(attrgetter, ("attributes", "kind", "owner", "transform"))
+_FEW = (_attributes, _kind, _owner, _transform)
 
 
 def _few(batch, field, text) -> Iterator[str]:

@@ -13,7 +13,7 @@ from datetime import datetime
 from functools import cached_property
 from typing import Iterable
 
-from .columns import MANIFEST_KEYS, file_columns, is_integer, manifest_columns, records_digest
+from .columns import MANIFEST_KEYS, Row, fields, file_columns, is_integer, manifest_columns, records_digest, rows
 from .errors import DistributorError
 from .paths import RESERVED_PREFIX, is_reserved, path_problem
 from .schemas import check_nesting, show, validate
@@ -23,13 +23,11 @@ MANIFEST_NAME = "manifest.json"
 SCHEMA_VERSION = 1
 
 
-@dataclass(frozen=True)
-class ManifestFile:
-    """One listed file: what every read of it is checked against."""
+class ManifestFile(Row, fields("ManifestFile", "path", "sha256", "size")):
+    """One listed file (path, sha256, size): what every read of it is checked against. A Row:
+    100,000 are made from a manifest's columns at once."""
 
-    path: str
-    sha256: str
-    size: int
+    __slots__ = ()
 
 
 def listed(items, make) -> list:
@@ -140,7 +138,7 @@ def recognised(data: object) -> tuple[Manifest, list] | None:
         return None
     paths, sha256s, sizes = columns
     manifest = Manifest(data["schema_version"], data["id"], data["digest"], data["created"],
-                        tuple(map(ManifestFile, paths, sha256s, sizes)))
+                        rows(ManifestFile, paths, sha256s, sizes))
     return _remember(manifest, columns)[0], paths
 
 

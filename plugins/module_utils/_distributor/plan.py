@@ -11,6 +11,7 @@ from operator import attrgetter
 
 from .attributes import resettable
 from .carried import Carried
+from .columns import Row, fields, rows
 from .config import Destination, Pipeline
 from .decide import Decision
 from .errors import DistributorError
@@ -27,14 +28,11 @@ from .vocabulary import SHARED_ROOT, SINGLE_OWNER
 _path = attrgetter("path")
 
 
-@dataclass(frozen=True)
-class PlannedOutput:
-    """An output the pipeline rules produce from one manifest file, before its bytes exist."""
+class PlannedOutput(Row, fields("PlannedOutput", "path", "kind", "source_path", "transform")):
+    """An output the pipeline rules produce from one manifest file, before its bytes exist. A
+    Row: the default pipeline makes one per file of the manifest at once."""
 
-    path: str
-    kind: str
-    source_path: str
-    transform: str
+    __slots__ = ()
 
 
 @dataclass(frozen=True)
@@ -106,7 +104,7 @@ def plan_outputs(manifest: Manifest, pipeline: Pipeline) -> tuple[PlannedOutput,
     file to its own path, which no newline-free path fails to match and no two files share."""
     if not pipeline.exclude and [(rule.match, rule.transform) for rule in pipeline.rules] == [("**", "copy")]:
         paths = sorted(entry.path for entry in manifest.files)
-        return tuple(map(PlannedOutput, paths, repeat(output_kind("copy")), paths, repeat("copy")))
+        return rows(PlannedOutput, paths, repeat(output_kind("copy")), paths, repeat("copy"))
     produced: dict[str, PlannedOutput] = {}
     excluded = [glob_matcher(pattern) for pattern in pipeline.exclude]
     rules = [(glob_matcher(rule.match), rule.transform, output_kind(rule.transform)) for rule in pipeline.rules]

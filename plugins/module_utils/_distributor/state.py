@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 from .carried import Carried, emptied, join_outputs, split_outputs
 from .errors import DistributorError
-from .columns import manifest_columns, publishable, shared_output_lines, single_owner_columns
+from .columns import Row, fields, manifest_columns, publishable, rows, shared_output_lines, single_owner_columns
 from .manifest import Manifest, listed, parse_manifest, publishable_path_problem, recognised
 from .schemas import check_nesting, decode_json, only_scalars, validate
 from .timestamps import parse_rfc3339
@@ -36,28 +36,19 @@ class OwnerKey(NamedTuple):
         return "%s/%s" % self
 
 
-@dataclass(frozen=True)
-class Output:
-    """One managed output's record: what was written where, from which source, by which owner,
-    so the next run can tell its own files from unmanaged ones and skip unchanged ones."""
+# An output's fields, in order. `attributes`: the storage settings the operator configured for it
+# (attributes.output_attributes); `render_key`: for generated outputs, schemas 2 and 3, what their
+# bytes were rendered from (transforms.render_key).
+_FIELDS = ("path", "kind", "source_path", "transform", "url", "sha256", "size", "created_at", "updated_at", "owner",
+           "source_id", "source_digest", "source_created", "attributes", "render_key")
 
-    path: str
-    kind: str
-    source_path: str
-    transform: str | None
-    url: str | None
-    sha256: str
-    size: int
-    created_at: str
-    updated_at: str
-    owner: OwnerKey
-    source_id: str
-    source_digest: str
-    source_created: str
-    # The storage settings the operator configured for it (attributes.output_attributes).
-    attributes: tuple = ()
-    # Generated outputs, schemas 2 and 3: what their bytes were rendered from (transforms.render_key).
-    render_key: str | None = None
+
+class Output(Row, fields("Output", *_FIELDS, defaults=((), None))):
+    """One managed output's record: what was written where, from which source, by which owner,
+    so the next run can tell its own files from unmanaged ones and skip unchanged ones. A Row:
+    the 100,000 of a state are made from its columns at once."""
+
+    __slots__ = ()
 
 
 @dataclass(frozen=True)
@@ -221,10 +212,6 @@ def _timestamp(value: str, where: str, field: str, index: int | None = None) -> 
 
 
 _owner_of, _path_of = attrgetter("owner"), attrgetter("path")
-# A frozen dataclass's __init__ sets each field through object.__setattr__: 2 us a record, a tenth
-# of reading a state of 100,000 outputs. Records read from a state fill the instance's dictionary
-# at once; every field is given, so the instance equals one made by Output(...).
-_NEW = object.__new__
 
 # A state of 100,000 outputs holds a handful of distinct timestamps, each parsed three times per
 # output otherwise; a valid timestamp string stays valid, so remembering them is safe.
@@ -244,30 +231,9 @@ def _output(record: dict, owner: OwnerKey, manifest: Manifest | None, fallback_t
     else:
         source_id, source_digest, source_created = manifest.id, manifest.digest, manifest.created
     attributes = record.get("attributes")
-    made = _NEW(Output)
-    made.__dict__.update(
-        path=record["path"],
-        kind=record["kind"],
-        source_path=record["source_path"],
-        transform=record.get("transform"),
-        url=record.get("url"),
-        sha256=record["sha256"],
-        size=record["size"],
-        created_at=created,
-        updated_at=updated,
-        owner=owner,
-        source_id=source_id,
-        source_digest=source_digest,
-        source_created=source_created,
-        attributes=tuple(sorted(attributes.items())) if attributes else (),
-        render_key=record.get("render_key") if keyed else None,
-    )
-    return made
-
-
-# An output's fields: the columns of its record (columns.single_owner_columns), then those of its owner and source.
-_FIELDS = ("path", "kind", "source_path", "transform", "url", "sha256", "size", "created_at", "updated_at", "attributes",
-           "render_key", "owner", "source_id", "source_digest", "source_created")
+    return Output(record["path"], record["kind"], record["source_path"], record.get("transform"), record.get("url"),
+                  record["sha256"], record["size"], created, updated, owner, source_id, source_digest, source_created,
+                  tuple(sorted(attributes.items())) if attributes else (), record.get("render_key") if keyed else None)
 
 
 def _recognised(data: object) -> State | None:
@@ -283,14 +249,10 @@ def _recognised(data: object) -> State | None:
     columns["attributes"] = repeat(()) if attributes is None else [tuple(sorted(a.items())) if a else () for a in attributes]
     columns.update(owner=repeat(key), source_id=repeat(manifest.id), source_digest=repeat(manifest.digest),
                    source_created=repeat(manifest.created))
-    outputs = []
-    for values in zip(*(repeat(None) if columns[name] is None else columns[name] for name in _FIELDS)):
-        made = _NEW(Output)
-        made.__dict__.update(zip(_FIELDS, values))
-        outputs.append(made)
+    outputs = rows(Output, *(repeat(None) if columns[name] is None else columns[name] for name in _FIELDS))
     owner = Owner(key, data["reconciliation"]["mode"], manifest, data.get("links", {}).get("primary_url"))
     return State(SINGLE_OWNER, 2, data["created_at"], data["updated_at"], data["published_at"], data.get("distributor_version"),
-                 (owner,), tuple(outputs))
+                 (owner,), outputs)
 
 
 def _columns(data: object, recognise) -> tuple[Manifest | None, dict] | None:
