@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from typing import Callable, ContextManager, Iterable, Iterator
 
 from ..errors import DistributorError
-from ..paths import JOURNAL_NAME, LOCK_NAME, STATE_NAME, path_problem
+from ..paths import JOURNAL_NAME, LOCK_NAME, STATE_NAME, all_clean, path_problem
 from ..limits import LOCK_EXPIRY_SECONDS
 from .base import Lease, Storage
 from .refusals import failure, os_errors
@@ -137,9 +137,15 @@ class ConfinedStorage(Storage):
             self.inner.write_bytes(path, data)
 
     def write_many(self, items: Iterable[tuple[str, Callable[[], Iterable[bytes]]]]) -> None:
-        """Every path confined as its write starts, the lease asked in whichever thread runs it."""
+        """Every path confined before the first write starts, as delete_many's: a bad one writes
+        nothing. The lease is asked as each write starts, in whichever thread runs it."""
+        items = list(items)
+        paths = [path for path, _factory in items]
+        if not all_clean(paths):
+            for path in paths:
+                self._inside(path)
         with self._reported("write outputs under"):
-            self.inner.write_many((self._inside(path), self._held_chunks(path, factory)) for path, factory in items)
+            self.inner.write_many([(path, self._held_chunks(path, factory)) for path, factory in items])
 
     def resettle_many(self, items: Iterable[tuple[str, str, int]]) -> list[str]:
         """Confined and under the lease, like a write: settings change what readers get."""

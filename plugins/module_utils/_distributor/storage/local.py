@@ -55,6 +55,7 @@ class LocalStorage(LocalLinks, Storage):
         self.base = base
         self._root_fd: int | None = None
         self._dirs: dict[str, int] = {}
+        self._made: set[str] = set()  # directories this operation created: nothing was in them when it looked
         self._views: list[LocalStorage] = []  # made by at(): each holds the root open until this storage closes
         self._staging: dict[str, tuple[int, int, str]] = {}  # target directory -> (staging fd, its parent's, its location + "/")
         self._under = join(base, "x")[:-1]  # "<base>/" (or ""): a file's path under the root is this and its path
@@ -111,6 +112,7 @@ class LocalStorage(LocalLinks, Storage):
                 if created:
                     with os_errors("set the mode of", self._where(key)):
                         self._settle(child, self.directory_mode)
+                    self._made.add(key)
             if child is not None:
                 self._dirs[key] = child
                 self._exposure.judge(self._where(key), child)
@@ -125,8 +127,10 @@ class LocalStorage(LocalLinks, Storage):
         for fd in self._dirs.values():
             os.close(fd)
         self._dirs.clear()
+        self._made.clear()
 
     def _forget(self, rel: str) -> None:
+        self._made.discard(rel)
         fd = self._dirs.pop(rel, None)
         if fd is not None:
             os.close(fd)
@@ -348,15 +352,16 @@ class LocalStorage(LocalLinks, Storage):
 
     def _stage(self, path: str, chunks: Iterable[bytes]) -> Staged:
         """`chunks` written to a new file in the attempt's staging directory, not yet durable.
-        Created exclusively and never through a link; mode and ownership are set through the
-        open file. One handler for the file's few system calls, which names the step that
+        Created exclusively and never through a link, and never over one: a name in a directory
+        this operation made was free when it looked (mkdir), elsewhere it looks at the name
+        first. Mode and ownership are set through the open file. One handler for the file's few system calls, which names the step that
         failed: this runs once per output, and messages are worded only when one is needed."""
         head, name = self._split(path)
         staging, shown = self._staging_directory(head, path)
         step = "inspect"
         fd = None
         try:
-            if stat.S_ISLNK(entry_mode(self._held(head), name) or 0):
+            if head not in self._made and stat.S_ISLNK(entry_mode(self._held(head), name) or 0):
                 raise link_refused(self.describe(path))
             step = "stage"
             fd = os.open(name, CREATE_FLAGS, 0o600, dir_fd=staging)
