@@ -82,9 +82,10 @@ class ConfinedStorage(Storage):
     def _held(self, what: str, record: bool = False) -> None:
         """Under a lock a change goes ahead only while the lease holds, and a record (state,
         journal) only after a look at the lock on storage just now."""
-        if self._lease is not None:
+        lease = self._leases[0]
+        if lease is not None:
             try:
-                (self._lease.confirm if record else self._lease.check)(what)
+                (lease.confirm if record else lease.check)(what)
             except OSError as exc:
                 raise failure("check the lock", self.inner.describe(LOCK_NAME), exc) from exc
 

@@ -155,7 +155,8 @@ class LocalStorage(LocalLinks, Storage):
         problem = path_problem(path) if path else None
         if problem:
             raise DistributorError("storage_error", "refused to touch %r under %s: it %s" % (path, self.describe(), problem))
-        head, _slash, name = (self._under + path.strip("/") if path.strip("/") else join(self.base)).rpartition("/")
+        path = path.strip("/")
+        head, _slash, name = (self._under + path if path else join(self.base)).rpartition("/")
         return head, name
 
     # -- reading --------------------------------------------------------------------------
@@ -357,7 +358,7 @@ class LocalStorage(LocalLinks, Storage):
         first. Mode and ownership are set through the open file. One handler for the file's few system calls, which names the step that
         failed: this runs once per output, and messages are worded only when one is needed."""
         head, name = self._split(path)
-        staging, shown = self._staging_directory(head, path)
+        staging, _parent, shown = self._staging.get(head) or self._staging_directory(head, path)
         step = "inspect"
         fd = None
         try:
@@ -385,11 +386,11 @@ class LocalStorage(LocalLinks, Storage):
         os.close(fd)
         return Staged(path, name, head, staging, shown + name, (info.st_dev, info.st_ino), size)
 
-    def _staging_directory(self, head: str, path: str) -> tuple[int, str]:
+    def _staging_directory(self, head: str, path: str) -> tuple[int, int, str]:
         """This attempt's staging directory beside the target directory `head` (see
-        base.staging_dir), made on first use, and its location for messages: mkdir neither
-        follows nor reuses what is already at the name, and what it made must be this
-        account's own, private directory."""
+        base.staging_dir), made on first use: its descriptor, its parent's, and its location
+        for messages. mkdir neither follows nor reuses what is already at the name, and what
+        it made must be this account's own, private directory."""
         if head not in self._staging:
             needed_by = self.describe(path)
             parent = self._directory(head, True, needed_by)
@@ -407,7 +408,7 @@ class LocalStorage(LocalLinks, Storage):
                     os.close(fd)
                 raise not_private(where)
             self._staging[head] = (fd, parent, where + "/")
-        return self._staging[head][0], self._staging[head][2]
+        return self._staging[head]
 
     def _drop_staging(self) -> None:
         """Remove the staging directories, empty once their files are renamed or removed."""
