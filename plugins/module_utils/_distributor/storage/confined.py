@@ -76,6 +76,13 @@ class ConfinedStorage(Storage):
             )
         return path
 
+    def _all_inside(self, paths: list) -> None:
+        """_inside for a batch: clean paths are told by a few passes over them all
+        (paths.all_clean), and an unclean one is refused by _inside, naming it."""
+        if not all_clean(paths):
+            for path in paths:
+                self._inside(path)
+
     def _reported(self, action: str, path: str = "") -> ContextManager[None]:
         return os_errors(action, self.inner.describe(path))
 
@@ -141,10 +148,7 @@ class ConfinedStorage(Storage):
         """Every path confined before the first write starts, as delete_many's: a bad one writes
         nothing. The lease is asked as each write starts, in whichever thread runs it."""
         items = list(items)
-        paths = [path for path, _factory in items]
-        if not all_clean(paths):
-            for path in paths:
-                self._inside(path)
+        self._all_inside([path for path, _factory in items])
         with self._reported("write outputs under"):
             self.inner.write_many([(path, self._held_chunks(path, factory)) for path, factory in items])
 
