@@ -355,8 +355,9 @@ class LocalStorage(LocalLinks, Storage):
         """`chunks` written to a new file in the attempt's staging directory, not yet durable.
         Created exclusively and never through a link, and never over one: a name in a directory
         this operation made was free when it looked (mkdir), elsewhere it looks at the name
-        first. Mode and ownership are set through the open file. One handler for the file's few system calls, which names the step that
-        failed: this runs once per output, and messages are worded only when one is needed."""
+        first. Mode and ownership are set through the open file. One handler for the file's
+        few system calls, which names the step that failed: this runs once per output, and
+        messages are worded only when one is needed."""
         head, name = self._split(path)
         staging, _parent, shown = self._staging.get(head) or self._staging_directory(head, path)
         step = "inspect"
