@@ -106,6 +106,27 @@ def test_a_bundle_file_swapped_for_a_fifo_after_load_is_invalid_manifest(tmp_pat
     assert "page.html is a FIFO (named pipe), not a regular file" in error.message
 
 
+@pytest.mark.parametrize("content,problem", [
+    (b"<p>hi</p>!", "size mismatch (manifest 9 bytes, file more than 9 bytes)"),
+    (b"<p>hi</p", "size mismatch (manifest 9 bytes, file 8 bytes)"),
+    (b"<p>HI</p>", "sha256 mismatch"),
+])
+def test_a_bundle_file_changed_after_load_is_verification_failed_before_a_byte_is_handed_on(tmp_path, content, problem):
+    bundle = Bundle.load(write_bundle(tmp_path / "b", {"page.html": b"<p>hi</p>"}))
+    (tmp_path / "b" / "page.html").write_bytes(content)
+    assert problem in expect_error("verification_failed", bundle.read, "page.html").message
+
+
+def test_a_bundle_file_swapped_for_a_link_after_load_is_invalid_manifest_and_not_followed(tmp_path):
+    """The read does not look at the name again (load did): the open itself refuses the link."""
+    (tmp_path / "secret").write_bytes(b"<p>no</p>")
+    bundle = Bundle.load(write_bundle(tmp_path / "b", {"page.html": b"<p>hi</p>"}))
+    (tmp_path / "b" / "page.html").unlink()
+    os.symlink(tmp_path / "secret", tmp_path / "b" / "page.html")
+    error = expect_error("invalid_manifest", bundle.read, "page.html")
+    assert "page.html is a symbolic link, not a regular file" in error.message
+
+
 def test_a_fifo_listed_in_a_bundle_or_as_its_manifest_is_refused_at_load(tmp_path):
     write_bundle(tmp_path / "b", {"page.html": b"<p>hi</p>"})
     (tmp_path / "b" / "page.html").unlink()

@@ -533,6 +533,19 @@ def test_symlinked_file_inside_root_is_never_followed(backend, outside):
 
 
 @only("local", "sftp")
+def test_a_link_planted_in_a_directory_an_earlier_write_made_is_refused(backend, outside):
+    """Local storage skips the look at a name only in a directory the same batch made: one made
+    by an earlier write is looked at again."""
+    storage = backend.open()
+    storage.write_many([("new/first.txt", lambda: [b"x"])])
+    os.symlink(outside / "secret.txt", backend.base_dir() / "new" / "page.html")
+    error = expect_error("storage_error", storage.write_many, [("new/page.html", lambda: [b"overwrite"])])
+    assert "symbolic link" in error.message
+    assert (backend.base_dir() / "new" / "page.html").is_symlink()
+    assert (outside / "secret.txt").read_text() == "not yours"
+
+
+@only("local", "sftp")
 def test_symlinked_bundle_path_is_refused(backend, outside):
     os.makedirs(backend.root / "reports")
     os.symlink(outside, backend.base_dir())

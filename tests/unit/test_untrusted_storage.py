@@ -82,6 +82,19 @@ def test_the_confining_wrapper_refuses_any_path_that_climbs_out(published):
     assert "site/index.html" in store and store["outside.txt"] == b"neighbour"
 
 
+def test_a_batch_of_writes_holding_one_path_that_climbs_out_writes_nothing(published):
+    store, _bundle = published
+    from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.confined import ConfinedStorage
+    storage = ConfinedStorage(MemoryStorage(store, "site", "t"))
+    before = dict(store)
+    for path in ("../outside.txt", "/outside.txt", "a//b", ""):
+        with pytest.raises(DistributorError) as failure:
+            storage.write_many([("first.html", lambda: [b"new"]), (path, lambda: [b"new"])])
+        assert failure.value.reason == "invalid_state"
+        assert repr(path) in failure.value.message
+    assert store == before
+
+
 def deep(depth):
     return "[" * depth + "]" * depth
 

@@ -148,10 +148,12 @@ def execute(plan: Plan, storage: Storage, bundle) -> None:
     try:
         first = in_the_way((w.path for w in writes), plan.deletes)
         storage.delete_many(sorted(first))
-        for pages in (False, True):
-            group = [w for w in writes if is_page(w.path) == pages]
+        assets, pages = [], []
+        for w in writes:
+            (pages if is_page(w.path) else assets).append(w)
+        for group in (assets, pages):
             if group:
-                storage.write_many((w.path, partial(output_chunks, w, bundle)) for w in group)
+                storage.write_many([(w.path, partial(output_chunks, w, bundle)) for w in group])
         _resettle(plan.resettles, storage, bundle)
         storage.delete_many([d for d in plan.deletes if d not in first])
         storage.write_bytes(STATE_NAME, serialize_state(plan.after))

@@ -122,6 +122,13 @@ def open_regular_fd(path: str) -> int:
     kind = kind_of(os.lstat(path).st_mode)
     if kind:
         raise NotRegularFile(path, kind)
+    return open_looked_at(path)
+
+
+def open_looked_at(path: str) -> int:
+    """open_regular_fd without its look: for a name this run has already looked at (a bundle's
+    file, lstat'ed when the bundle was loaded). What the open returns is checked as ever, so
+    anything swapped in since is opened without blocking and refused unread."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as exc:

@@ -90,9 +90,10 @@ class ConfinedStorage(Storage):
     def _held(self, what: str, record: bool = False) -> None:
         """Under a lock a change goes ahead only while the lease holds, and a record (state,
         journal) only after a look at the lock on storage just now."""
-        if self._lease is not None:
+        lease = self._leases[0]
+        if lease is not None:
             try:
-                (self._lease.confirm if record else self._lease.check)(what)
+                (lease.confirm if record else lease.check)(what)
             except OSError as exc:
                 raise failure("check the lock", self.inner.describe(LOCK_NAME), exc) from exc
 
@@ -145,9 +146,12 @@ class ConfinedStorage(Storage):
             self.inner.write_bytes(path, data)
 
     def write_many(self, items: Iterable[tuple[str, Callable[[], Iterable[bytes]]]]) -> None:
-        """Every path confined as its write starts, the lease asked in whichever thread runs it."""
+        """Every path confined before the first write starts, as delete_many's: a bad one writes
+        nothing. The lease is asked as each write starts, in whichever thread runs it."""
+        items = list(items)
+        self._all_inside([path for path, _factory in items])
         with self._reported("write outputs under"):
-            self.inner.write_many((self._inside(path), self._held_chunks(path, factory)) for path, factory in items)
+            self.inner.write_many([(path, self._held_chunks(path, factory)) for path, factory in items])
 
     def resettle_many(self, items: Iterable[tuple[str, str, int]]) -> list[str]:
         """Confined and under the lease, like a write: settings change what readers get."""

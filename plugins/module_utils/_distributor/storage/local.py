@@ -57,6 +57,7 @@ class LocalStorage(LocalLinks, Storage):
         self.base = base
         self._root_fd: int | None = None
         self._dirs: dict[str, int] = {}
+        self._made: set[str] = set()  # directories this operation created: nothing was in them when it looked
         self._views: list[LocalStorage] = []  # made by at(): each holds the root open until this storage closes
         self._staging: dict[str, tuple[int, int, str]] = {}  # target directory -> (staging fd, its parent's, its location + "/")
         self._under = join(base, "x")[:-1]  # "<base>/" (or ""): a file's path under the root is this and its path
@@ -113,6 +114,7 @@ class LocalStorage(LocalLinks, Storage):
                 if created:
                     with os_errors("set the mode of", self._where(key)):
                         self._settle(child, self.directory_mode)
+                    self._made.add(key)
             if child is not None:
                 self._dirs[key] = child
                 self._exposure.judge(self._where(key), child)
@@ -127,8 +129,10 @@ class LocalStorage(LocalLinks, Storage):
         for fd in self._dirs.values():
             os.close(fd)
         self._dirs.clear()
+        self._made.clear()
 
     def _forget(self, rel: str) -> None:
+        self._made.discard(rel)
         fd = self._dirs.pop(rel, None)
         if fd is not None:
             os.close(fd)
@@ -153,7 +157,8 @@ class LocalStorage(LocalLinks, Storage):
         problem = path_problem(path) if path else None
         if problem:
             raise DistributorError("storage_error", "refused to touch %r under %s: it %s" % (path, self.describe(), problem))
-        head, _slash, name = (self._under + path.strip("/") if path.strip("/") else join(self.base)).rpartition("/")
+        path = path.strip("/")
+        head, _slash, name = (self._under + path if path else join(self.base)).rpartition("/")
         return head, name
 
     # -- reading --------------------------------------------------------------------------
@@ -351,15 +356,17 @@ class LocalStorage(LocalLinks, Storage):
 
     def _stage(self, path: str, chunks: Iterable[bytes]) -> Staged:
         """`chunks` written to a new file in the attempt's staging directory, not yet durable.
-        Created exclusively and never through a link; mode and ownership are set through the
-        open file. One handler for the file's few system calls, which names the step that
-        failed: this runs once per output, and messages are worded only when one is needed."""
+        Created exclusively and never through a link, and never over one: a name in a directory
+        this operation made was free when it looked (mkdir), elsewhere it looks at the name
+        first. Mode and ownership are set through the open file. One handler for the file's
+        few system calls, which names the step that failed: this runs once per output, and
+        messages are worded only when one is needed."""
         head, name = self._split(path)
-        staging, shown = self._staging_directory(head, path)
+        staging, _parent, shown = self._staging.get(head) or self._staging_directory(head, path)
         step = "inspect"
         fd = None
         try:
-            if stat.S_ISLNK(entry_mode(self._held(head), name) or 0):
+            if head not in self._made and stat.S_ISLNK(entry_mode(self._held(head), name) or 0):
                 raise link_refused(self.describe(path))
             step = "stage"
             fd = os.open(name, CREATE_FLAGS, 0o600, dir_fd=staging)
@@ -383,11 +390,11 @@ class LocalStorage(LocalLinks, Storage):
         os.close(fd)
         return Staged(path, name, head, staging, shown + name, (info.st_dev, info.st_ino), size)
 
-    def _staging_directory(self, head: str, path: str) -> tuple[int, str]:
+    def _staging_directory(self, head: str, path: str) -> tuple[int, int, str]:
         """This attempt's staging directory beside the target directory `head` (see
-        base.staging_dir), made on first use, and its location for messages: mkdir neither
-        follows nor reuses what is already at the name, and what it made must be this
-        account's own, private directory."""
+        base.staging_dir), made on first use: its descriptor, its parent's, and its location
+        for messages. mkdir neither follows nor reuses what is already at the name, and what
+        it made must be this account's own, private directory."""
         if head not in self._staging:
             needed_by = self.describe(path)
             parent = self._directory(head, True, needed_by)
@@ -405,7 +412,7 @@ class LocalStorage(LocalLinks, Storage):
                     os.close(fd)
                 raise not_private(where)
             self._staging[head] = (fd, parent, where + "/")
-        return self._staging[head][0], self._staging[head][2]
+        return self._staging[head]
 
     def _drop_staging(self) -> None:
         """Remove the staging directories, empty once their files are renamed or removed."""
