@@ -78,6 +78,7 @@ class S3Storage(Storage):
                     config=Config(max_pool_connections=WORKERS + PARTS_IN_FLIGHT + 1),
                     verify=_verify(storage),
                 )
+                self.client.meta.events.register_last("before-call.s3", _send_small_bodies_at_once)
             except ValueError as exc:
                 # boto3 refuses a malformed endpoint_url with a bare ValueError.
                 raise DistributorError(
@@ -393,6 +394,18 @@ def _gather(stream: Iterator[bytes], chunks: list, size: int, limit: int) -> int
         chunks.append(chunk)
         size += len(chunk)
     return size
+
+
+def _send_small_bodies_at_once(params: dict, **_kwargs) -> None:
+    """botocore asks for a `100 Continue` before sending a PUT's body (Expect: 100-continue),
+    which costs a round trip more per PUT: the lock, each record and each small output. A body of
+    up to SMALL_BODY costs less to send for nothing, should S3 refuse the request, than that wait
+    costs every time; a larger one still asks first, so a refusal (a wrong region's redirect, say)
+    comes before megabytes are sent."""
+    from botocore.utils import determine_content_length  # botocore is loaded: this is its client's hook
+    headers = params.get("headers") or {}
+    if "Expect" in headers and (determine_content_length(params.get("body")) or 0) <= SMALL_BODY:
+        del headers["Expect"]
 
 
 def _full_object_digest(head: dict) -> str | None:
