@@ -24,6 +24,8 @@ from collections import deque
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
+from datetime import datetime
+from functools import partial
 from typing import Callable, ContextManager, Iterable, Iterator
 
 from ..attributes import s3_object_args, s3_record_args
@@ -434,7 +436,12 @@ def _refused_checksum(response: dict) -> bool:
 
 def _session(boto3, storage: dict):
     """Explicit keys win, then a named profile, then the standard AWS chain (environment,
-    shared files, instance and container roles), as the aws command would."""
+    shared files, instance and container roles), as the aws command would. The session is this
+    storage's own, so its parsers' fast timestamps (_timestamp) reach no other client."""
+    import botocore.session
+    from botocore.utils import parse_timestamp
+    core = botocore.session.get_session()
+    core.get_component("response_parser_factory").set_parser_defaults(timestamp_parser=partial(_timestamp, parse_timestamp))
     region = storage.get("region") or os.environ.get("AWS_REGION") or None
     if storage.get("access_key"):
         return boto3.session.Session(
@@ -442,8 +449,19 @@ def _session(boto3, storage: dict):
             aws_secret_access_key=storage.get("secret_key"),
             aws_session_token=storage.get("session_token"),
             region_name=region,
+            botocore_session=core,
         )
-    return boto3.session.Session(profile_name=storage.get("profile") or None, region_name=region)
+    return boto3.session.Session(profile_name=storage.get("profile") or None, region_name=region, botocore_session=core)
+
+
+def _timestamp(general: Callable[[str], datetime], value: str) -> datetime:
+    """A listing's LastModified, `2026-12-06T08:41:12.000Z`, read by datetime itself; anything
+    else by botocore's `general` parser. That one tries format after format through dateutil,
+    50 µs a key: a fifth of the client's time for a listing of 1,000 keys, which nobody reads."""
+    if isinstance(value, str) and value.endswith("Z"):
+        with suppress(ValueError):
+            return datetime.fromisoformat(value[:-1] + "+00:00")
+    return general(value)
 
 
 def _verify(storage: dict):
