@@ -4,10 +4,19 @@ as botocore hands each request to the network, against moto's S3 server."""
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 
+from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import JOURNAL_NAME, LOCK_NAME, STATE_NAME
+from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage import s3
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
+
+from builders import write_bundle
+
+PIPELINE = {"id": "reports", "outputs": [{"match": "*.txt"}]}
 
 
 @pytest.fixture
@@ -58,3 +67,40 @@ def test_listed_times_are_read_by_datetime_and_only_header_times_by_botocore_s_p
         seen = s3.S3Lock(storage).read()
     assert seen.stamp is not None and len(parsed) == 1
     storage.close()
+
+
+def test_a_replace_reads_both_records_at_once_and_removes_its_journal_without_asking_first(s3_server, tmp_path):
+    """Each record request of a replace, in order: the state and journal reads in flight
+    together (one round trip), a lock renewal before each record written, and the journal
+    removed by one DELETE, no HEAD before it: a round trip each at S3's latency."""
+    destination = {"id": "archive", "storage": s3_server.storage(s3_server.create_bucket()), "path": "site"}
+    files = {"a.txt": b"a", "b.txt": b"b", "c.txt": b"c"}
+    publish(write_bundle(tmp_path / "one", files), PIPELINE, destination)
+    requests, flying, most = [], [0], [0]
+    mutex = threading.Lock()
+
+    def watched(storage_settings, base, token):
+        storage = open_storage(storage_settings, base, token)
+        get_object = storage.client.get_object
+
+        def slow_get(**kwargs):
+            with mutex:
+                flying[0] += 1
+                most[0] = max(most[0], flying[0])
+            try:
+                time.sleep(0.2)
+                return get_object(**kwargs)
+            finally:
+                with mutex:
+                    flying[0] -= 1
+        storage.client.get_object = slow_get
+        storage.client.meta.events.register("before-send.s3", lambda request, **_: requests.append(
+            (request.method, request.url.split("/site/", 1)[-1].split("?")[0])))
+        return storage
+    changed = write_bundle(tmp_path / "two", dict(files, **{"b.txt": b"bb"}), created="2026-06-05T00:00:00Z")
+    assert publish(changed, PIPELINE, destination, opener=watched)["action"] == "replace"
+    records = [request for request in requests if request[1].startswith(".distributor")]
+    assert records[0] == ("PUT", LOCK_NAME) and sorted(records[1:3]) == [("GET", JOURNAL_NAME), ("GET", STATE_NAME)]
+    assert records[3:] == [("PUT", LOCK_NAME), ("PUT", JOURNAL_NAME), ("PUT", LOCK_NAME), ("PUT", STATE_NAME),
+                           ("DELETE", JOURNAL_NAME), ("DELETE", LOCK_NAME)], records
+    assert most[0] == 2

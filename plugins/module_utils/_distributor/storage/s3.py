@@ -162,6 +162,16 @@ class S3Storage(Storage):
         """One ranged GET of at most limit+1 bytes, so a planted huge object is never read whole."""
         return self._read(self._key(path), limit)
 
+    def read_many(self, reads: list[tuple[str, int]]) -> list[bytes | None]:
+        """Every ranged GET in flight at once (WORKERS at most): one round trip for a publish's
+        state and journal."""
+        found: list = [None] * len(reads)
+
+        def read(index: int) -> None:
+            found[index] = self.read_bytes(*reads[index])
+        in_parallel(WORKERS, read, range(len(reads)))
+        return found
+
     def measure(self, path: str, size: int, digest: bool) -> tuple[int, str | None] | None:
         """One HEAD; an object of another size than `size` is not read. The stored ChecksumSHA256
         is the digest when it is of the full object (a multipart upload's composite
@@ -334,8 +344,12 @@ class S3Storage(Storage):
         says whether something was removed."""
         if not self.exists(path):
             return False
-        self._call("delete", self._key(path), "delete_object", Key=self._key(path))
+        self.discard(path)
         return True
+
+    def discard(self, path: str) -> None:
+        """One DeleteObject: S3 deletes a missing key without complaint."""
+        self._call("delete", self._key(path), "delete_object", Key=self._key(path))
 
     def delete_many(self, paths: Iterable[str]) -> list[str]:
         """Only the paths that exist are reported: up to WORKERS paths are asked for with one
