@@ -1,17 +1,18 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """S3 at an internet's latency: distributor next to `aws s3 sync`, with the requests of each counted.
 
-    python benchmarks/s3_latency.py [--quick] [--count 2000] [--delay-ms 20] [--rounds 3] [--aws PATH]
+    python benchmarks/s3_latency.py [--quick] [--count 2000] [--delay-ms 20] [--rounds 3] [--aws PATH] [--proxied-only]
 
 moto (tests/services.py) runs on 127.0.0.1; latency_proxy.py, in a process of its own, holds
 every chunk a client sends it for --delay-ms before forwarding it to moto. Each round publishes a
-fresh bundle of small files (2,000 x 4 KiB) with distributor's core publish() in this process, and
-copies it with `aws s3 sync`, each into a bucket of its own, interleaved, once straight to moto
-(loopback) and once through the proxy: first publish, no-op republish, replace after 10% of the
-files changed with content of the same size (aws notices by mtime), then replace after another
-10% changed with content one byte longer (aws notices by size too). The report gives medians of
-wall and CPU seconds (user + sys, of this process or of the aws process) and of the per-round
-ratios, and, from the proxy's log of the requests on the wire (latency_proxy.py --log-requests),
+fresh bundle of small files (2,000 x 4 KiB) with distributor's core publish() in this process and
+with the distributor_publish module in a process of its own (start-up and imports included, as
+for aws), and copies it with `aws s3 sync`, each into a bucket of its own, interleaved, once
+straight to moto (loopback) and once through the proxy: first publish, no-op republish, replace
+after 10% of the files changed with content of the same size (aws notices by mtime), then
+replace after another 10% changed with content one byte longer (aws notices by size too). The
+report gives medians of wall and CPU seconds (user + sys, of this process or of the child) and
+of the per-round ratios to aws (the module's is the row's: process against process), and, from the proxy's log of the requests on the wire (latency_proxy.py --log-requests),
 each tool's requests in each step of its work, with the most it had in flight at once and the
 seconds at least one of them was in flight.
 Writes benchmarks/results/<time>-s3-latency.json and .md.
@@ -33,7 +34,7 @@ from urllib.parse import unquote
 import harness
 from baselines import MANIFEST, aws_env, find_aws
 from bundles import BundleSpec, change, generate
-from harness import Backends, destination, pipeline, publish, time_call, time_command, write_results
+from harness import Backends, destination, module_process, pipeline, publish, time_call, time_command, write_results
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import JOURNAL_NAME, LOCK_NAME, STATE_NAME
 
 KiB = 1024
@@ -41,7 +42,9 @@ KiB = 1024
 # changes) and the manifest's new `created`)
 PHASES = (("first", "publish", None, None), ("no-op", "skip", None, None),
           ("replace 10%", "replace", 0, "2026-01-01T01:00:00Z"), ("replace 10%, +1 byte", "replace", 1, "2026-01-01T02:00:00Z"))
-TOOLS = ("distributor", "aws")
+# distributor's core publish() in this process, the distributor_publish module in a process of its
+# own (as Ansible runs it, and as aws runs: imports and start-up included), and `aws s3 sync`.
+TOOLS = ("distributor", "module", "aws")
 # The order a publish works in; every request is counted under one of these.
 STEPS = ("lock", "state read", "journal read", "listing", "lock confirm", "journal write", "writes", "deletes",
          "state write", "journal delete", "release", "other")
@@ -189,24 +192,29 @@ def _counted(log: RequestLog | None, run) -> tuple:
 
 def one_round(servers: Backends, endpoint: str, spec: BundleSpec, pristine: str, workdir: str, aws: str, seed: int,
               log: RequestLog | None) -> list:
-    """Every phase, distributor then aws, each into its own fresh bucket."""
+    """Every phase, distributor (core, then module process) then aws, each into its own fresh bucket."""
     source = os.path.join(workdir, "round")
     shutil.rmtree(source, ignore_errors=True)
     shutil.copytree(pristine, source)
-    mine, theirs = servers.fresh_root("s3", "mine"), servers.fresh_root("s3", "aws")
-    mine["storage"]["endpoint_url"] = endpoint
+    mine, module, theirs = (servers.fresh_root("s3", label) for label in ("mine", "module", "aws"))
+    for root in (mine, module):
+        root["storage"]["endpoint_url"] = endpoint
     rows = []
     for number, (phase, expect, grow, created) in enumerate(PHASES):
         if grow is not None:
             time.sleep(1.5)  # aws s3 sync compares mtimes to the second
             change(source, spec, seed + number, grow=grow, created=created)
-        timing, counted = _counted(log, lambda: _distributor(source, mine["storage"], expect))
-        other, counted_aws = _counted(log, lambda: _aws(aws, source, theirs["target"], endpoint, workdir))
-        rows.append({"phase": phase, "distributor": [timing.seconds, timing.cpu_seconds], "aws": [other.seconds, other.cpu_seconds],
-                     "requests": {"distributor": counted, "aws": counted_aws}})
-        print("  %-20s distributor %6.2f s (cpu %5.2f)   aws s3 sync %6.2f s (cpu %5.2f)   ratio %.2f" % (
-            phase, timing.seconds, timing.cpu_seconds, other.seconds, other.cpu_seconds, timing.seconds / other.seconds),
-            flush=True)
+        runs = {"distributor": lambda: _distributor(source, mine["storage"], expect),
+                "module": lambda: module_process(source, False, destination("s3", module["storage"]), workdir),
+                "aws": lambda: _aws(aws, source, theirs["target"], endpoint, workdir)}
+        row = {"phase": phase, "requests": {}}
+        for tool in TOOLS:
+            timing, row["requests"][tool] = _counted(log, runs[tool])
+            row[tool] = [timing.seconds, timing.cpu_seconds]
+        rows.append(row)
+        print("  %-20s distributor %6.2f s (cpu %5.2f)   module %6.2f s (cpu %5.2f)   aws s3 sync %6.2f s (cpu %5.2f)"
+              "   ratios %.2f, %.2f" % (phase, *row["distributor"], *row["module"], *row["aws"],
+                                        row["distributor"][0] / row["aws"][0], row["module"][0] / row["aws"][0]), flush=True)
     return rows
 
 
@@ -218,9 +226,9 @@ def summary(where: str, rounds: list) -> list:
     lines = []
     for index, (phase, *_change) in enumerate(PHASES):
         rows = [r[index] for r in rounds]
-        lines.append("| %s | %s | %.2f (%.2f) | %.2f (%.2f) | %.2fx |" % (
-            where, phase, _median(rows, "distributor", 0), _median(rows, "distributor", 1), _median(rows, "aws", 0),
-            _median(rows, "aws", 1), statistics.median(r["distributor"][0] / r["aws"][0] for r in rows)))
+        lines.append("| %s | %s | %s | %.2fx | %.2fx |" % (
+            where, phase, " | ".join("%.2f (%.2f)" % (_median(rows, tool, 0), _median(rows, tool, 1)) for tool in TOOLS),
+            *(statistics.median(r[tool][0] / r["aws"][0] for r in rows) for tool in TOOLS[:2])))
     return lines
 
 
@@ -256,6 +264,8 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, help="interleaved rounds (default 3, --quick 1)")
     parser.add_argument("--aws", help="the aws command (default: the first on PATH)")
     parser.add_argument("--seed", type=int, default=20260101)
+    parser.add_argument("--proxied-only", action="store_true",
+                        help="no rounds straight to moto (to compare two revisions through the proxy sooner)")
     args = parser.parse_args(argv)
     aws = find_aws(args.aws)
     if not aws:
@@ -276,6 +286,8 @@ def main(argv=None) -> int:
         pristine = generate(os.path.join(workdir, "bundle"), spec, args.seed)
         for number in range(rounds):
             for where, endpoint, counted in (("loopback", servers.s3.endpoint_url, None), ("proxied", proxy.endpoint_url, requests)):
+                if where == "loopback" and args.proxied_only:
+                    continue
                 print("round %d, %s (%s)" % (number + 1, where, spec.describe()), flush=True)
                 results[where].append(one_round(servers, endpoint, spec, pristine, workdir, aws, args.seed, counted))
     finally:
@@ -284,9 +296,11 @@ def main(argv=None) -> int:
         servers.stop()
         shutil.rmtree(workdir, ignore_errors=True)
     table = ("S3, %s, medians of %d interleaved round(s); the proxy holds each client chunk %g ms\n\n"
-             "| endpoint | phase | distributor s (cpu) | aws s3 sync s (cpu) | ratio |\n| --- | --- | ---: | ---: | ---: |\n"
+             "| endpoint | phase | distributor s (cpu) | module process s (cpu) | aws s3 sync s (cpu) | ratio | module ratio |\n"
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: |\n"
              % (spec.describe(), rounds, args.delay_ms)
-             + "\n".join(summary("moto, loopback", results["loopback"]) + summary("moto + %g ms proxy" % args.delay_ms, results["proxied"]))
+             + "\n".join((summary("moto, loopback", results["loopback"]) if results["loopback"] else [])
+                         + summary("moto + %g ms proxy" % args.delay_ms, results["proxied"]))
              + "\n\nRequests through the proxy (last round), per step: requests, most in flight at once, seconds at least "
              "one was in flight:\n\n" + request_table(results["proxied"]))
     write_results("s3-latency", {"count": spec.count, "delay_ms": args.delay_ms, "rounds": results}, table)
