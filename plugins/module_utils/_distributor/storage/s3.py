@@ -164,12 +164,21 @@ class S3Storage(Storage):
 
     def read_many(self, reads: list[tuple[str, int]]) -> list[bytes | None]:
         """Every ranged GET in flight at once (WORKERS at most): one round trip for a publish's
-        state and journal."""
+        state and journal. When several fail, the first in order is raised, as reading one
+        after another would (a missing bucket is reported at the state, whichever answer came
+        back first)."""
         found: list = [None] * len(reads)
+        failed: list = [None] * len(reads)
 
         def read(index: int) -> None:
-            found[index] = self.read_bytes(*reads[index])
+            try:
+                found[index] = self.read_bytes(*reads[index])
+            except DistributorError as error:
+                failed[index] = error
         in_parallel(WORKERS, read, range(len(reads)))
+        first = next((error for error in failed if error is not None), None)
+        if first is not None:
+            raise first
         return found
 
     def measure(self, path: str, size: int, digest: bool) -> tuple[int, str | None] | None:
