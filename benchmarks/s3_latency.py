@@ -12,9 +12,10 @@ straight to moto (loopback) and once through the proxy: first publish, no-op rep
 after 10% of the files changed with content of the same size (aws notices by mtime), then
 replace after another 10% changed with content one byte longer (aws notices by size too). The
 report gives medians of wall and CPU seconds (user + sys, of this process or of the child) and
-of the per-round ratios to aws (the module's is the row's: process against process), and, from the proxy's log of the requests on the wire (latency_proxy.py --log-requests),
-each tool's requests in each step of its work, with the most it had in flight at once and the
-seconds at least one of them was in flight.
+of the per-round ratios to aws (the module's is the row's: process against process), and, from
+the proxy's log of the requests on the wire (latency_proxy.py --log-requests), each tool's
+requests in each step of its work, with the most it had in flight at once and the seconds at
+least one of them was in flight.
 Writes benchmarks/results/<time>-s3-latency.json and .md.
 """
 

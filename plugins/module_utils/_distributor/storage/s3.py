@@ -18,14 +18,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import itertools
-import os
 import threading
 from collections import deque
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
-from datetime import datetime
-from functools import partial
 from typing import Callable, ContextManager, Iterable, Iterator
 
 from ..attributes import s3_object_args, s3_record_args
@@ -34,6 +31,7 @@ from ..limits import LOCK_EXPIRY_SECONDS
 from ..paths import is_reserved, join
 from .base import Storage, hash_stream, in_parallel, mentions_secret, redact, verdict
 from .lease import Lease, held
+from .s3_client import client_for, session_for
 from .s3_errors import explain
 from .s3_lock import EMPTY_RANGE, NOT_FOUND, S3Lock
 
@@ -73,14 +71,9 @@ class S3Storage(Storage):
         self._sdk_errors = (ClientError, BotoCoreError)
         with self._errors("connect to", self.prefix):
             try:
-                self._session = _session(boto3, storage)
-                self.client = self._session.client(
-                    "s3",
-                    endpoint_url=storage.get("endpoint_url") or None,
-                    config=Config(max_pool_connections=WORKERS + PARTS_IN_FLIGHT + 1),
-                    verify=_verify(storage),
-                )
-                self.client.meta.events.register_last("before-call.s3", _send_small_bodies_at_once)
+                self._session = session_for(boto3, storage)
+                self.client = client_for(self._session, Config(max_pool_connections=WORKERS + PARTS_IN_FLIGHT + 1), storage,
+                                         SMALL_BODY)
             except ValueError as exc:
                 # boto3 refuses a malformed endpoint_url with a bare ValueError.
                 raise DistributorError(
@@ -421,18 +414,6 @@ def _gather(stream: Iterator[bytes], chunks: list, size: int, limit: int) -> int
     return size
 
 
-def _send_small_bodies_at_once(params: dict, **_kwargs) -> None:
-    """botocore asks for a `100 Continue` before sending a PUT's body (Expect: 100-continue),
-    which costs a round trip more per PUT: the lock, each record and each small output. A body of
-    up to SMALL_BODY costs less to send for nothing, should S3 refuse the request, than that wait
-    costs every time; a larger one still asks first, so a refusal (a wrong region's redirect, say)
-    comes before megabytes are sent."""
-    from botocore.utils import determine_content_length  # botocore is loaded: this is its client's hook
-    headers = params.get("headers") or {}
-    if "Expect" in headers and (determine_content_length(params.get("body")) or 0) <= SMALL_BODY:
-        del headers["Expect"]
-
-
 def _full_object_digest(head: dict) -> str | None:
     """`sha256:<hex>` of the whole object from a HEAD's stored ChecksumSHA256; None when S3 keeps
     none, or only a multipart upload's composite "<digest>-<parts>"."""
@@ -455,43 +436,6 @@ def _refused_checksum(response: dict) -> bool:
     error = response.get("Error", {})
     code = error.get("Code")
     return code in CHECKSUM_REFUSED or (code == "InvalidRequest" and "checksum" in str(error.get("Message", "")).lower())
-
-
-def _session(boto3, storage: dict):
-    """Explicit keys win, then a named profile, then the standard AWS chain (environment,
-    shared files, instance and container roles), as the aws command would. The session is this
-    storage's own, so its parsers' fast timestamps (_timestamp) reach no other client."""
-    import botocore.session
-    from botocore.utils import parse_timestamp
-    core = botocore.session.get_session()
-    core.get_component("response_parser_factory").set_parser_defaults(timestamp_parser=partial(_timestamp, parse_timestamp))
-    region = storage.get("region") or os.environ.get("AWS_REGION") or None
-    if storage.get("access_key"):
-        return boto3.session.Session(
-            aws_access_key_id=storage["access_key"],
-            aws_secret_access_key=storage.get("secret_key"),
-            aws_session_token=storage.get("session_token"),
-            region_name=region,
-            botocore_session=core,
-        )
-    return boto3.session.Session(profile_name=storage.get("profile") or None, region_name=region, botocore_session=core)
-
-
-def _timestamp(general: Callable[[str], datetime], value: str) -> datetime:
-    """A listing's LastModified, `2026-12-06T08:41:12.000Z`, read by datetime itself; anything
-    else by botocore's `general` parser. That one tries format after format through dateutil,
-    50 µs a key: a fifth of the client's time for a listing of 1,000 keys, which nobody reads."""
-    if isinstance(value, str) and value.endswith("Z"):
-        with suppress(ValueError):
-            return datetime.fromisoformat(value[:-1] + "+00:00")
-    return general(value)
-
-
-def _verify(storage: dict):
-    """botocore's `verify`: a CA bundle path, False to skip TLS verification, or None (default)."""
-    if storage.get("validate_certs") is False:
-        return False
-    return os.path.expanduser(storage["ca_bundle"]) if storage.get("ca_bundle") else None
 
 
 class _PartReader:
