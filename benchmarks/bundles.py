@@ -100,7 +100,7 @@ def paths(spec: BundleSpec) -> list[str]:
     return [make(i) for i in range(spec.count)]
 
 
-def _write_file(root: str, spec: BundleSpec, index: int, seed: int) -> None:
+def _write_file(root: str, spec: BundleSpec, index: int, seed: int, grow: int = 0) -> None:
     rng = random.Random("%s:%d:%d" % (spec.name, index, seed))
     path = os.path.join(root, (_md_path(index) if spec.markdown else _binary_path(spec, index)))
     if spec.markdown:
@@ -108,7 +108,7 @@ def _write_file(root: str, spec: BundleSpec, index: int, seed: int) -> None:
         with open(path, "w", encoding="utf-8") as handle:
             handle.write(_markdown(rng, index, spec.count))
     else:
-        _write_binary(path, spec.size, rng)
+        _write_binary(path, spec.size + grow, rng)
 
 
 def generate(root: str, spec: BundleSpec, seed: int) -> str:
@@ -119,15 +119,15 @@ def generate(root: str, spec: BundleSpec, seed: int) -> str:
     return root
 
 
-def change(root: str, spec: BundleSpec, seed: int, fraction: float = 0.1) -> list[str]:
-    """Rewrite `fraction` of the files (at least one) with new content of the same size, and
-    give the manifest a newer `created`, as a producer's next release would. Binary files keep
-    their size, so rsync and `aws s3 sync` notice the change by mtime alone, as they would for
-    a real rebuild."""
+def change(root: str, spec: BundleSpec, seed: int, fraction: float = 0.1, grow: int = 0, created: str = CHANGED) -> list[str]:
+    """Rewrite `fraction` of the files (at least one) with new content, and give the manifest a
+    newer `created` (a later one for a later change), as a producer's next release would. Binary files keep their size unless
+    `grow` adds bytes to them: rsync and `aws s3 sync` then notice the change by mtime alone, as
+    they would for a real rebuild, or by size too."""
     rng = random.Random("change:%s:%d" % (spec.name, seed))
     chosen = sorted(rng.sample(range(spec.count), max(1, round(spec.count * fraction))))
     for index in chosen:
-        _write_file(root, spec, index, seed + 1)
-    create_manifest(root, BUNDLE_ID, CHANGED)
+        _write_file(root, spec, index, seed + 1, grow)
+    create_manifest(root, BUNDLE_ID, created)
     every = paths(spec)
     return [every[i] for i in chosen]

@@ -182,12 +182,12 @@ def test_amazon_aws_spellings_are_aliases():
 def test_aws_region_is_honoured_like_aws_default_region(monkeypatch):
     import boto3
 
-    from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.s3 import _session
+    from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.s3_client import session_for
 
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-2")
     monkeypatch.setenv("AWS_REGION", "eu-west-3")
-    assert _session(boto3, dict(S3)).region_name == "eu-west-3"
-    assert _session(boto3, dict(S3, region="ap-south-1")).region_name == "ap-south-1"
+    assert session_for(boto3, dict(S3)).region_name == "eu-west-3"
+    assert session_for(boto3, dict(S3, region="ap-south-1")).region_name == "ap-south-1"
 
 
 @pytest.mark.parametrize("storage", [

@@ -108,7 +108,7 @@ def recover(storage: Storage, found: Leftovers, outputs: list[str], journal_stay
     storage.delete_many(found.staged)
     cleared = storage.delete_many(found.staging)
     if found.token is not None and not journal_stays:
-        storage.delete(JOURNAL_NAME)
+        storage.discard(JOURNAL_NAME)
     return removed, cleared
 
 
@@ -160,7 +160,7 @@ def execute(plan: Plan, storage: Storage, bundle) -> None:
     except BaseException:
         _clean_up(storage, journal)
         raise
-    storage.delete(JOURNAL_NAME)
+    storage.discard(JOURNAL_NAME)
 
 
 def _resettle(resettles: tuple, storage: Storage, bundle) -> None:

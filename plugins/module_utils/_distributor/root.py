@@ -56,17 +56,25 @@ def inspect(storage: Storage) -> RootRecords:
 
 def read_records(storage: Storage):
     """(state, state_error, journal): what inspect reads before listing; a publish that these
-    alone decide (a skip) lists nothing."""
-    return read_state(storage) + (read_journal(storage),)
+    alone decide (a skip) lists nothing. Both are read at once where latency dominates (S3: two
+    GETs in flight together, one round trip): a dead attempt's journal is resolved whatever the
+    state holds, so neither read waits for the other."""
+    raw_state, raw_journal = storage.read_many([(STATE_NAME, STATE_LIMIT), (JOURNAL_NAME, JOURNAL_LIMIT)])
+    return state_of(storage, raw_state) + (journal_of(storage, raw_journal),)
 
 
 def read_state(storage: Storage, parse=parse_state):
     """(state, state_error): the record, or the invalid_state error that says why it is unusable.
     `parse` is parse_state, or what it stands for when only part of the record is needed
     (state.recorded_files)."""
+    return state_of(storage, storage.read_bytes(STATE_NAME, STATE_LIMIT), parse)
+
+
+def state_of(storage: Storage, raw: bytes | None, parse=parse_state):
+    """read_state of a state record read already (None: there is none)."""
     try:
-        raw = read_record(storage, STATE_NAME, STATE_LIMIT)
-        return (parse(raw, storage.describe(STATE_NAME)) if raw is not None else None), None
+        checked = bounded(storage, STATE_NAME, STATE_LIMIT, raw)
+        return (parse(checked, storage.describe(STATE_NAME)) if checked is not None else None), None
     except DistributorError as error:
         if error.reason != "invalid_state":
             raise
@@ -75,15 +83,24 @@ def read_state(storage: Storage, parse=parse_state):
 
 def read_journal(storage: Storage):
     """The journal of a dead attempt, or None; an invalid one raises invalid_state."""
-    raw = read_record(storage, JOURNAL_NAME, JOURNAL_LIMIT)
-    return parse_journal(raw, storage.describe(JOURNAL_NAME)) if raw is not None else None
+    return journal_of(storage, storage.read_bytes(JOURNAL_NAME, JOURNAL_LIMIT))
+
+
+def journal_of(storage: Storage, raw: bytes | None):
+    """read_journal of a journal read already (None: there is none)."""
+    checked = bounded(storage, JOURNAL_NAME, JOURNAL_LIMIT, raw)
+    return parse_journal(checked, storage.describe(JOURNAL_NAME)) if checked is not None else None
 
 
 def read_record(storage: Storage, name: str, limit: int) -> bytes | None:
-    """A record (state, journal) read with its bound: anyone who can write the destination can
-    plant one of any size, and one over the bound is refused after `limit + 1` bytes, never
-    read whole or parsed."""
-    raw = storage.read_bytes(name, limit)
+    """A record (state, journal, index) read with its bound (see bounded)."""
+    return bounded(storage, name, limit, storage.read_bytes(name, limit))
+
+
+def bounded(storage: Storage, name: str, limit: int, raw: bytes | None) -> bytes | None:
+    """A record as read with its bound: anyone who can write the destination can plant one of
+    any size, and one over the bound is refused after `limit + 1` bytes, never read whole or
+    parsed."""
     if raw is not None and len(raw) > limit:
         raise DistributorError(
             "invalid_state",

@@ -158,6 +158,11 @@ class Storage:
         errors.Unreadable, never opened."""
         raise NotImplementedError
 
+    def read_many(self, reads: list[tuple[str, int]]) -> list[bytes | None]:
+        """read_bytes of each (path, limit), in order. Backends where latency dominates (S3)
+        read them at once."""
+        return [self.read_bytes(path, limit) for path, limit in reads]
+
     def measure(self, path: str, size: int, digest: bool) -> tuple[int, str | None] | None:
         """(size, `sha256:<hex>` or None) of a managed output, or None when it is not there:
         publish's and state_info's `verify` compare it with the output's record. The digest is
@@ -237,6 +242,11 @@ class Storage:
         that is not empty stays (False).
         """
         raise NotImplementedError
+
+    def discard(self, path: str) -> None:
+        """delete() where nobody asks whether something was there (the journal once the state
+        is written): S3 then spares the HEAD that answers it, a round trip."""
+        self.delete(path)
 
     def delete_many(self, paths: Iterable[str]) -> list[str]:
         """Remove files, returning those that existed; backends may batch or parallelise."""

@@ -119,6 +119,12 @@ class ConfinedStorage(Storage):
         with self._reported("read", self._inside(path)):
             return self.inner.read_bytes(path, limit)
 
+    def read_many(self, reads: list[tuple[str, int]]) -> list[bytes | None]:
+        """Every path checked before the first is read."""
+        checked = [(self._inside(path), limit) for path, limit in reads]
+        with self._reported("read files under"):
+            return self.inner.read_many(checked)
+
     def measure(self, path: str, size: int, digest: bool) -> tuple[int, str | None] | None:
         """Confined like a read."""
         with self._reported("inspect", self._inside(path)):
@@ -173,6 +179,13 @@ class ConfinedStorage(Storage):
         self._held("deleting " + path)
         with self._reported("delete", path):
             return self.inner.delete(path)
+
+    def discard(self, path: str) -> None:
+        """Confined and under the lease, as delete."""
+        path = self._inside(path)
+        self._held("deleting " + path)
+        with self._reported("delete", path):
+            self.inner.discard(path)
 
     def delete_many(self, paths: Iterable[str]) -> list[str]:
         """Every path is checked before the first is deleted: a bad one deletes nothing."""

@@ -18,7 +18,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import itertools
-import os
 import threading
 from collections import deque
 import traceback
@@ -32,6 +31,7 @@ from ..limits import LOCK_EXPIRY_SECONDS
 from ..paths import is_reserved, join
 from .base import Storage, hash_stream, in_parallel, mentions_secret, redact, verdict
 from .lease import Lease, held
+from .s3_client import client_for, session_for
 from .s3_errors import explain
 from .s3_lock import EMPTY_RANGE, NOT_FOUND, S3Lock
 
@@ -71,13 +71,9 @@ class S3Storage(Storage):
         self._sdk_errors = (ClientError, BotoCoreError)
         with self._errors("connect to", self.prefix):
             try:
-                self._session = _session(boto3, storage)
-                self.client = self._session.client(
-                    "s3",
-                    endpoint_url=storage.get("endpoint_url") or None,
-                    config=Config(max_pool_connections=WORKERS + PARTS_IN_FLIGHT + 1),
-                    verify=_verify(storage),
-                )
+                self._session = session_for(boto3, storage)
+                self.client = client_for(self._session, Config(max_pool_connections=WORKERS + PARTS_IN_FLIGHT + 1), storage,
+                                         SMALL_BODY)
             except ValueError as exc:
                 # boto3 refuses a malformed endpoint_url with a bare ValueError.
                 raise DistributorError(
@@ -158,6 +154,25 @@ class S3Storage(Storage):
     def read_bytes(self, path: str, limit: int) -> bytes | None:
         """One ranged GET of at most limit+1 bytes, so a planted huge object is never read whole."""
         return self._read(self._key(path), limit)
+
+    def read_many(self, reads: list[tuple[str, int]]) -> list[bytes | None]:
+        """Every ranged GET in flight at once (WORKERS at most): one round trip for a publish's
+        state and journal. When several fail, the first in order is raised, as reading one
+        after another would (a missing bucket is reported at the state, whichever answer came
+        back first)."""
+        found: list = [None] * len(reads)
+        failed: list = [None] * len(reads)
+
+        def read(index: int) -> None:
+            try:
+                found[index] = self.read_bytes(*reads[index])
+            except DistributorError as error:
+                failed[index] = error
+        in_parallel(WORKERS, read, range(len(reads)))
+        first = next((error for error in failed if error is not None), None)
+        if first is not None:
+            raise first
+        return found
 
     def measure(self, path: str, size: int, digest: bool) -> tuple[int, str | None] | None:
         """One HEAD; an object of another size than `size` is not read. The stored ChecksumSHA256
@@ -331,8 +346,12 @@ class S3Storage(Storage):
         says whether something was removed."""
         if not self.exists(path):
             return False
-        self._call("delete", self._key(path), "delete_object", Key=self._key(path))
+        self.discard(path)
         return True
+
+    def discard(self, path: str) -> None:
+        """One DeleteObject: S3 deletes a missing key without complaint."""
+        self._call("delete", self._key(path), "delete_object", Key=self._key(path))
 
     def delete_many(self, paths: Iterable[str]) -> list[str]:
         """Only the paths that exist are reported: up to WORKERS paths are asked for with one
@@ -417,27 +436,6 @@ def _refused_checksum(response: dict) -> bool:
     error = response.get("Error", {})
     code = error.get("Code")
     return code in CHECKSUM_REFUSED or (code == "InvalidRequest" and "checksum" in str(error.get("Message", "")).lower())
-
-
-def _session(boto3, storage: dict):
-    """Explicit keys win, then a named profile, then the standard AWS chain (environment,
-    shared files, instance and container roles), as the aws command would."""
-    region = storage.get("region") or os.environ.get("AWS_REGION") or None
-    if storage.get("access_key"):
-        return boto3.session.Session(
-            aws_access_key_id=storage["access_key"],
-            aws_secret_access_key=storage.get("secret_key"),
-            aws_session_token=storage.get("session_token"),
-            region_name=region,
-        )
-    return boto3.session.Session(profile_name=storage.get("profile") or None, region_name=region)
-
-
-def _verify(storage: dict):
-    """botocore's `verify`: a CA bundle path, False to skip TLS verification, or None (default)."""
-    if storage.get("validate_certs") is False:
-        return False
-    return os.path.expanduser(storage["ca_bundle"]) if storage.get("ca_bundle") else None
 
 
 class _PartReader:
