@@ -62,15 +62,20 @@ GOLDEN_FIRST = "sha256:eb64b45e3cca564a6a38eb5f17c2f83fb9dd539dd775f6da2dff23ed2
 GOLDEN_SKIP = "sha256:2553939b90df6a6958a7f0013d8022279cf9409581689c2ff05f7c9233334825"
 
 
+def dumped_with_forgets(facts: dict, records) -> bytes:
+    """json.dumps's canonical bytes of `facts` with its forgets as the records' plain dicts."""
+    as_dicts = dict(facts, forgets=[{
+        "path": o.path, "owner": str(o.owner), "kind": o.kind, "source_path": o.source_path, "transform": o.transform,
+        "url": o.url, "sha256": o.sha256, "size": o.size, "attributes": [list(pair) for pair in o.attributes]}
+        for o in sorted(records, key=lambda o: o.path)])
+    return json.dumps(as_dicts, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode("ascii")
+
+
 def test_records_are_written_as_json_dumps_writes_their_dicts():
     """The canonical form is json.dumps's of plain data: records written straight from the
     Output objects must be byte for byte what their dicts would give."""
     facts = forget_facts("prune", "", KEY, None, [KEY], RECORDS, [])
-    as_dicts = dict(facts, forgets=[{
-        "path": o.path, "owner": str(o.owner), "kind": o.kind, "source_path": o.source_path, "transform": o.transform,
-        "url": o.url, "sha256": o.sha256, "size": o.size, "attributes": [list(pair) for pair in o.attributes]}
-        for o in sorted(RECORDS, key=lambda o: o.path)])
-    assert canonical(facts) == json.dumps(as_dicts, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode("ascii")
+    assert canonical(facts) == dumped_with_forgets(facts, RECORDS)
     assert canonical(dict(facts, forgets=Records())) == canonical(dict(facts, forgets=[]))
 
 
@@ -81,11 +86,7 @@ def test_records_of_many_batches_are_written_as_json_dumps_writes_their_dicts():
     records = tuple(RECORDS[i % 4]._replace(path="p%05d/%s" % (i, RECORDS[i % 4].path),
                                             url=None if i % 7 < 3 or i >= 2000 else "https://e.org/%d" % i) for i in range(2501))
     facts = forget_facts("prune", "", KEY, None, [KEY], records, [])
-    as_dicts = dict(facts, forgets=[{
-        "path": o.path, "owner": str(o.owner), "kind": o.kind, "source_path": o.source_path, "transform": o.transform,
-        "url": o.url, "sha256": o.sha256, "size": o.size, "attributes": [list(pair) for pair in o.attributes]}
-        for o in sorted(records, key=lambda o: o.path)])
-    assert canonical(facts) == json.dumps(as_dicts, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode("ascii")
+    assert canonical(facts) == dumped_with_forgets(facts, records)
 
 
 def test_long_lists_and_lists_made_when_read_are_written_as_json_dumps_writes_them():
@@ -112,8 +113,4 @@ def test_batches_of_records_sharing_all_but_their_own_fields_are_written_as_json
                             url=None if i < 1000 else "https://e.org/%%d/%d" % i, **shared) for i in range(2500))
     records = tuple(r._replace(source_path=r.source_path or r.path) for r in records) + (RECORDS[2],)
     facts = forget_facts("prune", "", KEY, None, [KEY], records, [])
-    as_dicts = dict(facts, forgets=[{
-        "path": o.path, "owner": str(o.owner), "kind": o.kind, "source_path": o.source_path, "transform": o.transform,
-        "url": o.url, "sha256": o.sha256, "size": o.size, "attributes": [list(pair) for pair in o.attributes]}
-        for o in sorted(records, key=lambda o: o.path)])
-    assert canonical(facts) == json.dumps(as_dicts, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode("ascii")
+    assert canonical(facts) == dumped_with_forgets(facts, records)

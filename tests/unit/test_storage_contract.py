@@ -997,6 +997,18 @@ def test_link_many_refuses_a_link_a_directory_a_missing_source_and_a_taken_targe
     assert storage.read_bytes("two/a.txt", 100) == b"theirs"
 
 
+def swap_b_for_planted_when_linked(base, monkeypatch):
+    """os.link that puts planted.txt in the place of one/b.txt just before linking b.txt: the
+    source swapped between distributor's look and its link."""
+    real_link = os.link
+
+    def link(source, target, **kwargs):
+        if target == "b.txt":
+            os.replace(base / "planted.txt", base / "one/b.txt")
+        real_link(source, target, **kwargs)
+    monkeypatch.setattr(os, "link", link)
+
+
 @only("local")
 def test_local_link_many_undoes_and_refuses_a_link_whose_source_was_swapped_between_the_look_and_the_link(backend, monkeypatch):
     """A source swapped for another file after distributor looked at it must not be left linked
@@ -1004,16 +1016,10 @@ def test_local_link_many_undoes_and_refuses_a_link_whose_source_was_swapped_betw
     storage = backend.open()
     for name in ("one/a.txt", "one/b.txt", "planted.txt"):
         storage.write_bytes(name, name.encode())
-    base, real_link = backend.base_dir(), os.link
-
-    def link(source, target, **kwargs):
-        if target == "b.txt":
-            os.replace(base / "planted.txt", base / "one/b.txt")
-        real_link(source, target, **kwargs)
-    monkeypatch.setattr(os, "link", link)
+    swap_b_for_planted_when_linked(backend.base_dir(), monkeypatch)
     error = expect_error("storage_error", storage.link_many, [("one/a.txt", "two/a.txt"), ("one/b.txt", "two/b.txt")])
     assert "not the one linked" in error.message and storage.describe("two/b.txt") in error.message
-    assert sorted(os.listdir(base / "two")) == ["a.txt"]
+    assert sorted(os.listdir(backend.base_dir() / "two")) == ["a.txt"]
 
 
 @only("local")
@@ -1024,16 +1030,10 @@ def test_local_link_many_undoes_a_swapped_link_also_when_a_later_pair_is_refused
     for name in ("one/a.txt", "one/b.txt", "planted.txt"):
         storage.write_bytes(name, name.encode())
     storage.switch("one/c.txt", "a.txt", "tmp-link")
-    base, real_link = backend.base_dir(), os.link
-
-    def link(source, target, **kwargs):
-        if target == "b.txt":
-            os.replace(base / "planted.txt", base / "one/b.txt")
-        real_link(source, target, **kwargs)
-    monkeypatch.setattr(os, "link", link)
+    swap_b_for_planted_when_linked(backend.base_dir(), monkeypatch)
     pairs = [("one/%s.txt" % n, "two/%s.txt" % n) for n in "abc"]
     expect_error("storage_error", storage.link_many, pairs)
-    assert sorted(os.listdir(base / "two")) == ["a.txt"]
+    assert sorted(os.listdir(backend.base_dir() / "two")) == ["a.txt"]
 
 
 @only("local")
