@@ -42,7 +42,7 @@ def floor(source: str, root: str, ansible: bool) -> None:
     Python program doing that work can reach, whatever else the module must do."""
     module = None
     if ansible:
-        import ansible.module_utils.basic as basic  # pylint: disable=import-outside-toplevel
+        from ansible.module_utils import basic  # pylint: disable=import-outside-toplevel
         basic._ANSIBLE_ARGS = json.dumps({"ANSIBLE_MODULE_ARGS": {"source": source, "root": root}}).encode()
         basic._ANSIBLE_PROFILE = "legacy"
         module = basic.AnsibleModule(argument_spec={"source": {"type": "path"}, "root": {"type": "path"}})

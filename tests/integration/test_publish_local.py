@@ -54,8 +54,8 @@ def test_republish_is_a_skip_with_changed_false(playbook, make_bundle, root):
     assert (second["changed"], second["action"]) == (False, "skip")
 
 
-def test_a_module_run_leaves_no_payload_behind_whether_it_publishes_skips_or_fails(playbook, make_bundle, root, tmp_path,
-                                                                                     monkeypatch):
+def test_a_module_run_leaves_no_payload_behind_whether_it_publishes_skips_or_fails(
+        playbook, make_bundle, root, tmp_path, monkeypatch):
     """The module process ends the way Python ends (adapter.run_module freezes, never exits
     itself): AnsiballZ still removes the payload it unpacked, and each result reaches Ansible."""
     payloads = tmp_path / "module-tmp"

@@ -293,10 +293,10 @@ def test_records_made_from_columns_read_and_compare_like_the_dataclasses_they_re
     with the same values), hashes by its fields and cannot be changed."""
     entry = ManifestFile("a.md", SHA, 1)
     made = columns.rows(ManifestFile, ["a.md"], [SHA], [1])
-    assert made == (entry,) and type(made[0]) is ManifestFile
+    assert made == (entry,) and made[0].__class__ is ManifestFile
     assert (entry.path, entry.sha256, entry.size) == ("a.md", SHA, 1)
     assert repr(entry) == "ManifestFile(path='a.md', sha256=%r, size=1)" % SHA
-    assert entry != ("a.md", SHA, 1) and ("a.md", SHA, 1) != entry and not entry == ("a.md", SHA, 1)
+    assert entry != ("a.md", SHA, 1) and ("a.md", SHA, 1) != entry and (entry == ("a.md", SHA, 1)) is False
     planned = PlannedOutput("a.md", "source", "a.md", "copy")
     assert planned != ("a.md", "source", "a.md", "copy") and planned == PlannedOutput("a.md", "source", "a.md", "copy")
     twin = type("Twin", (columns.Row, columns.fields("Twin", "path", "sha256", "size")), {"__slots__": ()})("a.md", SHA, 1)
@@ -306,7 +306,7 @@ def test_records_made_from_columns_read_and_compare_like_the_dataclasses_they_re
         entry.path = "b.md"
     assert not hasattr(entry, "__dict__")
     output = outcome(parse_state_json, STATE, False).outputs[0]
-    assert type(output) is Output and output == outcome(parse_state_json, STATE, True).outputs[0] and output != tuple(output)
+    assert output.__class__ is Output and output == outcome(parse_state_json, STATE, True).outputs[0] and output != tuple(output)
 
 
 def test_a_manifest_and_a_plan_from_columns_hold_their_own_kinds():

@@ -66,7 +66,7 @@ def test_every_field_of_a_read_output_is_read_from_its_record_not_left_at_a_defa
     (columns.rows): a field added to Output and forgotten there would leave the records short."""
     state = shared_state(("reports", "archive", M, ["a.md"]), ("events", "archive", manifest(id="events"), ["b.md"]))
     for read in (parse_state(serialize_state(state), "x"), parse_state(serialize_state(single_state(M)), "x")):
-        assert read.outputs and all(type(output) is Output and len(output) == len(Output._fields) for output in read.outputs)
+        assert read.outputs and all(output.__class__ is Output and len(output) == len(Output._fields) for output in read.outputs)
 
 
 def test_migration_keeps_owner_outputs_and_timestamps():

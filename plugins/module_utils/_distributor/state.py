@@ -243,7 +243,7 @@ def _recognised(data: object) -> State | None:
     known = _columns(data, recognised)
     if known is None:
         return None
-    manifest, columns = known
+    manifest, columns = known[0], known[1]
     key = OwnerKey(data["pipeline_id"], data["destination_id"])
     attributes = columns["attributes"]
     columns["attributes"] = repeat(()) if attributes is None else [tuple(sorted(a.items())) if a else () for a in attributes]
