@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
+from functools import partial
 from itertools import repeat
 from operator import attrgetter
 from types import MappingProxyType
@@ -18,7 +19,7 @@ from urllib.parse import quote
 from .carried import Carried, emptied, join_outputs, split_outputs
 from .errors import DistributorError
 from .columns import Row, fields, manifest_columns, publishable, rows, shared_output_lines, single_owner_columns
-from .manifest import Manifest, listed, parse_manifest, publishable_path_problem, recognised
+from .manifest import Manifest, file_to_dict, listed, parse_manifest, publishable_path_problem, recognised
 from .schemas import check_nesting, decode_json, only_scalars, validate
 from .timestamps import parse_rfc3339
 from .urls import recorded_url_problem, url_problem
@@ -449,16 +450,84 @@ def state_to_dict(state: State, each=listed) -> dict:
 
 
 def serialize_state(state: State) -> bytes:
-    """The bytes of the state file: the one form every operation writes a record in. Carried
-    records are written as they were read (carried.join_outputs): the same bytes writing their
-    model would make, since the column checks take only lines in that form."""
+    """The bytes of the state file: the one form every operation writes a record in. Output and
+    manifest file records are written as lines made from their columns (_written); carried
+    records as they were read (carried.join_outputs): the same bytes writing their model would
+    make, since the column checks take only lines in that form."""
     if isinstance(state.outputs, Carried) and state.mode == SHARED_ROOT and state.outputs:
-        return join_outputs(readable_json(state_to_dict(replace(state, outputs=()))), state.outputs, _record_line)
-    return (readable_json(state_to_dict(state)) + "\n").encode("utf-8")
+        head = readable_json(state_to_dict(replace(state, outputs=()), _written))
+        return join_outputs(head, state.outputs, partial(record_lines, shared=True))
+    return (readable_json(state_to_dict(state, _written)) + "\n").encode("utf-8")
 
 
-def _record_line(output: Output) -> str:
-    return _LINE.encode(_shared_record(output))
+class _Lines(list):
+    """Records already written as lines: readable_json lays them out one a line as it lays out
+    the records' dicts."""
+
+
+def _written(items, make) -> _Lines:
+    """state_to_dict's `each` for the bytes of a record: the lines `make`'s dicts would be
+    written as, made column-wise (record_lines, _file_lines)."""
+    return _Lines(_WRITERS[make](items))
+
+
+_STRING = json.encoder.encode_basestring_ascii
+
+
+def record_lines(outputs, shared: bool) -> list:
+    """Each output record as the line `_LINE.encode(output_to_dict(output, shared))` writes, in
+    the order given, made column-wise: one format per record over columns whose strings are
+    escaped by json's own C escaping, the members a record may lack (transform, url, attributes,
+    render_key; absent when empty, as output_to_dict leaves them out) written as a column of
+    pieces, and the fields most records share (owner and source, attributes) written once each.
+    tests/unit/test_state_lines.py holds it to output_to_dict's bytes."""
+    outputs = list(outputs)
+    paths = list(map(_path_of, outputs))
+    sources = list(map(_source_path_of, outputs))
+    paths_shown = list(map(_STRING, paths))
+    return list(map(_RECORD_FORMAT.__mod__, zip(
+        paths_shown, map(_STRING, map(_kind_of, outputs)), paths_shown if sources == paths else map(_STRING, sources),
+        _pieces(outputs, _transform_of, ', "transform": %s', _STRING), _pieces(outputs, _url_of, ', "url": %s', _STRING),
+        map(_STRING, map(_sha256_of, outputs)), map(_size_of, outputs),
+        _pieces(outputs, _source_of, _SHARED_MEMBERS, _shared_members) if shared else repeat(""),
+        map(_STRING, map(_created_of, outputs)), map(_STRING, map(_updated_of, outputs)),
+        _pieces(outputs, _attributes_of, ', "attributes": %s', _attributes_text),
+        _pieces(outputs, _render_key_of, ', "render_key": %s', _STRING))))
+
+
+_RECORD_FORMAT = '{"path": %s, "kind": %s, "source_path": %s%s%s, "sha256": %s, "size": %d%s, "created_at": %s, "updated_at": %s%s%s}'
+_SHARED_MEMBERS = ', "pipeline_id": %s, "destination_id": %s, "source_id": %s, "source_digest": %s, "source_created": %s'
+_source_path_of, _kind_of, _transform_of, _url_of, _sha256_of, _size_of, _created_of, _updated_of, _attributes_of, _render_key_of = map(
+    attrgetter, ("source_path", "kind", "transform", "url", "sha256", "size", "created_at", "updated_at", "attributes", "render_key"))
+_source_of = attrgetter("owner", "source_id", "source_digest", "source_created")
+
+
+def _pieces(outputs: list, field, form: str, text):
+    """The piece of each record's line for a member written only when its value is not empty:
+    each distinct value written once (most are None, or one value all records share)."""
+    values = list(map(field, outputs))
+    shown = {value: form % text(value) if value else "" for value in set(values)}
+    return map(shown.__getitem__, values) if len(shown) > 1 else repeat(shown.popitem()[1] if shown else "")
+
+
+def _shared_members(source: tuple) -> tuple:
+    (pipeline_id, destination_id), source_id, source_digest, source_created = source
+    return tuple(map(_STRING, (pipeline_id, destination_id, source_id, source_digest, source_created)))
+
+
+def _attributes_text(attributes: tuple) -> str:
+    return _LINE.encode(dict(attributes))
+
+
+def _file_lines(files) -> list:
+    """Each manifest file entry as the line `_LINE.encode(file_to_dict(entry))` writes."""
+    files = list(files)
+    return list(map('{"path": %s, "sha256": %s, "size": %d}'.__mod__, zip(
+        map(_STRING, map(_path_of, files)), map(_STRING, map(_sha256_of, files)), map(_size_of, files))))
+
+
+_WRITERS = {file_to_dict: _file_lines, output_to_dict: partial(record_lines, shared=False),
+            _shared_record: partial(record_lines, shared=True)}
 
 
 def readable_json(value, indent: str = "") -> str:
@@ -469,6 +538,8 @@ def readable_json(value, indent: str = "") -> str:
     records). `indent=2` would take the pure-Python encoder: about a second for a 70 MiB
     shared-root state."""
     inner = indent + "  "
+    if isinstance(value, _Lines):
+        return "[\n" + inner + (",\n" + inner).join(value) + "\n" + indent + "]" if value else "[]"
     if isinstance(value, dict) and any(_has_records(v) for v in value.values()):
         members = ["%s%s: %s" % (inner, _LINE.encode(k), readable_json(v, inner)) for k, v in value.items()]
         return "{\n" + ",\n".join(members) + "\n" + indent + "}"
@@ -497,6 +568,8 @@ def _has_records(value) -> bool:
     """An array of objects, or an object holding one: what is worth a line per member. An
     object of scalars (most output records, every manifest file entry) is told by the types of
     its values alone, without a call per value."""
+    if isinstance(value, _Lines):
+        return bool(value)
     if isinstance(value, list):
         return any(isinstance(item, dict) for item in value)
     if not isinstance(value, dict) or only_scalars(value.values()):
