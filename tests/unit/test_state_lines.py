@@ -1,5 +1,5 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""A state's output records and its manifests' file entries are written from their columns (state.record_lines) and must be the
+"""A state's output records and its manifests' file entries are written from their columns (state_lines.output_lines) and must be the
 bytes writing each record's dict makes (state.output_to_dict through the same C encoder), for
 any mix of kinds, optional members, owners and strings: the column-wise lines are the only way
 a state's records are written, and this holds them to the form the record documents."""
@@ -9,7 +9,8 @@ from __future__ import annotations
 from hypothesis import given, settings, strategies as st
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.state import (
-    Output, Owner, OwnerKey, State, _LINE, output_to_dict, readable_json, record_lines, serialize_state, state_to_dict)
+    Output, Owner, OwnerKey, State, output_to_dict, readable_json, serialize_state, state_to_dict)
+from ansible_collections.distributor.core.plugins.module_utils._distributor.state_lines import LINE, output_lines
 
 from builders import manifest
 
@@ -27,14 +28,14 @@ OUTPUT = st.builds(
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(OUTPUT, max_size=8), st.booleans())
-def test_record_lines_are_the_bytes_of_each_records_dict(outputs, shared):
-    assert record_lines(outputs, shared) == [_LINE.encode(output_to_dict(o, shared)) for o in outputs]
+def test_output_lines_are_the_bytes_of_each_records_dict(outputs, shared):
+    assert output_lines(outputs, shared) == [LINE.encode(output_to_dict(o, shared)) for o in outputs]
 
 
 def test_a_copy_whose_source_path_equals_its_path_and_one_that_differs_are_both_written_as_their_dicts():
     same = Output("a", "source", "a", None, None, "sha256:" + "a" * 64, 1, "t", "t", OwnerKey("p", "d"), "i", "s", "c")
     other = same._replace(path="b")
-    assert record_lines([same, other], False) == [_LINE.encode(output_to_dict(o)) for o in (same, other)]
+    assert output_lines([same, other], False) == [LINE.encode(output_to_dict(o)) for o in (same, other)]
 
 
 FILES = st.dictionaries(st.text(alphabet=st.characters(blacklist_categories=("Cs",)) | st.sampled_from(['"', "\\", "%"]),

@@ -20,6 +20,7 @@ from .carried import Carried, emptied, join_outputs, split_outputs
 from .errors import DistributorError
 from .columns import Row, fields, manifest_columns, publishable, rows, shared_output_lines, single_owner_columns
 from .manifest import Manifest, file_to_dict, listed, parse_manifest, publishable_path_problem, recognised
+from .state_lines import LINE as _LINE, file_lines, output_lines
 from .schemas import check_nesting, decode_json, only_scalars, validate
 from .timestamps import parse_rfc3339
 from .urls import recorded_url_problem, url_problem
@@ -456,7 +457,7 @@ def serialize_state(state: State) -> bytes:
     make, since the column checks take only lines in that form."""
     if isinstance(state.outputs, Carried) and state.mode == SHARED_ROOT and state.outputs:
         head = readable_json(state_to_dict(replace(state, outputs=()), _written))
-        return join_outputs(head, state.outputs, partial(record_lines, shared=True))
+        return join_outputs(head, state.outputs, partial(output_lines, shared=True))
     return (readable_json(state_to_dict(state, _written)) + "\n").encode("utf-8")
 
 
@@ -467,67 +468,12 @@ class _Lines(list):
 
 def _written(items, make) -> _Lines:
     """state_to_dict's `each` for the bytes of a record: the lines `make`'s dicts would be
-    written as, made column-wise (record_lines, _file_lines)."""
+    written as, made column-wise (state_lines)."""
     return _Lines(_WRITERS[make](items))
 
 
-_STRING = json.encoder.encode_basestring_ascii
-
-
-def record_lines(outputs, shared: bool) -> list:
-    """Each output record as the line `_LINE.encode(output_to_dict(output, shared))` writes, in
-    the order given, made column-wise: one format per record over columns whose strings are
-    escaped by json's own C escaping, the members a record may lack (transform, url, attributes,
-    render_key; absent when empty, as output_to_dict leaves them out) written as a column of
-    pieces, and the fields most records share (owner and source, attributes) written once each.
-    tests/unit/test_state_lines.py holds it to output_to_dict's bytes."""
-    outputs = list(outputs)
-    paths = list(map(_path_of, outputs))
-    sources = list(map(_source_path_of, outputs))
-    paths_shown = list(map(_STRING, paths))
-    return list(map(_RECORD_FORMAT.__mod__, zip(
-        paths_shown, map(_STRING, map(_kind_of, outputs)), paths_shown if sources == paths else map(_STRING, sources),
-        _pieces(outputs, _transform_of, ', "transform": %s', _STRING), _pieces(outputs, _url_of, ', "url": %s', _STRING),
-        map(_STRING, map(_sha256_of, outputs)), map(_size_of, outputs),
-        _pieces(outputs, _source_of, _SHARED_MEMBERS, _shared_members) if shared else repeat(""),
-        map(_STRING, map(_created_of, outputs)), map(_STRING, map(_updated_of, outputs)),
-        _pieces(outputs, _attributes_of, ', "attributes": %s', _attributes_text),
-        _pieces(outputs, _render_key_of, ', "render_key": %s', _STRING))))
-
-
-_RECORD_FORMAT = '{"path": %s, "kind": %s, "source_path": %s%s%s, "sha256": %s, "size": %d%s, "created_at": %s, "updated_at": %s%s%s}'
-_SHARED_MEMBERS = ', "pipeline_id": %s, "destination_id": %s, "source_id": %s, "source_digest": %s, "source_created": %s'
-_source_path_of, _kind_of, _transform_of, _url_of, _sha256_of, _size_of, _created_of, _updated_of, _attributes_of, _render_key_of = map(
-    attrgetter, ("source_path", "kind", "transform", "url", "sha256", "size", "created_at", "updated_at", "attributes", "render_key"))
-_source_of = attrgetter("owner", "source_id", "source_digest", "source_created")
-
-
-def _pieces(outputs: list, field, form: str, text):
-    """The piece of each record's line for a member written only when its value is not empty:
-    each distinct value written once (most are None, or one value all records share)."""
-    values = list(map(field, outputs))
-    shown = {value: form % text(value) if value else "" for value in set(values)}
-    return map(shown.__getitem__, values) if len(shown) > 1 else repeat(shown.popitem()[1] if shown else "")
-
-
-def _shared_members(source: tuple) -> tuple:
-    (pipeline_id, destination_id), source_id, source_digest, source_created = source
-    return tuple(map(_STRING, (pipeline_id, destination_id, source_id, source_digest, source_created)))
-
-
-def _attributes_text(attributes: tuple) -> str:
-    return _LINE.encode(dict(attributes))
-
-
-def _file_lines(files) -> list:
-    """Each manifest file entry as the line `_LINE.encode(file_to_dict(entry))` writes."""
-    files = list(files)
-    return list(map('{"path": %s, "sha256": %s, "size": %d}'.__mod__, zip(
-        map(_STRING, map(_path_of, files)), map(_STRING, map(_sha256_of, files)), map(_size_of, files))))
-
-
-_WRITERS = {file_to_dict: _file_lines, output_to_dict: partial(record_lines, shared=False),
-            _shared_record: partial(record_lines, shared=True)}
+_WRITERS = {file_to_dict: file_lines, output_to_dict: partial(output_lines, shared=False),
+            _shared_record: partial(output_lines, shared=True)}
 
 
 def readable_json(value, indent: str = "") -> str:
@@ -551,7 +497,6 @@ def readable_json(value, indent: str = "") -> str:
     return _LINE.encode(value)
 
 
-_LINE = json.JSONEncoder(separators=(", ", ": "))
 _NEWLINES = json.JSONEncoder(separators=("\n", ": "))
 
 
