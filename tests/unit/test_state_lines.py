@@ -1,7 +1,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""A state's output records and its manifests' file entries are written from their columns (state_lines.output_lines) and must be the
-bytes writing each record's dict makes (state.output_to_dict through the same C encoder), for
-any mix of kinds, optional members, owners and strings: the column-wise lines are the only way
+"""A state's output records and its manifests' file entries are written from their columns
+(state_lines.output_lines, state_lines.file_lines) and must be the bytes writing each record's
+dict makes (state.output_to_dict through the same C encoder), for any mix of kinds, optional
+members, owners and strings: the column-wise lines are the only way
 a state's records are written, and this holds them to the form the record documents."""
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.stat
 
 from builders import manifest
 
-TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)) | st.sampled_from(['"', "\\", "%", "\n", "\0", "é", "/", "\udcff"]), min_size=1, max_size=12)
+ESCAPED = st.sampled_from(['"', "\\", "%", "\n", "\0", "é", "/", "\udcff"])
+TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)) | ESCAPED, min_size=1, max_size=12)
 OPTIONAL = st.none() | st.just("") | TEXT
 SHA = st.sampled_from(["sha256:" + "a" * 64, "sha256:" + "0" * 64])
 OWNER = st.builds(OwnerKey, st.sampled_from(["p", "q%s"]), st.sampled_from(["d", "e\u00e9"]))
@@ -46,6 +48,7 @@ FILES = st.dictionaries(st.text(alphabet=st.characters(blacklist_categories=("Cs
 @given(st.lists(OUTPUT, max_size=6, unique_by=lambda o: o.path), st.booleans(), FILES)
 def test_a_state_is_written_as_readable_json_writes_its_dict(outputs, shared, files):
     owners = tuple(sorted({o.owner for o in outputs})) or (OwnerKey("p", "d"),)
+    recorded = tuple(Owner(key, "replace", manifest(files=files), None) for key in (owners if shared else owners[:1]))
     state = State("shared_root" if shared else "single_owner", 3 if shared else 2, "c", "u", None if shared else "u", "1.0.0",
-                  tuple(Owner(key, "replace", manifest(files=files), None) for key in (owners if shared else owners[:1])), tuple(outputs))
+                  recorded, tuple(outputs))
     assert serialize_state(state) == (readable_json(state_to_dict(state)) + "\n").encode("utf-8")

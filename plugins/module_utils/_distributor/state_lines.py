@@ -16,8 +16,9 @@ from operator import attrgetter
 # (json.dumps with separators makes one per call).
 LINE = json.JSONEncoder(separators=(", ", ": "))
 STRING = json.encoder.encode_basestring_ascii
-_path, _source_path, _kind, _transform, _url, _sha256, _size, _created, _updated, _attributes, _render_key = map(attrgetter, (
-    "path", "source_path", "kind", "transform", "url", "sha256", "size", "created_at", "updated_at", "attributes", "render_key"))
+_path, _source_path, _kind, _transform, _url, _sha256, _size, _created, _updated, _attributes, _render_key = map(
+    attrgetter, ("path", "source_path", "kind", "transform", "url", "sha256", "size", "created_at", "updated_at",
+                 "attributes", "render_key"))
 
 
 def output_lines(outputs, shared: bool) -> list:
@@ -41,7 +42,8 @@ def output_lines(outputs, shared: bool) -> list:
         _pieces(outputs, _render_key, ', "render_key": %s', STRING))))
 
 
-_RECORD_FORMAT = '{"path": %s, "kind": %s, "source_path": %s%s%s, "sha256": %s, "size": %d%s, "created_at": %s, "updated_at": %s%s%s}'
+_RECORD_FORMAT = ('{"path": %s, "kind": %s, "source_path": %s%s%s, "sha256": %s, "size": %d%s, '
+                  '"created_at": %s, "updated_at": %s%s%s}')
 _SHARED_MEMBERS = ', "pipeline_id": %s, "destination_id": %s, "source_id": %s, "source_digest": %s, "source_created": %s'
 _source_of = attrgetter("owner", "source_id", "source_digest", "source_created")
 
