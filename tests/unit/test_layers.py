@@ -32,7 +32,7 @@ LAYERS = (
     ("bottom", (TOP, "errors", "limits", "vocabulary", "version", "timestamps", "globs", "visible", "paths",
                 "regular", "fastcheck", "columns", "argspec", "urls")),
     ("schemas", ("schema*",)),
-    ("model", ("manifest*", "bundle", "carried", "state", "journal", "config", "attributes", "transforms", "ownership",
+    ("model", ("manifest*", "bundle", "carried", "state_lines", "state", "journal", "config", "attributes", "transforms", "ownership",
                "release_index")),
     ("pure core", ("decide", "plan", "guards", "invalidation", "digest", "changes", "contentdiff", "report", "dryrun", "drift",
                    "budget", "releases")),

@@ -10,7 +10,8 @@ import json
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.budget import Mapped
 from ansible_collections.distributor.core.plugins.module_utils._distributor.digest import (
-    Records, canonical, explain, forget_facts, plan_digest)
+    Records, Writes, canonical, explain, forget_facts, plan_digest)
+from ansible_collections.distributor.core.plugins.module_utils._distributor.plan import Content, Write
 from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
 from ansible_collections.distributor.core.plugins.module_utils._distributor.state import Output, OwnerKey
 
@@ -114,3 +115,17 @@ def test_batches_of_records_sharing_all_but_their_own_fields_are_written_as_json
     records = tuple(r._replace(source_path=r.source_path or r.path) for r in records) + (RECORDS[2],)
     facts = forget_facts("prune", "", KEY, None, [KEY], records, [])
     assert canonical(facts) == dumped_with_forgets(facts, records)
+
+
+def test_writes_are_written_as_json_dumps_writes_their_dicts():
+    """A publish's writes are written from their columns, a batch at a time: across batches,
+    with kinds of change and attributes repeating or not, a `%` or an escape in an owner, path
+    or attribute, the bytes are json.dumps's of the entries the result and explain read."""
+    contents = [Content(SHA, 7), Content("sha256:" + "0" * 64, 0, attributes=(("mode", "06%s"), ("group", "w\u00e9"))),
+                Content(SHA, 123456789012, attributes=(("mode", "0644"),))]
+    writes = tuple(Write('p%05d/%%s "\u00e9\udce9\t.txt' % i, "s", contents[i % 7 % 3]) for i in range(2501))
+    changes = {w.path: ("create", "update", "force_overwrite")[i % 5 % 3] for i, w in enumerate(writes)}
+    facts = {"writes": Writes(writes, changes, OwnerKey("r%s", "a\u00e9")), "n": None}
+    whole = json.dumps(dict(facts, writes=list(facts["writes"])), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    assert canonical(facts) == whole.encode("ascii")
+    assert canonical({"writes": Writes((), {}, KEY)}) == b'{"writes":[]}'

@@ -45,11 +45,11 @@ def emptied(raw: bytes, start: int) -> bytes:
 def join_outputs(head: str, outputs: Carried, encode) -> bytes:
     """The record's bytes: `head` (its JSON with an empty outputs list, as
     state.readable_json lays it out) with the outputs block put back, carried lines as read and
-    `encode(record)` for each modelled one, in the order of their paths."""
+    `encode(records)` the lines of the modelled ones, in the order of their paths."""
     if not head.endswith('"outputs": []\n}'):
         raise ValueError("the outputs list is not the record's last member")
     made = sorted(outputs.records, key=_path)
-    lines = sorted(chain(zip(outputs.paths, outputs.lines), zip(map(_path, made), (encode(o).encode("ascii") for o in made))))
+    lines = sorted(chain(zip(outputs.paths, outputs.lines), zip(map(_path, made), map(str.encode, encode(made)))))
     return head[:-len("[]\n}")].encode("utf-8") + b"[\n    " + _SEPARATOR.join([line for _path_, line in lines]) + CLOSING
 
 

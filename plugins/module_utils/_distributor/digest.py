@@ -90,6 +90,37 @@ def _records_parts(records: Records) -> Iterator[str]:
     yield "]"
 
 
+class Writes(Mapped):
+    """A publish's writes in the facts: each entry the dict of a write (its path, kind of change
+    from `changes`, digest, size, owner and attributes) made when read (explain), and the whole
+    written out by `canonical` from the writes' columns (_writes_parts), not a dict a write."""
+
+    def __init__(self, writes: tuple, changes: dict, key: OwnerKey):
+        super().__init__(writes, self._entry)
+        self.writes, self.changes, self.owner = writes, changes, str(key)
+
+    def _entry(self, write) -> dict:
+        return {"path": write.path, "change": self.changes[write.path], "sha256": write.content.sha256,
+                "size": write.content.size, "owner": self.owner, "attributes": list(map(list, write.content.attributes))}
+
+
+def _writes_parts(writes: Writes) -> Iterator[str]:
+    """The JSON array json.dumps writes for the writes' dicts, _BATCH writes at a time, by one
+    format per write over columns (the owner written in once, kinds of change and attributes
+    once per distinct value)."""
+    form = '{"attributes":%s,"change":%s,"owner":' + _STRING(writes.owner).replace("%", "%%") + ',"path":%s,"sha256":%s,"size":%d}'
+    items = writes.writes
+    yield "["
+    for start in range(0, len(items), _BATCH):
+        batch = items[start:start + _BATCH]
+        paths, contents = list(map(_path, batch)), list(map(_content, batch))
+        changes = _few(paths, writes.changes.__getitem__, _STRING)
+        attributes = _few(contents, _attributes, _attributes_text)
+        yield ("," if start else "") + ",".join(map(form.__mod__, zip(
+            attributes, changes, map(_STRING, paths), map(_STRING, map(_sha256, contents)), map(_size, contents))))
+    yield "]"
+
+
 def _same_for_all(batch, field, first) -> bool:
     value = field(first)
     return list(map(field, batch)).count(value) == len(batch)
@@ -108,6 +139,7 @@ def _shared_form(record: Output) -> str:
 
 _path, _source_path, _sha256, _size, _url = map(attrgetter, ("path", "source_path", "sha256", "size", "url"))
 _attributes, _kind, _owner, _transform = map(attrgetter, ("attributes", "kind", "owner", "transform"))
+_content = attrgetter("content")
 _FEW = (_attributes, _kind, _owner, _transform)
 
 
@@ -170,9 +202,7 @@ def publish_facts(the_plan: Plan, manifest, recovered, changes: list) -> dict:
         "state_mode": the_plan.after.mode if the_plan.after else None,
         "reconciliation": after_owner.reconciliation if after_owner else None,
         "primary_url": the_plan.primary_url,
-        "writes": Mapped(the_plan.writes + the_plan.repairs + the_plan.resettles, lambda w: {
-            "path": w.path, "change": kinds[w.path], "sha256": w.content.sha256, "size": w.content.size,
-            "owner": str(key), "attributes": list(map(list, w.content.attributes))}),
+        "writes": Writes(the_plan.writes + the_plan.repairs + the_plan.resettles, kinds, key),
         "deletes": sorted(the_plan.deletes),
         "managed_before": Mapped(sorted(touched), lambda p: dict(_manager(previous.get(p)), path=p)),
         "outputs": Records(sorted(outputs, key=_by_path)),
@@ -216,6 +246,8 @@ def _parts(facts: dict) -> Iterator[str]:
         yield ("{" if index == 0 else ",") + _STRING(name) + ":"
         if isinstance(value, Records):
             yield from _records_parts(value)
+        elif isinstance(value, Writes):
+            yield from _writes_parts(value)
         elif isinstance(value, LISTS):
             yield "["
             for start in range(0, len(value), _BATCH):

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from itertools import repeat
 from operator import attrgetter
+from typing import Mapping
 
 from .attributes import resettable
 from .carried import Carried
@@ -25,7 +26,8 @@ from .urls import output_url
 from .version import COLLECTION_VERSION
 from .vocabulary import SHARED_ROOT, SINGLE_OWNER
 
-_path = attrgetter("path")
+_path, _kind, _source_path, _transform = map(attrgetter, ("path", "kind", "source_path", "transform"))
+_sha256, _size, _attributes, _render_key = map(attrgetter, ("sha256", "size", "attributes", "render_key"))
 
 
 class PlannedOutput(Row, fields("PlannedOutput", "path", "kind", "source_path", "transform")):
@@ -147,24 +149,21 @@ def primary_url(paths, patterns, base_url: str | None) -> str | None:
     return None
 
 
-def _record(planned: PlannedOutput, content: Content, key: OwnerKey, manifest: Manifest, base_url, created_at: str, now: str) -> Output:
-    return Output(
-        path=planned.path,
-        kind=planned.kind,
-        source_path=planned.source_path,
-        transform=planned.transform if planned.kind == "generated" else None,
-        url=output_url(base_url, planned.path),
-        sha256=content.sha256,
-        size=content.size,
-        created_at=created_at,
-        updated_at=now,
-        owner=key,
-        source_id=manifest.id,
-        source_digest=manifest.digest,
-        source_created=manifest.created,
-        attributes=content.attributes,
-        render_key=content.render_key,
-    )
+def _records(planned: tuple, contents_of: list, key: OwnerKey, manifest: Manifest, base_url, created: list, now: str) -> tuple:
+    """This owner's new records, in the order of `planned` (with `contents_of` their Contents and
+    `created` their `created_at`s), made from their columns at once (columns.rows): a first
+    publish of 100,000 copies made a record a call. A copy records no transform; every record
+    shares the owner, the source and the clock."""
+    paths, kinds = list(map(_path, planned)), list(map(_kind, planned))
+    transforms = (map(_generated_transform, kinds, map(_transform, planned)) if "generated" in kinds else repeat(None))
+    urls = map(output_url, repeat(base_url), paths) if base_url else repeat(None)
+    return rows(Output, paths, kinds, map(_source_path, planned), transforms, urls, map(_sha256, contents_of),
+                map(_size, contents_of), created, repeat(now), repeat(key), repeat(manifest.id), repeat(manifest.digest),
+                repeat(manifest.created), map(_attributes, contents_of), map(_render_key, contents_of))
+
+
+def _generated_transform(kind: str, transform: str) -> str | None:
+    return transform if kind == "generated" else None
 
 
 def _upsert_owner(owners: tuple[Owner, ...], owner: Owner) -> tuple[Owner, ...]:
@@ -207,20 +206,30 @@ def plan(
     omitted = sorted(set(mine) - planned_paths)
     retained = tuple(omitted) if decision.reconciliation == "merge" else ()
     keep_created = shared or decision.reconciliation == "merge"
-    records = tuple(
-        _record(item, contents[item.path], key, manifest, base_url, _created_at(previous.get(item.path), keep_created, stamp), stamp)
-        for item in planned
-    ) + tuple(mine[p] for p in retained)
+    paths = list(map(_path, planned))
+    contents_of = list(map(contents.__getitem__, paths))
+    created = ([_created_at(previous.get(path), keep_created, stamp) for path in paths] if previous and keep_created
+               else repeat(stamp))
+    records = _records(planned, contents_of, key, manifest, base_url, created, stamp) + tuple(mine[p] for p in retained)
     owner = Owner(key, destination.reconciliation, manifest, primary_url(planned_paths, destination.primary, base_url))
     after = _state_after(base, before, owner, records, planned_paths, shared, stamp)
-    writes, resettles = [], []
-    for item in planned:
-        recorded, content, here = previous.get(item.path), contents[item.path], item.path in present
-        if not _already_there(recorded, content, here):
-            (resettles if _resettled(recorded, content, here) else writes).append(Write(item.path, item.source_path, content))
+    writes, resettles = _writes(planned, contents_of, previous, present)
     deletes = _deletes(decision, omitted, planned_paths, present, shared)
     return Plan(decision, key, bundle_path, tuple(writes), deletes, before, after, retained, resettles=tuple(resettles),
                 primary_url=owner.primary_url)
+
+
+def _writes(planned: tuple, contents_of: list, previous: Mapping, present: frozenset) -> tuple[list, list]:
+    """The planned outputs written and those resettled: every one written where nothing is
+    recorded (a first publish), made by one pass over the columns."""
+    if not previous:
+        return list(map(Write, map(_path, planned), map(_source_path, planned), contents_of)), []
+    writes, resettles = [], []
+    for item, content in zip(planned, contents_of):
+        recorded, here = previous.get(item.path), item.path in present
+        if not _already_there(recorded, content, here):
+            (resettles if _resettled(recorded, content, here) else writes).append(Write(item.path, item.source_path, content))
+    return writes, resettles
 
 
 def _kept_primary_url(state: State, key: OwnerKey, planned_paths: frozenset, destination: Destination,

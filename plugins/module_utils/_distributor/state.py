@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
+from functools import partial
 from itertools import repeat
 from operator import attrgetter
 from types import MappingProxyType
@@ -18,7 +19,8 @@ from urllib.parse import quote
 from .carried import Carried, emptied, join_outputs, split_outputs
 from .errors import DistributorError
 from .columns import Row, fields, manifest_columns, publishable, rows, shared_output_lines, single_owner_columns
-from .manifest import Manifest, listed, parse_manifest, publishable_path_problem, recognised
+from .manifest import Manifest, file_to_dict, listed, parse_manifest, publishable_path_problem, recognised
+from .state_lines import LINE as _LINE, file_lines, output_lines
 from .schemas import check_nesting, decode_json, only_scalars, validate
 from .timestamps import parse_rfc3339
 from .urls import recorded_url_problem, url_problem
@@ -449,16 +451,29 @@ def state_to_dict(state: State, each=listed) -> dict:
 
 
 def serialize_state(state: State) -> bytes:
-    """The bytes of the state file: the one form every operation writes a record in. Carried
-    records are written as they were read (carried.join_outputs): the same bytes writing their
-    model would make, since the column checks take only lines in that form."""
+    """The bytes of the state file: the one form every operation writes a record in. Output and
+    manifest file records are written as lines made from their columns (_written); carried
+    records as they were read (carried.join_outputs): the same bytes writing their model would
+    make, since the column checks take only lines in that form."""
     if isinstance(state.outputs, Carried) and state.mode == SHARED_ROOT and state.outputs:
-        return join_outputs(readable_json(state_to_dict(replace(state, outputs=()))), state.outputs, _record_line)
-    return (readable_json(state_to_dict(state)) + "\n").encode("utf-8")
+        head = readable_json(state_to_dict(replace(state, outputs=()), _written))
+        return join_outputs(head, state.outputs, partial(output_lines, shared=True))
+    return (readable_json(state_to_dict(state, _written)) + "\n").encode("utf-8")
 
 
-def _record_line(output: Output) -> str:
-    return _LINE.encode(_shared_record(output))
+class _Lines(list):
+    """Records already written as lines: readable_json lays them out one a line as it lays out
+    the records' dicts."""
+
+
+def _written(items, make) -> _Lines:
+    """state_to_dict's `each` for the bytes of a record: the lines `make`'s dicts would be
+    written as, made column-wise (state_lines)."""
+    return _Lines(_WRITERS[make](items))
+
+
+_WRITERS = {file_to_dict: file_lines, output_to_dict: partial(output_lines, shared=False),
+            _shared_record: partial(output_lines, shared=True)}
 
 
 def readable_json(value, indent: str = "") -> str:
@@ -469,6 +484,8 @@ def readable_json(value, indent: str = "") -> str:
     records). `indent=2` would take the pure-Python encoder: about a second for a 70 MiB
     shared-root state."""
     inner = indent + "  "
+    if isinstance(value, _Lines):
+        return "[\n" + inner + (",\n" + inner).join(value) + "\n" + indent + "]" if value else "[]"
     if isinstance(value, dict) and any(_has_records(v) for v in value.values()):
         members = ["%s%s: %s" % (inner, _LINE.encode(k), readable_json(v, inner)) for k, v in value.items()]
         return "{\n" + ",\n".join(members) + "\n" + indent + "}"
@@ -480,7 +497,6 @@ def readable_json(value, indent: str = "") -> str:
     return _LINE.encode(value)
 
 
-_LINE = json.JSONEncoder(separators=(", ", ": "))
 _NEWLINES = json.JSONEncoder(separators=("\n", ": "))
 
 
@@ -497,6 +513,8 @@ def _has_records(value) -> bool:
     """An array of objects, or an object holding one: what is worth a line per member. An
     object of scalars (most output records, every manifest file entry) is told by the types of
     its values alone, without a call per value."""
+    if isinstance(value, _Lines):
+        return bool(value)
     if isinstance(value, list):
         return any(isinstance(item, dict) for item in value)
     if not isinstance(value, dict) or only_scalars(value.values()):
