@@ -397,3 +397,16 @@ class NginxServer:
 def start_nginx(root: str, server_block: str) -> NginxServer:
     """nginx on a free port of 127.0.0.1 serving `root` (which may be a symbolic link)."""
     return NginxServer(tempfile.mkdtemp(prefix="distributor-nginx-"), root, server_block).start()
+
+
+def without_extension(storage, extension: str):
+    """An SFTP storage whose server does not announce `extension` (paramiko's session is real;
+    only the list of extensions is cut), as a server other than OpenSSH's may not."""
+    new_session = storage._new_session
+
+    def session(client):
+        opened = new_session(client)
+        opened.extensions = opened.extensions - {extension}
+        return opened
+    storage._new_session = session
+    return storage

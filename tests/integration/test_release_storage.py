@@ -28,7 +28,7 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.stor
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.sftp_wire import POSIX_RENAME
 
 from generations import HOME, INDEX, NAME, entries, generation, live, make_site, release_destination
-from services import start_sshd
+from services import start_sshd, without_extension
 
 FILES = 200  # in 10 directories: a release whose every unchanged file must be linked
 CHANGED = "d00/f000.txt"
@@ -318,19 +318,6 @@ def test_every_file_sftp_storage_writes_is_synced_on_its_handle_before_it_is_clo
         assert all(at[staged][1] < switches[0] for staged, (target, _n) in renames.items() if target.startswith(into))
 
 
-def without_posix_rename(storage):
-    """An SFTP storage whose server does not announce posix-rename@openssh.com, as a server other
-    than OpenSSH's may not (paramiko's session is real; only the list of extensions is cut)."""
-    new_session = storage._new_session
-
-    def session(client):
-        opened = new_session(client)
-        opened.extensions = opened.extensions - {POSIX_RENAME}
-        return opened
-    storage._new_session = session
-    return storage
-
-
 @pytest.mark.parametrize("first", ["a first publish", "a publish to a release"])
 def test_an_sftp_server_without_posix_rename_is_refused_before_anything_is_written(tmp_path, logged_sshd, first):
     root = tmp_path / "www"
@@ -342,8 +329,8 @@ def test_an_sftp_server_without_posix_rename_is_refused_before_anything_is_writt
     offset = log_size(logged_sshd)
     with pytest.raises(DistributorError) as refused:
         publish(make_site(str(tmp_path / "two"), site(changed=True), "2026-06-04T11:30:00Z"), PIPELINE, destination,
-                now=START + timedelta(minutes=1), opener=lambda cfg, base, token: without_posix_rename(
-                    open_storage(cfg, base, token)))
+                now=START + timedelta(minutes=1), opener=lambda cfg, base, token: without_extension(
+                    open_storage(cfg, base, token), POSIX_RENAME))
 
     assert refused.value.reason == "storage_error" and POSIX_RENAME in refused.value.message
     assert "no non-atomic fallback" in refused.value.message

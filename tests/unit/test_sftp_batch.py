@@ -19,6 +19,8 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.erro
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage import sftp_batch, sftp_wire
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
 
+from services import without_extension
+
 LIMIT = 1 << 24
 COUNT = sftp_batch.WINDOW * 2 + 5  # three windows
 
@@ -108,23 +110,10 @@ def test_a_file_costs_eight_requests_sent_ahead_of_their_replies_and_written_tog
     assert len(writes) < len(requests) / 20
 
 
-def without(storage, extension: str):
-    """An SFTP storage whose server does not announce `extension` (the session is real; only the
-    list of extensions is cut), as a server other than OpenSSH's may not."""
-    new_session = storage._new_session
-
-    def session(client):
-        opened = new_session(client)
-        opened.extensions = opened.extensions - {extension}
-        return opened
-    storage._new_session = session
-    return storage
-
-
 def test_a_server_without_fsync_gets_the_writes_of_today_and_a_release_switch_is_told_not_refused(
         place, monkeypatch):
     storage, _site, _outside = place
-    without(storage, sftp_wire.FSYNC)
+    without_extension(storage, sftp_wire.FSYNC)
     storage.write_bytes("first.txt", b"connects")
     requests, _writes = sent(monkeypatch)
     storage.write_many(("f%03d.txt" % index, lambda: [b"x"]) for index in range(3))
