@@ -184,6 +184,16 @@ options:
           group:
             description: Group, like O(destination.storage.owner).
             type: str
+          trusted_owners:
+            description:
+              - Other accounts that publish to this destination (C(local), C(sftp)): user names or numeric ids.
+              - distributor acts on a state record, release index or journal, and deletes, overwrites or moves a file,
+                only when the publishing account, O(destination.storage.owner) or one of these owns it; a record
+                owned by any other account fails the run with C(invalid_state) before anything is written.
+              - Name here every account that shares a root with this one (shared roots, a migration from one
+                publishing account to another). C(sftp) compares names with those the server gives the uids.
+            type: list
+            elements: str
           acl:
             description: Canned ACL of every S3 object, for example V(public-read) or V(bucket-owner-full-control).
             type: str

@@ -9,9 +9,9 @@ from contextlib import suppress
 from typing import Callable, ContextManager, Iterable
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.limits import LOCK_EXPIRY_SECONDS, LOCK_LIMIT
-from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import LOCK_NAME, join
+from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import LOCK_NAME, RECORD_NAMES, join
 from ansible_collections.distributor.core.plugins.module_utils._distributor.regular import ForeignLinks, links_not_ours
-from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.base import Storage, temp_name, verdict
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.base import Storage, temp_name, untrusted_record, verdict
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.lease import Lease, LockFile, Seen, held
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.refusals import (
     already_there, link_refused, missing, no_atomic_switch, not_a_link, not_linkable)
@@ -117,6 +117,8 @@ class MemoryStorage(Storage):
 
     def read_bytes(self, path: str, limit: int) -> bytes | None:
         self.fault("read", path)
+        if path in RECORD_NAMES and self._key(path) in self.foreign:
+            raise untrusted_record(self.describe(path), "is owned by another account")
         data = self._file(path)
         return None if data is None else bytes(data[:limit + 1])
 

@@ -253,10 +253,12 @@ def place(request, tmp_path):
     return builders.Place(request.param, tmp_path, request)
 
 
-def test_a_journal_planted_by_another_account_deletes_none_of_the_files_it_names(place, tmp_path):
-    """As in the issue: a journal planted (by uid 65534) in the bundle path names 300 files of
-    uid 1000 in a directory the planter cannot write, with their true digests and sizes. The
-    run is a skip that deletes nothing, warns naming the files, and says so in its result."""
+def test_a_journal_naming_files_of_another_account_deletes_none_of_them(place, tmp_path):
+    """A journal in the bundle path names 300 files of uid 1000 in a directory the publisher did
+    not make, with their true digests and sizes. Planted by uid 65534 it is no record of
+    distributor's (test_record_authorship); owned by distributor's own account (a journal of an
+    earlier run that named them), the run is still a skip that deletes nothing, warns naming the
+    files, and says so in its result."""
     site = place.root / "site"
     bundle = write_bundle(tmp_path / "b", {"index.html": b"<p>hi</p>"})
     publish(bundle, PIPELINE, place.destination, now=NOW)
@@ -274,6 +276,10 @@ def test_a_journal_planted_by_another_account_deletes_none_of_the_files_it_names
     plant_journal_file = site / JOURNAL_NAME
     plant_journal_file.write_text(json.dumps({"token": "planted", "writes": [entry(p, d) for p, d in theirs.items()]}))
     os.chown(plant_journal_file, PLANTER_UID, PLANTER_UID)
+    with pytest.raises(DistributorError) as caught:
+        publish(bundle, PIPELINE, place.destination, now=LATER)
+    assert caught.value.reason == "invalid_state" and "is owned by uid %d" % PLANTER_UID in caught.value.message
+    os.chown(plant_journal_file, 0, 0)
     strict = dict(place.destination, transfer={"max_deletes": 5})
     for check_mode in (True, False):
         result = publish(bundle, PIPELINE, strict, now=LATER, check_mode=check_mode)

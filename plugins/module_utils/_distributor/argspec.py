@@ -28,6 +28,7 @@ STORAGE = dict(
     root=dict(type="str"),
     jump_hosts=dict(type="list", elements="dict", options=dict(SSH_CONNECTION, host=dict(type="str", required=True))),
     require_private_directories=dict(type="bool"),
+    trusted_owners=dict(type="list", elements="str"),
     bucket=dict(type="str"),
     prefix=dict(type="str"),
     region=dict(type="str", aliases=["aws_region"]),

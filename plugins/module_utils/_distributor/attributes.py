@@ -212,7 +212,7 @@ def describe(attributes: tuple[tuple[str, str], ...]) -> str:
     return " ".join("%s=%s" % pair for pair in attributes)
 
 
-def _numeric_id(value, lookup, field: str) -> int:
+def _numeric_id(value, lookup, field: str, kind: str | None = None) -> int:
     if value is None:
         return -1
     if str(value).isdigit():
@@ -220,7 +220,7 @@ def _numeric_id(value, lookup, field: str) -> int:
     try:
         return lookup(str(value))
     except KeyError:
-        raise DistributorError("invalid_config", "storage.%s %r: no such %s on this host" % (field, value, field)) from None
+        raise DistributorError("invalid_config", "storage.%s %r: no such %s on this host" % (field, value, kind or field)) from None
 
 
 def ownership(storage: dict) -> tuple[int, int]:
@@ -232,3 +232,17 @@ def ownership(storage: dict) -> tuple[int, int]:
         _numeric_id(storage.get("owner"), lambda name: pwd.getpwnam(name).pw_uid, "owner"),
         _numeric_id(storage.get("group"), lambda name: grp.getgrnam(name).gr_gid, "group"),
     )
+
+
+def trusted_owners(storage: dict) -> tuple[str, ...]:
+    """storage.trusted_owners as written (names or numeric ids, as text): the other accounts
+    that publish to this destination, whose records and files distributor may act on."""
+    return tuple(str(value) for value in storage.get("trusted_owners") or ())
+
+
+def trusted_uids(storage: dict) -> frozenset:
+    """storage.trusted_owners as uids, names looked up on this host (local storage)."""
+    import pwd
+
+    return frozenset(_numeric_id(value, lambda name: pwd.getpwnam(name).pw_uid, "trusted_owners", "user")
+                     for value in trusted_owners(storage))

@@ -11,6 +11,10 @@ RESERVED_PREFIX = ".distributor"
 STATE_NAME = ".distributor.json"
 JOURNAL_NAME = ".distributor.journal.json"
 LOCK_NAME = ".distributor.lock"
+INDEX_NAME = ".distributor-releases.json"  # a release home's index (release_index)
+# The records that say what distributor wrote: evidence only when an account it writes as owns
+# them (storage.base.untrusted_record). The lock is not one: it names a holder, never a file.
+RECORD_NAMES = frozenset((STATE_NAME, JOURNAL_NAME, INDEX_NAME))
 STAGING_PREFIX = RESERVED_PREFIX + ".tmp."  # + an attempt token: its staging directories (storage.base.staging_dir)
 _CONTROL = re.compile("[\x00-\x1f\x7f]")
 # A clean path in one match: segments of allowed characters, none of them "." or "..".

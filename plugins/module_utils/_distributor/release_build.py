@@ -19,10 +19,10 @@ from .drift import find_drift
 from .errors import DistributorError
 from .guards import first_paths
 from .execute import execute
-from .paths import JOURNAL_NAME, RESERVED_PREFIX, STAGING_PREFIX, STATE_NAME, is_reserved, join
+from .paths import INDEX_NAME, JOURNAL_NAME, RESERVED_PREFIX, STAGING_PREFIX, STATE_NAME, is_reserved, join
 from .plan import Plan
 from .regular import UnprovenLinks
-from .release_index import FAILED, INDEX_NAME, STAGED, Release, ReleaseIndex
+from .release_index import FAILED, STAGED, Release, ReleaseIndex
 from .release_root import ReleaseRoot, SharedLinks, read_generation_journal
 from .releases import (
     HOME, SWITCH_PREFIX, activated, begun, built, dead, failed, link_target, next_release_id, removable, removed)

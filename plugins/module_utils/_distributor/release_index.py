@@ -20,7 +20,6 @@ from .state import OwnerKey, readable_json
 from .timestamps import parse_rfc3339
 from .vocabulary import RELEASE_STATUSES
 
-INDEX_NAME = ".distributor-releases.json"
 # The schema's pattern ends in `$`, which also matches before a trailing newline; `\Z` does not.
 ID_PATTERN = re.compile(RELEASE_ID["pattern"].replace("$", r"\Z"))
 STAGED, ACTIVE, SUPERSEDED, FAILED, ROLLED_BACK = RELEASE_STATUSES

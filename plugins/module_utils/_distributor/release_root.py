@@ -22,9 +22,9 @@ from .config import Destination
 from .dryrun import with_dry_run_hint
 from .errors import DistributorError
 from .limits import INDEX_LIMIT, LOCK_LIMIT
-from .paths import LOCK_NAME, is_reserved, join
+from .paths import INDEX_NAME, LOCK_NAME, is_reserved, join
 from .regular import ForeignLinks
-from .release_index import ACTIVE, FAILED, INDEX_NAME, Release, ReleaseIndex, parse_index, serialize_index
+from .release_index import ACTIVE, FAILED, Release, ReleaseIndex, parse_index, serialize_index
 from .releases import HOME, activated, live_id, split_bundle_path
 from .root import opened, read_journal, read_record, read_state
 from .storage.base import Storage

@@ -287,7 +287,9 @@ _ID_OR_NAME = {"type": ["string", "integer"]}
 CONNECT_TIMEOUT_MAXIMUM = 3600
 # The settings of the backends that write files (local, sftp).
 _FILE_SETTINGS = {"root": _STR, "file_mode": _MODE, "directory_mode": _MODE, "owner": _ID_OR_NAME, "group": _ID_OR_NAME,
-                  "require_private_directories": {"type": "boolean"}}
+                  "require_private_directories": {"type": "boolean"},
+                  "trusted_owners": {"type": "array", "items": _ID_OR_NAME, "uniqueItems": True,
+                                     "description": "other accounts that publish here: their records and files count as distributor's own"}}
 # How to reach one SSH server: the SFTP server itself and each of its jump hosts.
 _SSH_CONNECTION = {
     "host": {"type": "string", "minLength": 1},

@@ -45,15 +45,15 @@ def state_info(destination: dict, *, pipeline_id: str | None = None, selector: S
     destination_cfg = parse_destination(destination)
     bundle_path = render_bundle_path(destination_cfg, pipeline_id, selector.source_id, parse_created(selector.created))
     with _looked_at(destination_cfg, bundle_path, opener) as (storage, home, releases):
-        state, state_error = read_state(storage)
-        exists = state is not None or state_error is not None
-        journal, journal_error = None, None
         try:
-            journal = read_journal(storage)
+            state, state_error = read_state(storage)
         except DistributorError as error:
-            if error.reason != "invalid_state":
-                raise
-            journal_error = error
+            state, state_error = None, _invalid(error)
+        exists = state is not None or state_error is not None
+        try:
+            journal, journal_error = read_journal(storage), None
+        except DistributorError as error:
+            journal, journal_error = None, _invalid(error)
         lock = home.read_bytes(LOCK_NAME, LOCK_LIMIT)
         key = OwnerKey(pipeline_id, destination_cfg.id) if pipeline_id is not None else None
         missing, drifted = None, None
@@ -65,6 +65,15 @@ def state_info(destination: dict, *, pipeline_id: str | None = None, selector: S
     return dict(describe(state, key, journal, lock, time.time() if now is None else now), **releases,
                 changed=False, exists=exists, valid=not errors, error="; ".join(errors) or None, bundle_path=bundle_path,
                 missing=missing, drifted=drifted)
+
+
+def _invalid(error: DistributorError) -> DistributorError:
+    """An invalid_state failure, which state_info reports rather than failing on (a corrupt
+    record, or one written by an account distributor does not trust: storage.base.untrusted_record),
+    since it is how an operator looks at one; anything else is raised."""
+    if error.reason != "invalid_state":
+        raise error
+    return error
 
 
 @contextmanager

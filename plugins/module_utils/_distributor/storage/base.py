@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Callable, ContextManager, Iterable, Mapping, TypeVar
 from urllib.parse import quote, quote_plus
 
-from ..errors import Unreadable
+from ..errors import DistributorError, Unreadable
 from ..limits import LOCK_EXPIRY_SECONDS
 from ..paths import STAGING_PREFIX
 from ..regular import links_not_ours
@@ -94,6 +94,28 @@ def owner_doubt(uid: int | None, accounts: str) -> str:
     """The doubt of an entry owned by an account distributor does not write as (`accounts`
     names the ones it does)."""
     return "is owned by %s, not by %s" % ("an unknown account" if uid is None else "uid %d" % uid, accounts)
+
+
+def trusted_accounts(publisher: str, owner: int, trusted: tuple[str, ...]) -> str:
+    """The accounts whose records and files distributor acts on, for owner_doubt: the publishing
+    one, storage.owner and storage.trusted_owners."""
+    return publisher + (" or uid %d (storage.owner)" % owner if owner != -1 else "") + (
+        " or %s (storage.trusted_owners)" % ", ".join(trusted) if trusted else "")
+
+
+def untrusted_record(where: str, doubt: str) -> DistributorError:
+    """The refusal of a record (paths.RECORD_NAMES) that an account distributor does not write as
+    owns. Whoever can write the destination's directory can rename a valid record of theirs over
+    the real one, naming as outputs files they cannot delete themselves (another account's): a
+    record is evidence of what distributor wrote only when distributor's own account could have
+    written it. Raised before anything is written or deleted, and never carried as state that
+    `force` may replace."""
+    return DistributorError(
+        "invalid_state",
+        "%s %s, so distributor does not take it for a record of its own and acted on nothing. If that account publishes to "
+        "this destination too, name it in storage.trusted_owners; otherwise find out who put the record there, check the files "
+        "it names, and restore distributor's own record from a backup or remove it (docs/operations.md, destinations others "
+        "can write to)" % (where, doubt))
 
 
 def in_parallel(workers: int, task: Callable[[Item], None], items: Iterable[Item]) -> None:

@@ -12,12 +12,12 @@ from functools import partial
 from itertools import groupby
 from typing import Iterable, Iterator
 
-from ..attributes import ownership, parse_mode
+from ..attributes import ownership, parse_mode, trusted_owners, trusted_uids
 from ..errors import DistributorError
 from ..limits import LOCK_EXPIRY_SECONDS, LOCK_LIMIT
-from ..paths import LOCK_NAME, all_clean, is_reserved, join, path_problem
+from ..paths import LOCK_NAME, RECORD_NAMES, all_clean, is_reserved, join, path_problem
 from ..regular import ForeignLinks, kind_of
-from .base import Storage, hash_stream, not_a_record, owner_doubt, verdict
+from .base import Storage, hash_stream, not_a_record, owner_doubt, trusted_accounts, untrusted_record, verdict
 from .descriptors import NotRegular, entry_mode, list_tree, make_directory, open_directory, open_regular_at, read_at_most
 from .lease import Lease
 from .local_links import LocalLinks
@@ -40,6 +40,7 @@ class LocalStorage(LocalLinks, LocalWrites, Storage):
         self.file_mode = parse_mode(storage.get("file_mode"), "file_mode")
         self.directory_mode = parse_mode(storage.get("directory_mode"), "directory_mode")
         self.ids = ownership(storage)
+        self._trusted = (trusted_owners(storage), trusted_uids(storage))
         if not os.path.isabs(root):
             raise relative_root(root)
         if os.path.realpath(root) == "/":
@@ -177,11 +178,15 @@ class LocalStorage(LocalLinks, LocalWrites, Storage):
             self._release()
 
     def read_bytes(self, path: str, limit: int) -> bytes | None:
-        """A record or an old output, read through the walked descriptors, never through a link."""
+        """A record or an old output, read through the walked descriptors, never through a link.
+        A record's owner is judged on the descriptor read (untrusted_record)."""
         with self._reading(path) as fd:
             if fd is None:
                 return None
             with os_errors("read", self.describe(path)):
+                doubt = self._foreign(os.fstat(fd).st_uid) if path in RECORD_NAMES else None
+                if doubt:
+                    raise untrusted_record(self.describe(path), doubt)
                 return read_at_most(fd, limit)
 
     def measure(self, path: str, size: int, digest: bool, seen: tuple | None = None) -> tuple[int, str | None] | None:
@@ -217,11 +222,12 @@ class LocalStorage(LocalLinks, LocalWrites, Storage):
             self._release()
 
     def _foreign(self, uid: int) -> str | None:
-        """None for the accounts distributor writes as here: its own, and storage.owner."""
+        """None for the accounts whose files distributor acts on here: its own, storage.owner
+        and storage.trusted_owners."""
         mine = os.geteuid()
-        if uid in (mine, self.ids[0]):
+        if uid in (mine, self.ids[0]) or uid in self._trusted[1]:
             return None
-        return owner_doubt(uid, "uid %d" % mine + (" or uid %d (storage.owner)" % self.ids[0] if self.ids[0] != -1 else ""))
+        return owner_doubt(uid, trusted_accounts("uid %d" % mine, self.ids[0], self._trusted[0]))
 
     def exists(self, path: str) -> bool:
         """Walked from the root descriptor like every other look: a link on the way is refused, not followed.

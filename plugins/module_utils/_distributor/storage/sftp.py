@@ -15,12 +15,12 @@ import stat
 import traceback
 from typing import ContextManager, Iterable
 
-from ..attributes import parse_mode
+from ..attributes import parse_mode, trusted_owners
 from ..errors import DistributorError, MissingLibrary
 from ..limits import DEPTH_LIMIT, LOCK_EXPIRY_SECONDS
-from ..paths import is_reserved, is_staging
+from ..paths import RECORD_NAMES, is_reserved, is_staging
 from ..regular import ForeignLinks, UnprovenLinks, kind_of, links_not_ours
-from .base import Storage, hash_stream, not_a_record, owner_doubt, verdict
+from .base import Storage, hash_stream, not_a_record, owner_doubt, trusted_accounts, untrusted_record, verdict
 from .lease import Lease, held
 from .sftp_chain import Chain, endpoints
 from .sftp_connect import SftpConnection, check_config
@@ -51,6 +51,7 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, SftpLinks, Storage):
         self.file_mode = parse_mode(storage.get("file_mode"), "file_mode")
         self.directory_mode = parse_mode(storage.get("directory_mode"), "directory_mode")
         self.ids = tuple(int(storage[f]) if storage.get(f) is not None else -1 for f in ("owner", "group"))
+        self.trusted = trusted_owners(storage)
         self.require_private_directories = bool(storage.get("require_private_directories"))
         check_config(self)
         try:
@@ -86,11 +87,15 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, SftpLinks, Storage):
 
     # -- files ----------------------------------------------------------------------------
 
-    def _read(self, remote: str, limit: int, output: str | None) -> bytes | None:
+    def _read(self, remote: str, limit: int, output: str | None, record: bool = False) -> bytes | None:
         """Every block is asked for at once (read_ahead); read block by block, a large file would
         take one round trip per 32 KiB. It stops at `limit + 1` bytes: the server sends no more,
-        whatever the file's size. An `output`'s links are counted (see _alone)."""
+        whatever the file's size. An `output`'s links are counted (see _alone); a `record`'s
+        owner is judged (untrusted_record) on the attributes the opened file is checked against."""
         attrs = self._looked_at(remote, output)
+        doubt = self._foreign(attrs.st_uid) if record and attrs is not None else None
+        if doubt:
+            raise untrusted_record(self._url(remote), doubt)
         handle = None if attrs is None else self._open_as_seen(remote, attrs)
         if handle is None:
             return None
@@ -214,12 +219,13 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, SftpLinks, Storage):
         bundle path for every record read would cost a skip more than the rest of it)."""
         remote = self._remote(path)
         output = None if is_reserved(path) else path
+        record = path in RECORD_NAMES
         for _attempt in range(READ_ATTEMPTS - 1):
             try:
-                return self._read(remote, limit, output)
+                return self._read(remote, limit, output, record)
             except _NotAsSeen:
                 continue
-        return self._read(remote, limit, output)
+        return self._read(remote, limit, output, record)
 
     def measure(self, path: str, size: int, digest: bool) -> tuple[int, str | None] | None:
         """The lstat gives the size, once the way to it is checked as _read checks it (a directory
@@ -295,11 +301,13 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, SftpLinks, Storage):
         return verdict(kind, owner, None, size, sha256, lambda: self._measured(remote, attrs, size, True))
 
     def _foreign(self, uid: int | None) -> str | None:
-        """None for the accounts distributor writes as here: the SFTP account (the uid the server
-        names so), and storage.owner."""
-        if uid is not None and (uid == self.ids[0] or self._name_of(uid) == self.username):
+        """None for the accounts whose files distributor acts on here: the SFTP account (the uid
+        the server names so), storage.owner and storage.trusted_owners (by id, or by the name the
+        server gives the uid)."""
+        if uid is not None and (uid == self.ids[0] or str(uid) in self.trusted
+                                or self._name_of(uid) in (self.username, *self.trusted)):
             return None
-        accounts = self.username + (" or uid %d (storage.owner)" % self.ids[0] if self.ids[0] != -1 else "")
+        accounts = trusted_accounts(self.username, self.ids[0], self.trusted)
         unnamed = uid is not None and self._name_of(uid) is None
         return owner_doubt(uid, accounts) + (" (the server does not name uid %d, so distributor cannot tell it is %s)"
                                              % (uid, self.username) if unnamed else "")
