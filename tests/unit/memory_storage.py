@@ -129,7 +129,7 @@ class MemoryStorage(Storage):
             return None
         return len(data), "sha256:" + hashlib.sha256(data).hexdigest() if digest and len(data) == size else None
 
-    def doubt(self, path: str, size: int | None = None, sha256: str | None = None) -> str | None:
+    def doubt(self, path: str, size: int | None = None, sha256: str | None = None, own_build: bool = False) -> str | None:
         self.fault("doubt", path)
         data = self.files.get(self._key(path))
         if data is None:

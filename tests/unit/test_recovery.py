@@ -23,6 +23,7 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.publ
 import builders
 from builders import LATER, MEMORY_STORAGE, NOW, sha, write_bundle
 from memory_storage import MemoryStorage
+from planted import SECRET, fingerprint, plant_secret
 
 PIPELINE = {"id": "reports"}
 JOURNAL = "site/" + JOURNAL_NAME
@@ -291,20 +292,31 @@ def test_a_journal_naming_files_of_another_account_deletes_none_of_them(place, t
     assert not plant_journal_file.exists(), "the journal is resolved: nothing it names will ever be deleted"
 
 
-def test_recovery_leaves_a_file_with_a_second_link_even_of_its_own_account(tmp_path):
-    """A hard link to a file elsewhere (root's own, with the digest the journal gives) is a name
-    someone else made: recovery neither reads through it nor removes it."""
-    root = tmp_path / "root"
-    destination = {"id": "archive", "storage": {"type": "local", "root": str(root)}, "path": "site"}
+def test_recovery_keeps_a_file_with_a_second_name_elsewhere_and_says_why(place, tmp_path):
+    """As in issue 38: a journal planted in the bundle path names an unmanaged file of the
+    account distributor writes as (root), with a second name outside the root, its size and an
+    all-zero digest. A file a publish writes in place has one name: local storage sees the
+    other name is not one distributor made; SFTP, without inode numbers, cannot tell whose it
+    is, so (unlike in a dead release build of its own, test_release_links) the file stays, named
+    with why. Neither reads it."""
+    site = place.root / "site"
     bundle = write_bundle(tmp_path / "b", {"index.html": b"<p>hi</p>"})
-    publish(bundle, PIPELINE, destination, now=NOW)
-    secret = tmp_path / "secret"
-    secret.write_bytes(b"root's own file")
-    os.link(secret, root / "site" / "linked.txt")
-    (root / "site" / JOURNAL_NAME).write_text(json.dumps({"token": "planted", "writes": [entry("linked.txt", b"root's own file")]}))
-    result = publish(bundle, PIPELINE, destination, now=LATER)
-    assert result["recovered"] == [] and (root / "site" / "linked.txt").exists()
-    assert "linked.txt (has 2 links, and a file distributor writes has one)" in result["warnings"][1]
+    publish(bundle, PIPELINE, place.destination, now=NOW)
+    secret = plant_secret(tmp_path)
+    (site / "downloads").mkdir()
+    os.link(secret, site / "downloads" / "release.iso")
+    before = fingerprint(secret)
+    zeros = {"path": "downloads/release.iso", "sha256": "sha256:" + "0" * 64, "size": len(SECRET)}
+    (site / JOURNAL_NAME).write_text(json.dumps({"token": "planted", "writes": [zeros]}))
+    result = publish(bundle, PIPELINE, place.destination, now=LATER)
+    assert (result["action"], result["deleted"], result["recovered"]) == ("skip", [], [])
+    [left] = [w for w in result["warnings"] if "left alone" in w]
+    why = ("has 2 links, and over SFTP distributor cannot tell whether the other names are its own" if place.kind == "sftp"
+           else "has 2 links, and a file distributor writes has one")
+    assert "downloads/release.iso (%s)" % why in left
+    assert "removed 0 output(s) left by an interrupted publish (attempt planted)" in result["warnings"]
+    assert fingerprint(secret) == before, "the secret was read"
+    assert os.stat(site / "downloads" / "release.iso").st_ino == before[0] and os.stat(secret).st_nlink == 2
 
 
 # -- staging directories of dead attempts ------------------------------------------------------

@@ -92,7 +92,9 @@ def clear(root: ReleaseRoot, release: str) -> str | None:
     generation holds what its record names; a failed build what the generation it was linked
     from records, what its journal names and its staged files. Each file of a failed build must
     also be the one described there (Storage.doubt, the links counted as its records share
-    them), as crash recovery requires of what it deletes."""
+    them), as crash recovery requires of what it deletes. Asked as distributor's own build
+    (`own_build`): its names are links distributor made, so over SFTP, which cannot tell a
+    file's other names, one with several is vouched for by its size, never read."""
     entry = root.index.by_id(release)
     dead = entry is not None and (entry.status == FAILED or entry.built is None)
     storage = root.generation(release)
@@ -108,7 +110,7 @@ def clear(root: ReleaseRoot, release: str) -> str | None:
         return "holds %d file(s) no record names, such as %s" % (len(unknown), sorted(unknown)[0])
     if dead:
         asked = [(p, *named[p]) for p in listing if p in named] + [(p, None, None) for p in listing if STAGING_PREFIX in p]
-        doubts = [(p, why) for (p, _s, _d), why in zip(asked, storage.doubt_many(asked)) if why]
+        doubts = [(p, why) for (p, _s, _d), why in zip(asked, storage.doubt_many(asked, own_build=True)) if why]
         if doubts:
             return "%s %s" % doubts[0]
     records = [p for p in listing if RESERVED_PREFIX in p and is_reserved(p)]  # the prefix first: one test in C a path

@@ -196,26 +196,31 @@ class Storage:
         errors.Unreadable, never opened."""
         raise NotImplementedError
 
-    def doubt(self, path: str, size: int | None = None, sha256: str | None = None) -> str | None:
+    def doubt(self, path: str, size: int | None = None, sha256: str | None = None, own_build: bool = False) -> str | None:
         """Why the entry at `path` cannot be vouched for as one distributor made, or None when it
-        can: recovery deletes nothing else (execute.find_leftovers), whatever a journal says.
+        can: recovery deletes nothing else (execute.find_leftovers, release_build.clear),
+        whatever a journal says.
 
-        With `sha256`, an output an interrupted publish wrote: a regular file with one link,
-        owned by the account distributor writes as (local and SFTP: its own, or storage.owner),
-        of `size` bytes and that digest. The content is read as measure reads it (a file of
-        another size is not read, one of that size read to `size` + 1 bytes at most), and only
-        once everything else agrees. Without, a name only distributor gives (a staged file, a
-        staging directory): its owner decides. S3 has no owner that tells one writer of a bucket
-        from another, so there the digest alone vouches (S3Storage.doubt). SFTP, which cannot tell
-        whose names a file's others are, reads only a file with one name and vouches for one with
-        more by its size (removing a name destroys no bytes; SftpStorage.doubt). The answer is a
-        phrase for a warning ("is owned by uid 1000, not by uid 0")."""
+        With `sha256`, an output an interrupted publish wrote: a regular file with one link (or
+        the links distributor made, see shared_links), owned by the account distributor writes
+        as (local and SFTP: its own, or storage.owner), of `size` bytes and that digest. The
+        content is read as measure reads it (a file of another size is not read, one of that
+        size read to `size` + 1 bytes at most), and only once everything else agrees. Without, a
+        name only distributor gives (a staged file, a staging directory): its owner decides. S3
+        has no owner that tells one writer of a bucket from another, so there the digest alone
+        vouches (S3Storage.doubt). SFTP, which cannot tell whose names a file's others are, reads
+        only a file with one name. A file with more it vouches for by its size only when
+        `own_build`: the caller clears a dead release build of distributor's own, a generation
+        directory whose names are links it made, where removing a name destroys no bytes
+        (SftpStorage.doubt). In-place recovery never says so: there such a file stays, named.
+        Local storage and the memory double tell the names made by identity whatever the caller.
+        The answer is a phrase for a warning ("is owned by uid 1000, not by uid 0")."""
         raise NotImplementedError
 
-    def doubt_many(self, asked: list[tuple[str, int | None, str | None]]) -> list[str | None]:
+    def doubt_many(self, asked: list[tuple[str, int | None, str | None]], own_build: bool = False) -> list[str | None]:
         """doubt of each (path, size, sha256), in order. Backends where latency dominates (S3)
         ask several at once."""
-        return [self.doubt(*item) for item in asked]
+        return [self.doubt(*item, own_build=own_build) for item in asked]
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
         """Stream `chunks` to `path` atomically: staged under temp_name(path, token) and renamed.

@@ -130,16 +130,16 @@ class ConfinedStorage(Storage):
         with self._reported("inspect", self._inside(path)):
             return self.inner.measure(path, size, digest)
 
-    def doubt(self, path: str, size: int | None = None, sha256: str | None = None) -> str | None:
+    def doubt(self, path: str, size: int | None = None, sha256: str | None = None, own_build: bool = False) -> str | None:
         """Confined like a read: the path comes from a journal."""
         with self._reported("inspect", self._inside(path)):
-            return self.inner.doubt(path, size, sha256)
+            return self.inner.doubt(path, size, sha256, own_build)
 
-    def doubt_many(self, asked: list[tuple[str, int | None, str | None]]) -> list[str | None]:
+    def doubt_many(self, asked: list[tuple[str, int | None, str | None]], own_build: bool = False) -> list[str | None]:
         """Every path checked before the first is looked at."""
         checked = [(self._inside(path), size, sha256) for path, size, sha256 in asked]
         with self._reported("inspect files under"):
-            return self.inner.doubt_many(checked)
+            return self.inner.doubt_many(checked, own_build)
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
         """Confined, under the lease, and a record only after a fresh look at the lock."""

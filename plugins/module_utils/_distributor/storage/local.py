@@ -202,9 +202,10 @@ class LocalStorage(LocalLinks, LocalWrites, Storage):
                     return info.st_size, None
                 return size, hash_stream(lambda count: os.read(fd, count), size + 1)
 
-    def doubt(self, path: str, size: int | None = None, sha256: str | None = None) -> str | None:
+    def doubt(self, path: str, size: int | None = None, sha256: str | None = None, own_build: bool = False) -> str | None:
         """Looked at through the walked descriptors, never through a link; the file hashed is
-        the one looked at (measure checks its identity on the descriptor it reads)."""
+        the one looked at (measure checks its identity on the descriptor it reads). A file's
+        other names count by identity (_names_made), so `own_build` changes nothing here."""
         head, name = self._split(path)
         try:
             parent = self._directory(head, False, self.describe(path))

@@ -200,21 +200,21 @@ class S3Storage(Storage):
             finally:
                 reply["Body"].close()
 
-    def doubt(self, path: str, size: int | None = None, sha256: str | None = None) -> str | None:
+    def doubt(self, path: str, size: int | None = None, sha256: str | None = None, own_build: bool = False) -> str | None:
         """An object's owner in S3 is the bucket's owner (with Object Ownership's default,
         BucketOwnerEnforced), whoever wrote it: the digest alone vouches, the ChecksumSHA256
         every upload of distributor carries (measure). S3 has no staging, so a name only
-        distributor gives is one it may remove."""
+        distributor gives is one it may remove; nor links, so `own_build` changes nothing."""
         return verdict(None, None, None, size, sha256, lambda: self.measure(path, size, True))
 
-    def doubt_many(self, asked: list[tuple[str, int | None, str | None]]) -> list[str | None]:
+    def doubt_many(self, asked: list[tuple[str, int | None, str | None]], own_build: bool = False) -> list[str | None]:
         """One HEAD per object (and a ranged GET where no full-object checksum is stored),
         WORKERS at a time, as delete_many asks: recovery of a killed publish of thousands of
         files would otherwise wait for each in turn."""
         answers: list = [None] * len(asked)
 
         def ask(index: int) -> None:
-            answers[index] = self.doubt(*asked[index])
+            answers[index] = self.doubt(*asked[index], own_build=own_build)
         in_parallel(WORKERS, ask, range(len(asked)))
         return answers
 

@@ -273,16 +273,20 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, SftpLinks, Storage):
                 pipe.status(number)
         return True
 
-    def doubt(self, path: str, size: int | None = None, sha256: str | None = None) -> str | None:
+    def doubt(self, path: str, size: int | None = None, sha256: str | None = None, own_build: bool = False) -> str | None:
         """From the lstat of the name, the way to it checked as _read checks it. The content is
         read as measure reads it, from that file only, and only when it has one name: SFTP has no
         inode numbers, so a name planted beside a file of the SFTP account (any file it can reach,
         with the recorded size) would otherwise have distributor read that file. Its names are
         counted as an output's are (_alone), once everything else agrees. A file of the recorded
-        size with more than one name is vouched for without its content: removing one name of it
-        destroys no bytes, its other names keep them. One whose names the server does not count
-        (no long names in its listing) is not read and not vouched for: it stays, and the caller
-        reports it (a dead release build is then kept whole, every run, until removed by hand)."""
+        size with more than one name is vouched for without its content only in a dead release
+        build of distributor's own (`own_build`): its names there are links distributor made,
+        and removing one destroys no bytes, its other names keep them. Anywhere else (in-place
+        recovery) the other names may be anyone's, say a name planted at an unmanaged file of the
+        SFTP account, and distributor cannot tell: the file stays, and the caller names it. One
+        whose names the server does not count (no long names in its listing) is not read and not
+        vouched for: it stays, and the caller reports it (a dead release build is then kept
+        whole, every run, until removed by hand)."""
         remote = self._remote(path, look_at_name=False)
         attrs = self._lstat(remote)
         if attrs is None or not self._check_directories(posixpath.dirname(remote)):
@@ -297,7 +301,7 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, SftpLinks, Storage):
                 return ("may have other names (hard links): the server's listing does not say how many, and "
                         "distributor reads no file that may have a name elsewhere")
             if links_not_ours(links):
-                return None
+                return None if own_build else "has %d links, and over SFTP distributor cannot tell whether the other names are its own" % links
         return verdict(kind, owner, None, size, sha256, lambda: self._measured(remote, attrs, size, True))
 
     def _foreign(self, uid: int | None) -> str | None:
