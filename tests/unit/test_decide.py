@@ -3,13 +3,16 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
+
 import pytest
 from hypothesis import given, strategies as st
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.decide import decide, decide_from_state
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import in_the_way
-from ansible_collections.distributor.core.plugins.module_utils._distributor.state import OwnerKey
+from ansible_collections.distributor.core.plugins.module_utils._distributor.state import OwnerKey, parse_state, state_to_dict
 
 from builders import destination, manifest, shared_state, single_state
 
@@ -19,9 +22,9 @@ NEW = manifest(created="2026-06-04T11:55:00Z")
 PLANNED = frozenset({"report.md"})
 
 
-def run(m=NEW, recorded=None, present=frozenset(), planned=PLANNED, force=False, state_error=None, key=KEY, **dest):
+def run(m=NEW, recorded=None, present=frozenset(), planned=PLANNED, force=False, state_error=None, key=KEY, page_keys=None, **dest):
     return decide(manifest=m, key=key, destination=destination(**dest), state=recorded, state_error=state_error,
-                  present=frozenset(present), planned=planned, force=force, where="memory:/")
+                  present=frozenset(present), planned=planned, force=force, where="memory:/", page_keys=page_keys)
 
 
 def fails(reason, **kwargs):
@@ -228,6 +231,66 @@ def test_a_forced_publish_over_a_conflict_lists_first_and_an_unforced_one_fails_
     with pytest.raises(DistributorError) as caught:
         unlisted(m=same_time, recorded=single_state(NEW))
     assert caught.value.reason == "conflict"
+
+
+# Page records (decide.page_settings_changed): a record without a render key is a match (issue 38).
+
+PAGE = frozenset({"report.html"})
+PAGE_KEYS = {"report.html": "sha256:" + "1" * 64}
+
+
+def paged(state, render_key=None, kind="generated"):
+    """`state` with its one output report.html from report.md: a page rendered under `render_key`,
+    or with kind source a copy at that path."""
+    record = state.outputs[0]._replace(path="report.html", kind=kind, transform="markdown_to_html" if kind == "generated" else None,
+                                       render_key=render_key)
+    return replace(state, outputs=(record,))
+
+
+def schema_1(state):
+    """`state` as a schema-1 record, written before render keys existed, read back."""
+    data = state_to_dict(state)
+    v1 = {k: v for k, v in data.items() if k in ("pipeline_id", "destination_id", "published_at", "source", "links")}
+    v1.update(schema_version=1, outputs=[{k: v for k, v in o.items() if k not in ("created_at", "updated_at", "render_key")}
+                                         for o in data["outputs"]])
+    return parse_state(json.dumps(v1).encode(), "memory:/.distributor.json")
+
+
+def test_a_schema_1_record_embedding_the_same_manifest_is_a_skip_with_pages():
+    """The seed contract: v1 state embedding the same manifest must compare as a match, although
+    its page records cannot say how their pages were rendered."""
+    recorded = schema_1(paged(single_state(NEW)))
+    assert (recorded.schema_version, recorded.outputs[0].kind, recorded.outputs[0].render_key) == (1, "generated", None)
+    decision = run(recorded=recorded, planned=PAGE, page_keys=PAGE_KEYS)
+    assert (decision.action, decision.rewrites_outputs) == ("skip", False)
+    unlisted = decide_from_state(manifest=NEW, key=KEY, destination=destination(), state=recorded, state_error=None,
+                                 planned=PAGE, force=False, where="memory:/", page_keys=PAGE_KEYS)
+    assert (unlisted.action, unlisted.rewrites_outputs) == ("skip", False)
+
+
+@pytest.mark.parametrize("recorded, dest", [
+    (paged(single_state(NEW)), {}),
+    (paged(shared_state(("reports", "archive", NEW, ["report.md"]))), SHARED),
+], ids=["schema 2", "schema 3"])
+def test_a_page_record_without_a_render_key_is_a_match(recorded, dest):
+    assert run(recorded=recorded, planned=PAGE, page_keys=PAGE_KEYS, **dest).action == "skip"
+
+
+@pytest.mark.parametrize("dest", [{}, SHARED], ids=["single owner", "shared root"])
+def test_a_recorded_render_key_that_differs_renders_the_page_again(dest):
+    differs = paged(single_state(NEW) if not dest else shared_state(("reports", "archive", NEW, ["report.md"])), "sha256:" + "2" * 64)
+    decision = run(recorded=differs, present=PAGE, planned=PAGE, page_keys=PAGE_KEYS, **dest)
+    assert (decision.action, decision.rewrites_outputs) == ("replace", True)
+    assert "the page settings of report.html changed" in decision.reason
+    same = paged(differs, PAGE_KEYS["report.html"])
+    assert run(recorded=same, planned=PAGE, page_keys=PAGE_KEYS, **dest).action == "skip"
+
+
+def test_a_copy_recorded_where_a_page_is_planned_is_no_match():
+    """Only a page record may lack a key: a copy at the path the pipeline now renders a page to
+    is another output, whatever the source."""
+    decision = run(recorded=paged(single_state(NEW), kind="source"), present=PAGE, planned=PAGE, page_keys=PAGE_KEYS)
+    assert decision.action == "replace" and "page settings of report.html" in decision.reason
 
 
 # A file where a planned output needs a directory, or the other way round: caught before any write.

@@ -143,18 +143,38 @@ def test_a_changed_stylesheet_rewrites_the_pages_of_an_unchanged_bundle_in_check
     assert publish(bundle, second, local(tmp_path / "www"), now=LATER)["action"] == "skip"
 
 
-def test_records_without_a_key_get_one_once_even_when_the_bundle_is_unchanged(tmp_path, renders):
-    """A record written before render keys existed cannot say how its page was rendered: the
-    page is rendered once and, its bytes being the recorded ones, only the record changes."""
-    www = published(tmp_path)
-    state = state_of(www)
-    for record in state["outputs"]:
+def without_keys(root, schema: int) -> None:
+    """The state at `root` as written before render keys existed: schema 1 (the seed's), or
+    schema 2 by an earlier version."""
+    data = state_of(root)
+    for record in data["outputs"]:
         del record["render_key"]
-    (www / ".distributor.json").write_text(json.dumps(state))
+    if schema == 1:
+        data = dict({k: v for k, v in data.items() if k in ("pipeline_id", "destination_id", "published_at", "source", "links")},
+                    schema_version=1, outputs=[{k: v for k, v in o.items() if k not in ("created_at", "updated_at", "attributes")}
+                                               for o in data["outputs"]])
+    (root / ".distributor.json").write_text(json.dumps(data))
+
+
+@pytest.mark.parametrize("schema", [1, 2])
+def test_records_without_a_key_of_the_same_bundle_are_a_skip_and_the_next_write_records_the_keys(tmp_path, renders, schema):
+    """A record written before render keys existed cannot say how its pages were rendered; its
+    embedded manifest being the bundle's, it is a match (the seed contract: v1 state embedding
+    the same manifest compares as a match), in check mode and in the run, and nothing is rendered
+    or written. The next publish that writes outputs renders the pages and records their keys."""
+    www = published(tmp_path)
+    without_keys(www, schema)
+    before = (www / ".distributor.json").read_bytes()
+    renders.clear()
     bundle = str(tmp_path / "b1")
-    once = publish(bundle, PIPELINE, local(www), now=LATER)
-    assert once["changed"] and once["written"] == [] and all(keys_of(www).values())
-    assert publish(bundle, PIPELINE, local(www), now=LATER)["action"] == "skip"
+    checked = publish(bundle, PIPELINE, local(www), now=LATER, check_mode=True)
+    skipped = publish(bundle, PIPELINE, local(www), now=LATER, expect_plan_digest=checked["plan_digest"])
+    assert [(r["action"], r["changed"], r["written"]) for r in (checked, skipped)] == [("skip", False, [])] * 2
+    assert renders == [] and (www / ".distributor.json").read_bytes() == before
+
+    written = publish(changed_bundle(tmp_path, {"p3.md": b"# Changed\n"}), PIPELINE, local(www), now=LATER)
+    assert (written["action"], written["written"], sorted(renders)) == ("replace", ["p3.html"], sorted(PAGES))
+    assert state_of(www)["schema_version"] == 2 and all(keys_of(www).values())
 
 
 def test_records_without_a_key_are_rendered_and_get_one(tmp_path, renders):

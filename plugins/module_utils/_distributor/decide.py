@@ -26,7 +26,7 @@ from .errors import DistributorError
 from .manifest import Manifest
 from .ownership import identity_mismatch, may_take_over, refuse_shared_state_at_single_owner
 from .paths import in_the_way
-from .state import Owner, OwnerKey, State, to_shared
+from .state import Output, Owner, OwnerKey, State, to_shared
 from .vocabulary import SINGLE_OWNER
 
 SHOWN = 5
@@ -100,17 +100,28 @@ def compare_sources(recorded: Manifest, new: Manifest, destination: Destination)
     )
 
 
+def page_settings_changed(record: Output, render_key: str) -> bool:
+    """Whether the output recorded by `record` is no page rendered with the page settings whose
+    key is `render_key` now: a stylesheet, a template or the renderer changed, or the record is
+    of a copy. A page record without a render key was written before render keys existed
+    (schema 1, earlier versions) and cannot tell: it is a match, as the contract has it for a
+    matching embedded source manifest ("skip"), so an upgrade alone renders nothing. Its key is
+    recorded on the next write of its outputs, which renders the page (publish.reusable)."""
+    if record.render_key is None and record.kind == "generated":
+        return False
+    return record.render_key != render_key
+
+
 def settings_changed(state: State, key: OwnerKey, destination: Destination, page_keys: dict) -> tuple[bool, str]:
     """(changed?, why): whether any output of owner `key` was written with other storage
-    settings (modes, ownership, S3 object settings) than the destination now configures, or is
-    a page rendered with other page settings than the pipeline's now (its render key is not the
-    one `page_keys` gives its path: a stylesheet, a template or the renderer changed, or the
-    record predates render keys). An unchanged source is then no skip."""
+    settings (modes, ownership, S3 object settings) than the destination now configures, or
+    with other page settings than the pipeline's now (page_settings_changed, against the render
+    key `page_keys` gives its path). An unchanged source is then no skip."""
     configured = attributes_for(destination.storage)
     mine = state.outputs_of(key)
     paths = list(map(_path, mine))
     resettled = list(compress(paths, map(ne, map(_attributes, mine), map(configured, paths))))
-    rendered = [o.path for o in mine if o.path in page_keys and o.render_key != page_keys[o.path]] if page_keys else []
+    rendered = [o.path for o in mine if o.path in page_keys and page_settings_changed(o, page_keys[o.path])] if page_keys else []
     why = []
     if resettled:
         why.append("the storage settings of %s changed" % _some(resettled))
