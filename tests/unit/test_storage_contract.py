@@ -1280,3 +1280,13 @@ def test_missing_sdk_is_reported_as_missing_library(monkeypatch, library, storag
         open_storage(storage, BASE, "t1")
     assert caught.value.library == library
     assert "ImportError" in caught.value.traceback or "ModuleNotFoundError" in caught.value.traceback
+
+
+def test_a_backend_missing_a_method_of_the_interface_fails_when_it_is_made():
+    """The interface's abstract methods: a backend without `measure` is refused at construction,
+    before any run could reach the call."""
+    class Partial(MemoryStorage):
+        measure = Storage.measure
+
+    with pytest.raises(TypeError, match="measure"):
+        Partial({}, "", "t")

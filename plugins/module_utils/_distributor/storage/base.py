@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from abc import ABC, abstractmethod
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Callable, ContextManager, Iterable, Mapping, TypeVar
 from urllib.parse import quote, quote_plus
@@ -145,7 +146,7 @@ def not_a_record(where: str, kind: str) -> Unreadable:
         "files and opens nothing else at those names. Find out who put it there, then remove it." % (where, kind), kind)
 
 
-class Storage:
+class Storage(ABC):
     """One destination bundle path on one backend.
 
     `token` names this attempt's staged files (see temp_name); the journal records it.
@@ -159,6 +160,10 @@ class Storage:
     none and refuses such a file as regular.UnprovenLinks. Every check of a file's link count
     (reads, measure, doubt, resettle) asks it only of a file with more than one name, so a run
     that meets none reads no other generation. A path it does not name has one name.
+
+    What every backend must do is abstract, so one that lacks a method fails when it is made, not
+    in the middle of a run that first needs it; the rest has a default here (done one at a time,
+    or refused as not offered).
     """
 
     shared_links: Mapping[str, tuple[str, ...]]
@@ -167,10 +172,11 @@ class Storage:
         self.token = token
         self.shared_links: Mapping[str, tuple[str, ...]] = {}
 
+    @abstractmethod
     def describe(self, path: str = "") -> str:
         """A location for messages, for example `s3://bucket/prefix/path`."""
-        raise NotImplementedError
 
+    @abstractmethod
     def read_bytes(self, path: str, limit: int) -> bytes | None:
         """The file's first `limit + 1` bytes at most, or None when it does not exist (state,
         journal, lock, the old content a diff shows). Whatever is at a destination may be of any
@@ -178,13 +184,13 @@ class Storage:
         tells the caller that the file is over its bound (see limits.py). An output with a name
         distributor did not make is not read: regular.ForeignLinks (local: any file). Anything but a regular file there is
         errors.Unreadable, never opened."""
-        raise NotImplementedError
 
     def read_many(self, reads: list[tuple[str, int]]) -> list[bytes | None]:
         """read_bytes of each (path, limit), in order. Backends where latency dominates (S3)
         read them at once."""
         return [self.read_bytes(path, limit) for path, limit in reads]
 
+    @abstractmethod
     def measure(self, path: str, size: int, digest: bool) -> tuple[int, str | None] | None:
         """(size, `sha256:<hex>` or None) of a managed output, or None when it is not there:
         publish's and state_info's `verify` compare it with the output's record. The digest is
@@ -194,8 +200,8 @@ class Storage:
         held whole; S3 answers from the full-object checksum it keeps when there is one. A file with
         a name distributor did not make is not measured: regular.ForeignLinks (local and SFTP). Anything but a regular file there is
         errors.Unreadable, never opened."""
-        raise NotImplementedError
 
+    @abstractmethod
     def doubt(self, path: str, size: int | None = None, sha256: str | None = None, own_build: bool = False) -> str | None:
         """Why the entry at `path` cannot be vouched for as one distributor made, or None when it
         can: recovery deletes nothing else (execute.find_leftovers, release_build.clear),
@@ -215,20 +221,19 @@ class Storage:
         (SftpStorage.doubt). In-place recovery never says so: there such a file stays, named.
         Local storage and the memory double tell the names made by identity whatever the caller.
         The answer is a phrase for a warning ("is owned by uid 1000, not by uid 0")."""
-        raise NotImplementedError
 
     def doubt_many(self, asked: list[tuple[str, int | None, str | None]], own_build: bool = False) -> list[str | None]:
         """doubt of each (path, size, sha256), in order. Backends where latency dominates (S3)
         ask several at once."""
         return [self.doubt(*item, own_build=own_build) for item in asked]
 
+    @abstractmethod
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
         """Stream `chunks` to `path` atomically: staged under temp_name(path, token) and renamed.
 
         If the iterable raises (a verification failure, say), the staged file is removed and the
         exception propagates; `path` is untouched.
         """
-        raise NotImplementedError
 
     def write_bytes(self, path: str, data: bytes) -> None:
         """write() of bytes already in memory (state, journal): the records are small and built
@@ -261,6 +266,7 @@ class Storage:
         with storage_error naming the first that does not; says nothing when it cannot tell. S3
         cannot tell without a request that changes the bucket, so the base does nothing."""
 
+    @abstractmethod
     def delete(self, path: str) -> bool:
         """Remove a file; a missing file is not an error. True when something was removed.
 
@@ -268,7 +274,6 @@ class Storage:
         directory at a reserved path (a staging directory list_files shows) as rmdir does: one
         that is not empty stays (False).
         """
-        raise NotImplementedError
 
     def discard(self, path: str) -> None:
         """delete() where nobody asks whether something was there (the journal once the state
@@ -279,18 +284,18 @@ class Storage:
         """Remove files, returning those that existed; backends may batch or parallelise."""
         return [p for p in paths if self.delete(p)]
 
+    @abstractmethod
     def list_files(self) -> list[str]:
         """Every file under the base, sorted, as base-relative paths (reserved names included).
         Local and SFTP also list each empty staging directory (see paths.is_staging), which holds no
         file to show it: an attempt that died leaves them (see execute.find_leftovers)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def lock(self, timeout: float, expiry: float = LOCK_EXPIRY_SECONDS) -> ContextManager[Lease]:
         """Serialise publishers of this base (a context manager giving the Lease); DistributorError
         ('locked') naming the holder after `timeout` seconds. A holder that died releases it at
         most `expiry` seconds after its last renewal, counted on the storage's clock; a live one
         keeps it, however long it works. SFTP and S3 run lease.held over a LockFile."""
-        raise NotImplementedError
 
     # -- releases: links and renames (local and SFTP; this base refuses) ---------------------
 
