@@ -405,9 +405,14 @@ options:
       - Also write the whole result, every entry of every list, and the plan its C(plan_digest) is
         taken over (modules that plan), as JSON lines to this file on the host the module runs on;
         RV(record_sha256) is its digest.
-      - Written under a temporary name in the same directory (created when missing), made durable
+      - Written under a temporary name in the same directory (created when missing), with mode C(0600), made durable
         and renamed over the path, so a reader sees a whole record. Check mode writes it too, as
         the record of the review; it changes nothing at the destination.
+      - Its directories are made and opened one at a time without following links, so a path with a symbolic
+        link in it fails with C(invalid_config) naming the link (give the path the link leads to).
+        A directory on the way that another account can write (writable by its group or by all, sticky ones
+        like C(/tmp) too, or owned by an account other than this one and root) is named in a warning, since
+        that account can replace the record.
       - A directory that cannot be created or written fails with C(invalid_config) before anything is done.
         A run that fails writes no record; one that cannot write it after a real run fails with C(storage_error)
         and says that the run itself completed.

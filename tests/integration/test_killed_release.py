@@ -202,7 +202,7 @@ def test_release_publishes_killed_at_random_moments_leave_the_live_release_and_t
         handle.write(b"someone else's, beside the bundle path")
     longest = max(calibrated(site.arguments(site.bundle(), root), root) for _attempt in range(2))
     outcomes, delays, failed_ids = Counter(), [], []
-    with no_hang(150, "%d killed release publishes" % ROUNDS):
+    with no_hang(600, "%d killed release publishes" % ROUNDS):
         for _round in range(ROUNDS):
             old = live(root)
             before_live = entries(generation(root, old))

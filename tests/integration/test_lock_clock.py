@@ -147,11 +147,11 @@ def test_a_killed_holders_lock_is_broken_by_the_next_run_within_lock_timeout(bac
 def test_a_planted_lock_declaring_an_endless_lease_is_broken_by_a_run_within_lock_expiry_and_lock_timeout(
         backend, playbook, make_bundle):
     """A lock record is anyone's to write: one declaring `"expiry": 1e300` blocked every run
-    forever. The run's own `lock.expiry` bounds it."""
+    forever. The run's own `lock.expiry` (2 s) bounds it; the lock_timeout leaves a busy host room."""
     now = time.time()
     backend.put("docs/" + LOCK, json.dumps({"holder": "ghost:1", "token": "planted", "acquired_at": now,
                                             "expires_at": 1e300, "expiry": 1e300}).encode())
     result = playbook.publish(source=make_bundle({"index.html": b"<p>next</p>"}), pipeline={"id": "reports"},
-                              destination=destination(backend), lock_timeout=10)
+                              destination=destination(backend), lock_timeout=30)
     assert not result.get("failed") and result["changed"], "not broken within lock_timeout: %s" % result
     assert set(backend.files("docs")) == {".distributor.json", "index.html"}

@@ -16,7 +16,7 @@ from ansible.module_utils import basic
 from ansible.module_utils.common import warnings
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor import adapter
-from ansible_collections.distributor.core.plugins.module_utils._distributor.argspec import DESTINATION
+from ansible_collections.distributor.core.plugins.module_utils._distributor.argspec import DESTINATION, RESULT
 
 SECRET = "wJalrXUtnFEMI-K7MDENG-bPxRfiCYEXAMPLEKEY"
 SPEC = dict(destination=DESTINATION)
@@ -134,3 +134,20 @@ def test_a_module_run_in_the_callers_process_freezes_nothing(capsys, monkeypatch
     frozen = gc.get_freeze_count()
     _module_output(capsys, monkeypatch, {"type": "local", "root": "/srv/www"}, _published("plain"))
     assert gc.get_freeze_count() == frozen and gc.isenabled()
+
+
+def test_a_record_file_in_a_directory_others_can_write_is_warned_of_in_the_result_and_in_the_record(capsys, monkeypatch, tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    where = shared / "run0.jsonl"
+    arguments = {"destination": {"id": "web", "storage": {"type": "local", "root": "/srv/www"}}, "record_file": str(where)}
+    monkeypatch.setattr(basic, "_ANSIBLE_ARGS", json.dumps({"ANSIBLE_MODULE_ARGS": arguments}).encode())
+    monkeypatch.setattr(basic, "_ANSIBLE_PROFILE", "legacy")
+    monkeypatch.setattr(warnings, "_global_warnings", {})
+    with pytest.raises(SystemExit):
+        adapter.run_module(dict(SPEC, **RESULT), lambda params, check_mode: {"changed": False, "written": []})
+    out = json.loads(capsys.readouterr().out)
+    warned = "%s is writable by every account (mode 1777)" % shared
+    assert out["record_file"] == str(where) and warned in json.dumps(out["warnings"])
+    assert warned in json.dumps([json.loads(line) for line in where.read_text().splitlines()])

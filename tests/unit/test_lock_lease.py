@@ -62,11 +62,12 @@ def test_a_holder_whose_lock_was_taken_stops_before_writing_state_and_the_next_r
 
 def test_a_publish_breaks_a_planted_lock_declaring_an_endless_lease_after_its_own_lock_expiry(tmp_path):
     """The memory store dates nothing, so the lock is watched: unchanged for `lock.expiry` (1 s),
-    not for the 1e300 seconds the record declares."""
+    not for the 1e300 seconds the record declares. Time is the behaviour here: at least the expiry,
+    and well within a lock_timeout a busy host cannot use up (a lock never broken fails as locked)."""
     store = {LOCK_NAME: json.dumps({"holder": "ghost:1", "token": "planted", "acquired_at": 0, "expires_at": 1e300,
                                     "expiry": 1e300}).encode()}
     started = time.monotonic()
     result = publish(write_bundle(tmp_path / "b", {"index.html": b"v1"}), {"id": "reports"}, DEST, now=NOW,
-                     opener=opener(store), lock_timeout=10)
+                     opener=opener(store), lock_timeout=30)
     assert result["changed"] and LOCK_NAME not in store
-    assert 1 <= time.monotonic() - started < 5
+    assert 1 <= time.monotonic() - started < 20

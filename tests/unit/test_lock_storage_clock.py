@@ -24,6 +24,9 @@ from services import S3Server, _start
 BASE = "reports/2024-05-01"
 LIBFAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 PLANTED_LOCK_BYTES = 256 * 1024 * 1024
+# "At once" against the 600 s lease a dead holder declared and the run's lock_timeout of 30 s: a
+# wide margin over the second or so it takes, which a busy host may stretch.
+AT_ONCE = 20
 READ_PEAK_LIMIT = 4 * 1024 * 1024
 
 
@@ -81,16 +84,19 @@ def test_sftp_a_lock_judged_dead_leaves_no_clock_probe_or_guard_behind(sftp):
     os.utime(directory / LOCK_NAME, (old, old))
     started = time.monotonic()
     with opened("next").lock(timeout=30):
-        assert time.monotonic() - started < 5, "a lock the server dates two hours old is broken at once"
+        assert time.monotonic() - started < AT_ONCE, "a lock the server dates two hours old is broken at once"
         assert json.loads((directory / LOCK_NAME).read_bytes())["token"] == "next"
     assert sorted(os.listdir(directory)) == []
 
 
 # A lock that can never expire, as planted: a record declaring an endless lease, and a lock file
 # whose modification time lies ten years ahead of the server's clock. Both are broken by a run
-# whose lock.expiry is EXPIRY within EXPIRY + WAIT; a live holder is not, in the same time.
+# whose lock.expiry is EXPIRY: not before EXPIRY (less the storage's resolution), and before LATE; a
+# live holder is not, in the same time. Time is the behaviour, so the bounds are wide: a busy host
+# delays a break (the upper bounds, and the lock_timeout WAIT), it never brings one forward.
 EXPIRY = 2.0
-WAIT = 8.0
+LATE = 5 * EXPIRY
+WAIT = 30.0
 TEN_YEARS = 10 * 365 * 24 * 3600.0
 
 
@@ -105,7 +111,6 @@ def broken_within(storage, read_token) -> float:
     with storage.lock(timeout=WAIT, expiry=EXPIRY):
         took = time.monotonic() - started
         assert read_token() == "t1"
-    assert took < EXPIRY + WAIT
     return took
 
 
@@ -113,7 +118,7 @@ def test_sftp_a_lock_declaring_an_endless_lease_is_broken_after_lock_expiry(sftp
     opened, directory = sftp
     (directory / LOCK_NAME).write_bytes(endless(time.time()))
     took = broken_within(opened(), lambda: json.loads((directory / LOCK_NAME).read_bytes())["token"])
-    assert took <= EXPIRY + 1 + 1.5, "the server dates it older than lock.expiry (plus its resolution) by then"
+    assert took < LATE, "the server dates it older than lock.expiry (plus its resolution) by then"
 
 
 def test_sftp_a_lock_dated_ten_years_ahead_is_broken_once_seen_unchanged_for_lock_expiry(sftp):
@@ -122,7 +127,7 @@ def test_sftp_a_lock_dated_ten_years_ahead_is_broken_once_seen_unchanged_for_loc
     ahead = time.time() + TEN_YEARS
     os.utime(directory / LOCK_NAME, (ahead, ahead))
     took = broken_within(opened(), lambda: json.loads((directory / LOCK_NAME).read_bytes())["token"])
-    assert EXPIRY - 0.5 <= took <= EXPIRY + 1.5, "watched unchanged for lock.expiry on the contender's clock"
+    assert EXPIRY - 0.5 <= took < LATE, "watched unchanged for lock.expiry on the contender's clock"
     assert os.listdir(directory) == [], "released, and no clock probe or guard left"
 
 
@@ -191,14 +196,14 @@ def test_s3_a_lock_is_dated_by_last_modified_against_the_replys_date(s3):
     lock = S3Lock(opened())
     seen = lock.read()
     assert seen.raw == record and seen.version
-    assert 0 <= lock.now() - seen.stamp < 3, "moto dates the object and its reply on one clock"
+    assert 0 <= lock.now() - seen.stamp < 30, "moto dates the object and its reply on one clock"
 
 
 def test_s3_a_lock_declaring_an_endless_lease_is_broken_after_lock_expiry(s3):
     opened, (client, bucket, key) = s3
     client.put_object(Bucket=bucket, Key=key, Body=endless(time.time()))
     took = broken_within(opened(), lambda: json.loads(client.get_object(Bucket=bucket, Key=key)["Body"].read())["token"])
-    assert took <= EXPIRY + 1 + 1.5, "S3 dates it older than lock.expiry (plus its resolution) by then"
+    assert took < LATE, "S3 dates it older than lock.expiry (plus its resolution) by then"
 
 
 def test_s3_a_live_holder_is_never_broken(s3):
@@ -244,7 +249,7 @@ def test_s3_a_lock_whose_holder_died_hours_ago_on_the_servers_clock_is_broken_at
     offset.write_text("+0\n")
     started = time.monotonic()
     with storage.lock(timeout=30):
-        assert time.monotonic() - started < 5, "LastModified three hours before the reply's Date: dead at once"
+        assert time.monotonic() - started < AT_ONCE, "LastModified three hours before the reply's Date: dead at once"
         assert json.loads(server.client().get_object(Bucket=bucket, Key=key)["Body"].read())["token"] == "next"
 
 
@@ -262,4 +267,4 @@ def test_s3_a_lock_dated_ahead_of_the_servers_clock_is_broken_once_seen_unchange
     seen = lock.read()
     assert seen.stamp - lock.now() > TEN_YEARS - 30 * 24 * 3600, "LastModified lies ten years after the reply's Date"
     took = broken_within(storage, lambda: json.loads(server.client().get_object(Bucket=bucket, Key=key)["Body"].read())["token"])
-    assert EXPIRY - 0.5 <= took <= EXPIRY + 1.5, "watched unchanged for lock.expiry on the contender's clock"
+    assert EXPIRY - 0.5 <= took < LATE, "watched unchanged for lock.expiry on the contender's clock"

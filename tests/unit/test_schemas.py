@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 
 import pytest
 
@@ -86,12 +85,22 @@ def test_unknown_keys_are_named_five_and_counted():
         "(allowed: schema_version, id, digest, created, files)")
 
 
+class Counted(list):
+    """A list that counts the items an encoder takes from it."""
+
+    taken = 0
+
+    def __iter__(self):
+        for item in super().__iter__():
+            self.taken += 1
+            yield item
+
+
 def test_a_long_value_is_shown_cut_after_encoding_only_what_is_shown():
-    value = list(range(10_000_000))
-    start = time.process_time()
+    value = Counted(range(1_000_000))
     assert show(value) == json.dumps(value[:100])[:79] + "…"
+    assert value.taken < 100, "%d items encoded to show 80 characters" % value.taken
     assert show("x" * 10_000_000) == '"' + "x" * 78 + "…"
-    assert time.process_time() - start < 0.5
     assert show({"a": [1, "é\n"]}) == json.dumps({"a": [1, "é\n"]})
 
 

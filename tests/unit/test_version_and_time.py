@@ -4,20 +4,25 @@
 from __future__ import annotations
 
 import os
+import re
 from datetime import datetime, timedelta, timezone
 
+import pytest
 import yaml
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.config import render_bundle_path
 from ansible_collections.distributor.core.plugins.module_utils._distributor.decide import decide
 from ansible_collections.distributor.core.plugins.module_utils._distributor.plan import Content, plan, plan_outputs
+from ansible_collections.distributor.core.plugins.module_utils._distributor.releases import release_id
 from ansible_collections.distributor.core.plugins.module_utils._distributor.state import OwnerKey
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.lease import describe_holder
+from ansible_collections.distributor.core.plugins.module_utils._distributor.timestamps import format_compact, parse_compact
 from ansible_collections.distributor.core.plugins.module_utils._distributor.version import COLLECTION_VERSION
 
 from builders import destination, manifest, pipeline
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CORE = os.path.join(REPO, "plugins", "module_utils", "_distributor")
 KEY = OwnerKey("reports", "archive")
 
 
@@ -50,3 +55,25 @@ def test_a_bare_created_placeholder_renders_the_instant_in_utc():
 def test_a_lock_holder_is_described_with_rfc3339_times():
     raw = b'{"holder": "host:1", "acquired_at": 1780574400, "expires_at": 1780575000}'
     assert describe_holder(raw) == '"host:1" (since 2026-06-04T12:00:00Z, expires 2026-06-04T12:10:00Z)'
+
+
+def test_a_release_ids_second_is_written_and_read_by_the_timestamp_module_in_utc():
+    berlin = datetime(2026, 6, 4, 14, 0, 5, tzinfo=timezone(timedelta(hours=2)))
+    assert format_compact(berlin) == "20260604T120005Z"
+    assert parse_compact("20260604T120005Z") == berlin and parse_compact("20260604T120005Z").tzinfo == timezone.utc
+    assert release_id(berlin, "0123456789ab") == "20260604T120005Z-0123456789ab"
+    with pytest.raises(ValueError):
+        parse_compact("2026-06-04T12:00:05Z")
+
+
+def test_only_the_timestamp_module_formats_or_parses_times():
+    """But the `{created:<strftime>}` placeholder, whose format is the user's (config.render_bundle_path)."""
+    found = {}
+    for directory, _dirs, files in os.walk(CORE):
+        for name in files:
+            if name.endswith(".py") and name != "timestamps.py":
+                with open(os.path.join(directory, name), encoding="utf-8") as handle:
+                    calls = re.findall(r"\.(strftime|strptime)\(", handle.read())
+                if calls:
+                    found[os.path.relpath(os.path.join(directory, name), CORE)] = calls
+    assert found == {"config.py": ["strftime"]}

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import gc
 import json
+from contextlib import nullcontext
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from .budget import capped, check_limit, cut_arguments
 from .errors import DistributorError, MissingLibrary
 from .limits import UNLIMITED
-from .record import prepare_record, record_lines, write_record
+from .record import RecordFile, prepare_record, record_lines, write_record
 from .visible import visible
 
 
@@ -96,12 +97,14 @@ def _run(module: DistributorModule, budgeted: bool, operation, diff_aware: bool)
     try:
         if budgeted:
             check_limit(limit)
-        where = prepare_record(module.params["record_file"]) if budgeted and module.params["record_file"] else None
-        extra = (module._diff,) if diff_aware else ()
-        result = operation(module.params, module.check_mode, *extra)
-        plan = result.pop("plan", None)
-        if where is not None:
-            result.update(record_file=where, record_sha256=_recorded(where, module, result, plan))
+        with prepare_record(module.params["record_file"]) if budgeted and module.params["record_file"] else nullcontext() as record:
+            extra = (module._diff,) if diff_aware else ()
+            result = operation(module.params, module.check_mode, *extra)
+            plan = result.pop("plan", None)
+            if record is not None:
+                if record.warnings:
+                    result["warnings"] = [*result.get("warnings", ()), *record.warnings]
+                result.update(record_file=record.where, record_sha256=_recorded(record, module, result, plan))
     except MissingLibrary as error:
         module.fail_json(msg=missing_required_lib(error.library, reason="for " + error.purpose), exception=error.traceback, reason=error.reason)
     except DistributorError as error:
@@ -122,11 +125,11 @@ def _run(module: DistributorModule, budgeted: bool, operation, diff_aware: bool)
     module.exit_json(**result)
 
 
-def _recorded(where: str, module, result: dict, plan) -> str:
+def _recorded(record: RecordFile, module, result: dict, plan) -> str:
     """The record written, or a failure that says the run itself went through: a real run has
     changed the destination by now, and its result must not read as if nothing happened."""
     try:
-        return write_record(where, record_lines(module._name, module.check_mode, result, plan))
+        return write_record(record, record_lines(module._name, module.check_mode, result, plan))
     except DistributorError as error:
         raise DistributorError(error.reason, "%s; the %s itself completed (changed: %s, plan_digest %s)" % (
             error.message, "check" if module.check_mode else "run", result.get("changed"), result.get("plan_digest")),

@@ -14,13 +14,13 @@ reads storage or the clock: `now` is given.
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 
 from .errors import DistributorError
 from .limits import SHOWN_LIMIT
 from .paths import join
 from .release_index import ACTIVE, FAILED, ID_PATTERN, ROLLED_BACK, STAGED, SUPERSEDED, Release, ReleaseIndex
-from .timestamps import format_rfc3339
+from .timestamps import format_compact, format_rfc3339, parse_compact
 from .visible import visible
 
 HOME = ".distributor-releases"
@@ -30,7 +30,7 @@ SWITCH_PREFIX = ".distributor.switch."  # + an attempt token: the new link in th
 def release_id(now: datetime, token: str) -> str:
     """The id of the release an attempt builds: its UTC second, so ids sort as releases were
     made, then the attempt's token (storage.select.new_token), so two attempts never share one."""
-    made = "%s-%s" % (now.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%SZ"), token)
+    made = "%s-%s" % (format_compact(now), token)
     if not ID_PATTERN.match(made):
         raise ValueError("a release id needs a token of 12 lowercase hex digits, not %r" % (token,))
     return made
@@ -46,7 +46,7 @@ def next_release_id(index: ReleaseIndex, now: datetime, token: str) -> str:
     if newest is None or made > newest:
         return made
     try:
-        later = datetime.strptime(newest[:16], "%Y%m%dT%H%M%SZ").replace(tzinfo=timezone.utc) + timedelta(seconds=1)
+        later = parse_compact(newest[:16]) + timedelta(seconds=1)
         return release_id(later, token)
     except (OverflowError, ValueError):
         raise DistributorError("invalid_state", "the newest release of %s, %s, is dated where no clock reaches: "

@@ -1,5 +1,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""RFC3339 in and out. The core never reads the clock: `now` is always a parameter."""
+"""Times in and out, in the forms distributor writes: RFC3339 in records and results, and the
+compact UTC second that starts a release id. The core never reads the clock: `now` is always a
+parameter."""
 
 from __future__ import annotations
 
@@ -23,6 +25,21 @@ def parse_rfc3339(value: object) -> datetime:
 def format_rfc3339(moment: datetime) -> str:
     """UTC, second precision, `Z` suffix: the form distributor writes."""
     return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# The compact form: no separators, so that a release id (the compact second, `-`, a token) is one
+# name on any storage and sorts as its second does.
+_COMPACT = "%Y%m%dT%H%M%SZ"
+
+
+def format_compact(moment: datetime) -> str:
+    """UTC, second precision, without separators: `20260604T120000Z`."""
+    return moment.astimezone(timezone.utc).strftime(_COMPACT)
+
+
+def parse_compact(value: str) -> datetime:
+    """The aware UTC second that format_compact wrote; ValueError for anything else."""
+    return datetime.strptime(value, _COMPACT).replace(tzinfo=timezone.utc)
 
 
 def utc_now() -> datetime:

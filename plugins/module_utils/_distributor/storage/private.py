@@ -70,6 +70,16 @@ def writable_by_others(mode: int) -> str | None:
     return None
 
 
+def others_can_write(info: os.stat_result, euid: int) -> str | None:
+    """Why accounts other than `euid` can change what is in the directory `info` describes (its
+    group or every account may write it, sticky or not; another account than root owns it), or
+    None. root is no other account: it can change anything whatever the modes."""
+    why = writable_by_others(info.st_mode)
+    if why is None and info.st_uid not in (0, euid):
+        why = "is owned by uid %d" % info.st_uid
+    return why
+
+
 class Exposure:
     """The directories of one local destination that another account can write, on a host that
     lets that account plant links for root (unprotected_links). Nothing is judged, and no system
@@ -97,11 +107,7 @@ class Exposure:
         directory is opened; a directory that passed is not looked at again."""
         if not self.settings or where in self.judged:
             return
-        info = os.fstat(fd)
-        why = writable_by_others(info.st_mode)
-        if why is None and info.st_uid not in (0, self.euid):
-            why = "is owned by uid %d" % info.st_uid
-        self._found(where, why)
+        self._found(where, others_can_write(os.fstat(fd), self.euid))
         self.judged.add(where)
 
     def _found(self, where: str, why: str | None) -> None:
