@@ -13,7 +13,7 @@ exchange, so that publishes get far enough for the swap to land between a check 
 guards; prints the number of exchanges made and of exchanges tried (a try fails while
 distributor has removed or not yet made a target). The link leads to OUTSIDE, or to what the
 target names after `=` (`TARGET=PATH`: a file outside, say; `TARGET=hard:FILE`: a hard link to
-FILE instead of a symbolic link). A TARGET holding `*` is a glob, expanded anew on every pass,
+FILE instead of a symbolic link; `TARGET=dir:DIR`: a copy of the directory DIR, the swapper's own). A TARGET holding `*` is a glob, expanded anew on every pass,
 for paths that come and go (release generations). Standard library only: it runs under the
 system Python, which the unprivileged account can execute.
 """
@@ -22,6 +22,7 @@ import ctypes
 import glob
 import os
 import random
+import shutil
 import sys
 import time
 import urllib.parse
@@ -58,6 +59,8 @@ def main() -> None:
             try:
                 if evil.startswith("hard:"):
                     os.link(evil[len("hard:"):], link)
+                elif evil.startswith("dir:"):
+                    shutil.copytree(evil[len("dir:"):], link, symlinks=True)
                 else:
                     os.symlink(evil, link)
             except OSError:

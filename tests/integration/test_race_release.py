@@ -14,14 +14,21 @@ distributor's own only where that generation's record names the path with the sa
 it is the very same file (st_dev, st_ino): a file two generations share is read like any other,
 and the swapper's file given as many names is not; any other link is refused, never followed
 (test_release_storage.py and tests/unit/test_release_links.py show both on a quiet destination).
+
+A conversion (issue 38) is raced by an account that can write the destination root but not the
+plain bundle path, and is none of the accounts distributor trusts: it exchanges the plain
+directory with a link or a directory of its own while root converts it. Only the directory root
+looked at may become a release (tests/unit/test_release_adoption.py makes the swap every time).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import time
@@ -36,6 +43,7 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.erro
 from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest_build import create_manifest
 from ansible_collections.distributor.core.plugins.module_utils._distributor.prune import prune
 from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.regular import kind_of
 from ansible_collections.distributor.core.plugins.module_utils._distributor.reconcile import reconcile_state
 from ansible_collections.distributor.core.plugins.module_utils._distributor.stateinfo import state_info
 from ansible_collections.distributor.core.plugins.module_utils._distributor.switch_release import switch_release
@@ -58,7 +66,9 @@ def arena():
     0700 directory holding a secret at each output's name; `theirs`, the attacker's own
     directory with a file holding the secret (0600: a hard link to it is the attacker's to
     make); `twins`, where the swapper keeps what it exchanged (nothing is added beside a
-    target, so a generation holds no name of the swapper's while it is not exchanged)."""
+    target, so a generation holds no name of the swapper's while it is not exchanged). `beside`
+    runs it with each twin beside its target instead: only there can it exchange a directory it
+    cannot write (one moved to another directory would need its `..` changed)."""
     top = tempfile.mkdtemp(prefix="race-", dir="/tmp")
     os.chmod(top, 0o755)
     command, uid, gid = _attacker()
@@ -78,7 +88,7 @@ def arena():
         os.chown(path, uid, gid)
     bundles, swapper = bundles_and_swapper(top)
     yield dict(top=top, www=www, outside=outside, theirs=theirs, twins=twins, bundles=bundles, uid=uid, gid=gid,
-               command=command + [swapper, "--twins=" + twins])
+               command=command + [swapper, "--twins=" + twins], beside=command + [swapper])
     shutil.rmtree(top, ignore_errors=True)
 
 
@@ -107,9 +117,7 @@ def evil(arena: dict, path: str) -> bool:
 def stopped(swapper: subprocess.Popen, arena: dict) -> None:
     """The swapper stopped (SIGSTOP, and seen stopped) and every exchange it left undone, parents
     first: the tree as distributor made it, the swapper's links gone (it makes them again)."""
-    swapper.send_signal(signal.SIGSTOP)
-    while _process_state(swapper.pid) not in "TtZX":
-        time.sleep(0.001)
+    _halted(swapper)
     for name in sorted(os.listdir(arena["twins"]), key=len):
         twin = os.path.join(arena["twins"], name)
         target = urllib.parse.unquote(name)
@@ -262,3 +270,124 @@ def test_sftp_release_operations_raced_by_a_swapper_never_show_or_chmod_what_is_
     assert {top: _snapshot(top)["."][:3] for top in watched} == before, "the mode or owner of a directory outside changed"
     assert all(outcome.endswith(OUTCOMES) for outcome in found.outcomes), found.outcomes
     assert sum(found.outcomes.values()) >= 10, found.outcomes
+
+
+def adopted(arena: dict) -> list:
+    """The releases the index records that root's conversion or build did not make: a link, a
+    directory of another account's or nothing at the release's name, or an active release whose
+    files do not hold the bytes its record names (issue 38: the swapper's link or directory was
+    recorded as the active release, and served)."""
+    home = os.path.join(arena["www"], HOME)
+    try:
+        with open(os.path.join(home, ".distributor-releases.json"), "rb") as handle:
+            releases = json.load(handle)["releases"]
+    except FileNotFoundError:
+        return []
+    found = []
+    for release in releases:
+        generation = os.path.join(home, release["id"])
+        info = os.lstat(generation) if os.path.lexists(generation) else None
+        if info is None or not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+            found.append("%s: %s" % (release["status"], "missing" if info is None else "another account's"
+                                     if stat.S_ISDIR(info.st_mode) else kind_of(info.st_mode)))
+        elif release["status"] == "active":
+            with open(os.path.join(generation, ".distributor.json"), "rb") as handle:
+                outputs = json.load(handle)["outputs"]
+            if any(_digest(os.path.join(generation, output["path"])) != output["sha256"] for output in outputs):
+                found.append("active serving other bytes")
+    return found
+
+
+def _digest(path: str) -> str | None:
+    if not os.path.isfile(path) or os.path.islink(path):
+        return None
+    with open(path, "rb") as handle:
+        return "sha256:" + hashlib.sha256(handle.read()).hexdigest()
+
+
+def _removed(path: str) -> None:
+    if os.path.islink(path) or os.path.isfile(path):
+        os.unlink(path)
+    else:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _halted(swapper: subprocess.Popen) -> None:
+    """The swapper stopped (SIGSTOP), and seen stopped."""
+    swapper.send_signal(signal.SIGSTOP)
+    while _process_state(swapper.pid) not in "TtZX":
+        time.sleep(0.001)
+
+
+def convert_race(arena: dict, twin: str) -> Race:
+    """Rounds of a plain publish with the swapper stopped, then a publish with releases.convert
+    while it exchanges the plain bundle path with `twin` (a link to the root-only directory
+    outside, or a directory of its own), for half of RACE_SECONDS. The attacker can write the
+    destination root, not the bundle path, and is none of the accounts distributor trusts. After
+    each conversion: every release the index records must be a directory root made, the active
+    one holding the bytes its record names (wins: `adopted`), and outside must be as it was."""
+    www = arena["www"]
+    plain = {"id": "web", "path": NAME, "storage": {"type": "local", "root": www}}
+    converting = dict(plain, releases={"keep": 2, "convert": True})
+    evil = os.path.join(arena["top"], "evil-site")
+    for path, data in BUNDLES["first"].items():
+        os.makedirs(os.path.dirname(os.path.join(evil, path)), exist_ok=True)
+        with open(os.path.join(evil, path), "wb") as handle:
+            handle.write(data.replace(b"1", b"X"))
+    watched = (arena["outside"], arena["theirs"])
+    before = {top: _snapshot(top) for top in watched}
+    for top in watched:
+        _unread(top)
+    seconds = RACE_SECONDS / 2
+    exchanged = os.path.join(www, NAME) + "=" + (arena["outside"] if twin == "a link" else "dir:" + evil)
+    swapper = subprocess.Popen(arena["beside"] + [str(seconds), os.environ.get("DISTRIBUTOR_RACE_PAUSE", "0.0005"),
+                                                   arena["outside"], exchanged], stdout=subprocess.PIPE, text=True)
+    found = Race(Counter(), Counter(), Counter(), 0, 0, 0, 0)
+    created = datetime(2026, 6, 4, tzinfo=timezone.utc)
+    deadline = time.monotonic() + seconds
+
+    def published(name, destination):
+        stamped = (created + timedelta(seconds=1 if name == "first" else 2)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        create_manifest(arena["bundles"][name], "race", stamped, sorted(BUNDLES[name]))
+        return publish(arena["bundles"][name], {"id": "p"}, destination, lock_timeout=5)
+    try:
+        while time.monotonic() < deadline:
+            found.rounds += 1
+            created += timedelta(seconds=4)
+            _halted(swapper)
+            for name in (NAME, NAME + "-evil", ".distributor-releases"):
+                _removed(os.path.join(www, name))
+            published("first", plain)
+            swapper.send_signal(signal.SIGCONT)
+            with no_hang(RUN_DEADLINE, "a conversion under the race"):
+                try:
+                    result = published("changed", converting)
+                except DistributorError as error:
+                    assert error.message and "Traceback" not in error.message, error.message
+                    found.outcomes["convert " + error.reason] += 1
+                else:
+                    found.outcomes["convert ok"] += 1
+                    found.changed["convert"] += bool(result["release"]["converted"])
+                    found.shown += SECRET.decode() in repr(result)
+            _halted(swapper)
+            found.wins.update(adopted(arena))
+            if any(_read_since(top) or _snapshot(top) != before[top] for top in watched):
+                found.wins["outside"] += 1
+                before = {top: _snapshot(top) for top in watched}
+            for top in watched:
+                _unread(top)
+            swapper.send_signal(signal.SIGCONT)
+    finally:
+        swapper.send_signal(signal.SIGCONT)
+        found.swaps, found.tries = (int(n) for n in swapper.communicate(timeout=seconds + 30)[0].split() or (0, 0))
+    return found
+
+
+@pytest.mark.parametrize("twin", ["a link", "a directory of its own"])
+def test_a_conversion_raced_by_a_swapper_of_the_plain_directory_records_only_the_directory_it_looked_at(arena, twin):
+    found = convert_race(arena, twin)
+    print("\nconversion race on local storage, the plain directory swapped with %s: %s" % (twin, found))
+    assert not found.wins, "releases recorded that root did not make, or outside changed: %s" % dict(found.wins)
+    assert found.shown == 0, "a result showed the secret"
+    assert found.swaps > 100, "the swapper did not race (%d swaps)" % found.swaps
+    assert set(found.outcomes) <= {"convert ok", "convert storage_error", "convert invalid_state", "convert unmanaged"}, found

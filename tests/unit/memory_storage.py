@@ -11,7 +11,8 @@ from typing import Callable, ContextManager, Iterable
 from ansible_collections.distributor.core.plugins.module_utils._distributor.limits import LOCK_EXPIRY_SECONDS, LOCK_LIMIT
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import LOCK_NAME, RECORD_NAMES, join
 from ansible_collections.distributor.core.plugins.module_utils._distributor.regular import ForeignLinks, links_not_ours
-from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.base import Storage, temp_name, untrusted_record, verdict
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.base import (
+    DirectorySeen, Storage, temp_name, untrusted_record, verdict)
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.lease import Lease, LockFile, Seen, held
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.refusals import (
     already_there, link_refused, missing, no_atomic_switch, not_a_link, not_linkable)
@@ -25,6 +26,12 @@ class Symlink:
 
     def __repr__(self) -> str:
         return "Symlink(%r)" % self.target
+
+
+class Written(bytes):
+    """A file's content as a write leaves it: an object of its own whatever its bytes (Python
+    shares equal constants and the empty and one-byte ones), as a file written is an inode of
+    its own, so that the files a directory holds tell it (MemoryStorage.directory_at)."""
 
 
 class Linked(bytes):
@@ -60,11 +67,11 @@ class MemoryStorage(Storage):
     test can also fail a renewal, or replace the lock record there to steal the lock. The
     release primitives are the operations `entry`, `symlink` (the temporary link of a switch),
     `switch` (its rename over the path; a failure there removes the temporary link through a
-    `delete`, which a killed run never makes), `rename` (path: the source) and `link` (each
-    target of link_many). `clock` (a StorageClock) dates lock records as a real storage does;
+    `delete`, which a killed run never makes), `rename` (path: the source), `link` (each
+    target of link_many), `directory` (directory_at) and `survey`. `clock` (a StorageClock) dates lock records as a real storage does;
     without one, none is dated. `foreign` holds the keys of files another account owns (planted
-    by a test, shared like `store`): doubt refuses them, and a write of distributor's replaces
-    them with its own. `lacks` names the means this storage goes without, as an SFTP server may:
+    by a test, shared like `store`; a key with files below it is a directory of that account):
+    doubt refuses them, and a write of distributor's replaces them with its own. `lacks` names the means this storage goes without, as an SFTP server may:
     "link" (link_many links nothing), "switch" (no atomic switch).
     """
 
@@ -153,7 +160,7 @@ class MemoryStorage(Storage):
         except BaseException:
             self.files.pop(staged, None)
             raise
-        self.files[self._key(path)] = self.files.pop(staged)
+        self.files[self._key(path)] = Written(self.files.pop(staged))
         self.foreign.discard(self._key(path))
 
     def resettle(self, path: str, sha256: str, size: int) -> bool:
@@ -201,6 +208,31 @@ class MemoryStorage(Storage):
     def entry(self, path: str) -> tuple[str, str | None]:
         self.fault("entry", path)
         return self._kind(self._key(path))
+
+    def directory_at(self, path: str) -> DirectorySeen | None:
+        """A directory is the files below it: its identity, the very objects they are (a rename
+        moves them, a directory swapped in holds others: see Written)."""
+        self.fault("directory", path)
+        key = self._key(path)
+        if self._kind(key)[0] != "directory":
+            return None
+        inside = key + "/" if key else ""
+        held = tuple(sorted((k[len(inside):], id(data)) for k, data in self.files.items() if k.startswith(inside)))
+        return DirectorySeen(held, "is owned by another account" if key in self.foreign else None)
+
+    def survey(self) -> tuple[DirectorySeen | None, list[tuple[str, str]]]:
+        base = self.directory_at("")
+        self.fault("survey", "")
+        prefix = self.base + "/" if self.base else ""
+        below = {k[len(prefix):] for k in self.files if k.startswith(prefix)} if base is not None else set()
+        below |= {path[:end] for path in below for end in range(len(path)) if path[end] == "/"}
+        strangers = []
+        for path in sorted(below):
+            if isinstance(self.files.get(prefix + path), Symlink):
+                strangers.append((path, "is a symbolic link"))
+            elif prefix + path in self.foreign:
+                strangers.append((path, "is owned by another account"))
+        return base, strangers
 
     def require_switch(self) -> None:
         if "switch" in self.lacks:

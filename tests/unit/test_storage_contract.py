@@ -978,6 +978,42 @@ def test_rename_refuses_a_target_that_exists_and_a_source_that_does_not(backend)
 
 
 @only(*RELEASING)
+def test_directory_at_tells_a_directory_by_an_identity_a_rename_keeps_and_sees_nothing_else_as_one(backend):
+    storage = backend.open()
+    storage.write_bytes("site/a.txt", b"same")
+    storage.write_bytes("other/a.txt", b"same")
+    storage.switch("current", "site", "tmp-link")
+    seen = storage.directory_at("site")
+    assert seen is not None and seen.doubt is None
+    assert [storage.directory_at(path) for path in ("site/a.txt", "current", "missing", "gone/missing")] == [None] * 4
+    if backend.root is not None:
+        os.utime(backend.base_dir() / "other", (0, 0))  # SFTP tells directories by their attributes
+    assert storage.directory_at("other") != seen
+    storage.rename("site", ".distributor-releases/site/first")
+    assert storage.directory_at(".distributor-releases/site/first") == seen
+
+
+@only(*RELEASING)
+def test_survey_names_each_entry_that_is_no_directory_or_file_of_an_account_distributor_trusts(backend):
+    storage = backend.open()
+    storage.write_bytes("site/a.txt", b"a")
+    storage.write_bytes("site/theirs/b.txt", b"b")
+    storage.write_bytes("site/mine/c.txt", b"c")
+    storage.switch("site/mine/link", "../a.txt", "site/mine/tmp-link")
+    if backend.root is not None:
+        for path in ("site/theirs", "site/theirs/b.txt"):
+            os.chown(backend.base_dir() / path, 1000, 1000)
+    else:
+        storage.foreign.update({"%s/site/theirs" % BASE, "%s/site/theirs/b.txt" % BASE})
+    seen, strangers = storage.at("site").survey()
+    assert seen == storage.directory_at("site")
+    assert sorted(path for path, _why in strangers) == ["mine/link", "theirs", "theirs/b.txt"]
+    assert dict(strangers)["mine/link"] == "is a symbolic link"
+    assert dict(strangers)["theirs"].startswith("is owned by " + ("another account" if backend.root is None else "uid 1000"))
+    assert storage.at("nothing").survey() == (None, [])
+
+
+@only(*RELEASING)
 def test_link_many_gives_the_file_a_second_name_in_directories_it_makes(backend):
     storage = backend.open(directory_mode="0750")
     storage.write_bytes("one/docs/a.txt", b"alpha")

@@ -20,8 +20,10 @@ from .plan import Content, Write
 from .release_build import build, check_whole, clear_old, recover_dead, switch, would_clear
 from .release_index import STAGED, Release
 from .release_root import ReleaseRoot
-from .releases import HOME, SWITCH_PREFIX, activated, begun, built, earlier_good, link_target, next_release_id
+from .releases import HOME, SWITCH_PREFIX, activated, begun, built, earlier_good, link_target, next_release_id, removed
 from .root import list_present, read_state
+from .storage.base import DirectorySeen
+from .storage.refusals import CHANGED_DURING_RUN
 from .storage.select import new_token
 from .timestamps import format_rfc3339
 
@@ -55,6 +57,7 @@ def publish_release(job, root: ReleaseRoot, make) -> tuple:
         raise DistributorError(
             "conflict", "%s holds what an interrupted publish in place left; publish once more without releases to "
             "finish it, then convert" % root.storage.describe())
+    judged = adoptable(root) if root.plain and made.plan.changed else None
     values = {"id": None, "status": None, "from": root.live, "converted": None, "removed": list(dead.removed),
               "failed": list(dead.failed), "kept": [{"id": i, "why": why} for i, why in dead.kept],
               "previous": None, "preview_url": None}
@@ -65,7 +68,7 @@ def publish_release(job, root: ReleaseRoot, make) -> tuple:
         values["previous"] = _previous_id(root)
         return made, values
     if root.plain:
-        values["converted"] = convert(root, made.plan, job.now)
+        values["converted"] = convert(root, made.plan, job.now, judged)
     new = build(root, made.plan, job.bundle, job.bundle.manifest, made.present or frozenset(), lambda: _own_sources(job),
                 job.now)
     values.update(id=new, status="staged", preview_url=_preview(settings, new))
@@ -122,10 +125,35 @@ def _own_sources(job) -> dict:
             for item in job.planned if item.kind == "source"}
 
 
-def convert(root: ReleaseRoot, the_plan, now) -> dict:
+def adoptable(root: ReleaseRoot) -> DirectorySeen:
+    """The plain directory a conversion would move, judged before anything moves (check mode
+    too): it, and every entry in it, a directory or a regular file of an account distributor
+    trusts (Storage.survey). The rename adopts all it holds into a release, whose files keep-N
+    deletes once it is no longer kept: another account's directory there (whether a record
+    names its files or not: a record vouches for what distributor wrote, not for who owns it
+    now) would become distributor's to delete. Refused as unmanaged, naming them; nothing moves."""
+    seen, strangers = root.storage.survey()
+    where = root.storage.describe()
+    if seen is None:
+        raise DistributorError("storage_error", "%s is no longer a directory; %s" % (where, CHANGED_DURING_RUN))
+    found = ([(".", seen.doubt)] if seen.doubt else []) + sorted(strangers)
+    if found:
+        path, why = found[0]
+        raise DistributorError(
+            "unmanaged", "%s holds %d entr%s distributor cannot vouch for%s (%s %s); converting it would make them a release's, "
+            "which distributor deletes once keep-N no longer keeps it, so nothing was moved. Move them out of the bundle path, "
+            "or, if the account that owns them publishes here, name it in storage.trusted_owners (docs/operations.md, "
+            "converting an existing destination)" % (where, len(found), "y" if len(found) == 1 else "ies",
+                                                     first_paths([p for p, _why in found]),
+                                                     "the directory itself" if path == "." else path, why))
+    return seen
+
+
+def convert(root: ReleaseRoot, the_plan, now, judged: DirectorySeen) -> dict:
     """The plain bundle path becomes the first release: its directory is renamed into the
     release home, then a link takes its place. Between the two renames the bundle path does not
-    exist (readers get ENOENT, a web server 404); the result reports the window."""
+    exist (readers get ENOENT, a web server 404); the result reports the window. What the rename
+    moved must be the directory `judged` (adoptable), see _as_judged."""
     before = the_plan.before
     first = next_release_id(root.index, now, new_token())
     owners = tuple(o.key for o in before.owners) if before else ()
@@ -134,10 +162,38 @@ def convert(root: ReleaseRoot, the_plan, now) -> dict:
                     format_rfc3339(now))
     root.write_index(built(begun(root.index, entry), first, now))
     started = time.monotonic()
-    root.parent.rename(root.name, join(HOME, root.name, first))
+    try:
+        root.parent.rename(root.name, join(HOME, root.name, first))
+    except DistributorError:
+        if root.home.entry(first)[0] == "absent":
+            root.write_index(removed(root.index, [first]))
+        raise
+    _as_judged(root, first, judged)
     root.parent.switch(root.name, link_target(root.name, first), join(HOME, root.name, SWITCH_PREFIX + root.home.token))
     window = time.monotonic() - started
     root.live = first
     root.write_index(activated(root.index, first, now))
     root.storage = root.generation(first)
     return {"id": first, "window_seconds": round(window, 6)}
+
+
+def _as_judged(root: ReleaseRoot, first: str, judged: DirectorySeen) -> None:
+    """What the rename moved to the first release's name is the very directory adoptable judged
+    (Storage.directory_at: local, the same inode; SFTP, the same attributes). A rename moves
+    whatever is at the name then: whoever can write the bundle path's directory can swap in a
+    link or a directory of their own after the look. Anything else goes back to the bundle path
+    when that name is free, or stays where it is, the index forgets the release, and the run
+    fails (storage_error) naming where it is: nothing is switched to or recorded."""
+    if root.home.directory_at(first) == judged:
+        return
+    moved, where = join(HOME, root.name, first), root.parent.describe(root.name)
+    try:
+        root.parent.rename(moved, root.name)
+        left = "put back at %s" % where
+    except DistributorError:
+        left = "left at %s" % root.parent.describe(moved)
+    root.write_index(removed(root.index, [first]))
+    raise DistributorError(
+        "storage_error", "what distributor renamed from %s into the release home is not the directory it looked at before (a "
+        "link or another directory was put at that name in between): it was %s, and no release records it; %s. Find out "
+        "who can write %s" % (where, left, CHANGED_DURING_RUN, root.parent.describe()))

@@ -23,7 +23,7 @@ from .paths import INDEX_NAME, JOURNAL_NAME, RESERVED_PREFIX, STAGING_PREFIX, ST
 from .plan import Plan
 from .regular import UnprovenLinks
 from .release_index import FAILED, STAGED, Release, ReleaseIndex
-from .release_root import ReleaseRoot, SharedLinks, read_generation_journal
+from .release_root import ReleaseRoot, SharedLinks, read_generation_journal, vouched_generation
 from .releases import (
     HOME, SWITCH_PREFIX, activated, begun, built, dead, failed, link_target, next_release_id, removable, removed)
 from .root import read_state
@@ -183,9 +183,11 @@ def build(root: ReleaseRoot, the_plan: Plan, bundle, manifest, present: frozense
     root.write_index(begun(root.index, entry))
     try:
         _build(root, the_plan, bundle, present, own_sources, release)
+        made = root.home.directory_at(release)
     except DistributorError:
         _abandon(root, release)
         raise
+    root.built[release] = made.identity if made else None
     root.write_index(built(root.index, release, now))
     return release
 
@@ -219,8 +221,10 @@ def _build(root: ReleaseRoot, the_plan: Plan, bundle, present: frozenset, own_so
 
 
 def switch(root: ReleaseRoot, release: str, now: datetime, rollback: bool = False) -> None:
-    """Point the bundle path at `release` in one rename, then record it active."""
+    """Point the bundle path at `release` in one rename, then record it active: only a
+    generation distributor built (release_root.vouched_generation)."""
     after = activated(root.index, release, now, rollback)
+    vouched_generation(root.home, release, root.built)
     temporary = join(HOME, root.name, SWITCH_PREFIX + root.home.token)
     root.parent.switch(root.name, link_target(root.name, release), temporary)
     root.live = release
@@ -250,7 +254,9 @@ def check_whole(root: ReleaseRoot, release: str, verify: str) -> None:
     """Every output the generation's record names is there as recorded (`verify`: its size, or
     its digest too): a generation that lost or changed files since it was built is refused,
     never switched to, and a staged one is not offered for preview. A file the generations
-    share that the storage cannot read (regular.UnprovenLinks: SFTP) is checked by its size."""
+    share that the storage cannot read (regular.UnprovenLinks: SFTP) is checked by its size.
+    First, the generation must be one distributor built (release_root.vouched_generation)."""
+    vouched_generation(root.home, release, root.built)
     storage = root.generation(release)
     state, error = read_state(storage)
     if error is not None:

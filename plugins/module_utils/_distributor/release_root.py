@@ -29,6 +29,7 @@ from .releases import HOME, activated, live_id, split_bundle_path
 from .root import opened, read_journal, read_record, read_state
 from .storage.base import Storage
 from .storage.confined import ConfinedStorage
+from .storage.refusals import CHANGED_DURING_RUN
 from .storage.select import new_token
 from .timestamps import parse_rfc3339
 
@@ -40,7 +41,9 @@ class ReleaseRoot:
     """One bundle path's release home, read under its lock. `live` is the id the link names;
     `plain` says the bundle path is still a plain directory (a conversion's start); `storage` is
     where the live tree is read: the live generation, or the bundle path itself. `last_holder` is
-    the token of the attempt whose lock record this run found (see last_holder)."""
+    the token of the attempt whose lock record this run found (see last_holder); `built` holds
+    the identity (Storage.directory_at) of each generation this run built, by id, as its build
+    left it (see vouched_generation)."""
 
     parent: Storage
     home: Storage
@@ -51,6 +54,7 @@ class ReleaseRoot:
     plain: bool
     storage: Storage = field(init=False)
     last_holder: str | None = None
+    built: dict = field(default_factory=dict)
 
     def __post_init__(self):
         self.storage = self.generation(self.live) if self.live else self.parent.at(self.name)
@@ -216,6 +220,8 @@ def read_release_root(parent: Storage, home: Storage, bundle_path: str, name: st
             raise DistributorError(
                 "invalid_state", "%s links to release %s, which %s does not record: distributor never switches to a "
                 "release before recording it. Find out who changed the link" % (where, live, home.describe(INDEX_NAME)))
+        if entry.status != ACTIVE:
+            vouched_generation(home, live, {})
         return ReleaseRoot(parent, home, bundle_path, name, switched(index, entry, where), live, False)
     if kind == "absent" and index.active is not None:
         raise DistributorError(
@@ -227,6 +233,26 @@ def read_release_root(parent: Storage, home: Storage, bundle_path: str, name: st
     raise DistributorError(
         "storage_error", "%s is %s, not the symbolic link release mode keeps there (or a directory to convert). "
         "Find out who put it there" % (where, "a file" if kind == "file" else target or "something else"))
+
+
+def vouched_generation(home: Storage, release: str, built: Mapping) -> None:
+    """The generation of `release` is one distributor built, before it is switched to, activated
+    or recorded active: a directory (never a link) that an account distributor trusts owns
+    (Storage.directory_at; its record is read through the same trust, root.read_state), and, when
+    this run built it (`built`: release_root.ReleaseRoot.built), the very directory its build
+    left. The index names a release, not what is at its name since: whoever can write the
+    release home can put a directory of their own there, and a switch would serve it as a
+    release. Another account's directory, or anything but a directory, is invalid_state, named;
+    a directory swapped in after this run built it is storage_error. Nothing is switched."""
+    seen = home.directory_at(release)
+    where = home.describe(release)
+    if seen is None or seen.doubt:
+        raise DistributorError(
+            "invalid_state", "%s %s, so it is not a release distributor built, and distributor neither switches to it nor "
+            "records it active. Find out who put it there; if an account named in neither storage.owner nor "
+            "storage.trusted_owners publishes here, name it there" % (where, seen.doubt if seen else "is not a directory"))
+    if release in built and seen.identity != built[release]:
+        raise DistributorError("storage_error", "%s is not the directory this run built there; %s" % (where, CHANGED_DURING_RUN))
 
 
 def switched(index: ReleaseIndex, entry: Release, where: str) -> ReleaseIndex:

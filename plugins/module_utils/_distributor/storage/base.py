@@ -13,6 +13,7 @@ import hashlib
 import json
 from abc import ABC, abstractmethod
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
 from typing import Callable, ContextManager, Iterable, Mapping, TypeVar
 from urllib.parse import quote, quote_plus
 
@@ -117,6 +118,18 @@ def untrusted_record(where: str, doubt: str) -> DistributorError:
         "this destination too, name it in storage.trusted_owners; otherwise find out who put the record there, check the files "
         "it names, and restore distributor's own record from a backup or remove it (docs/operations.md, destinations others "
         "can write to)" % (where, doubt))
+
+
+@dataclass(frozen=True)
+class DirectorySeen:
+    """A directory looked at, never followed (Storage.directory_at, Storage.survey): `identity`
+    singles it out on its backend, so that the directory a rename moved can be told from one
+    swapped in at its name (local: st_dev, st_ino and owner; SFTP, which has no inode numbers:
+    what its attributes tell, sftp_wire.identity), and `doubt` is why distributor cannot vouch
+    for its owner (owner_doubt), or None."""
+
+    identity: tuple
+    doubt: str | None
 
 
 def in_parallel(workers: int, task: Callable[[Item], None], items: Iterable[Item]) -> None:
@@ -312,6 +325,20 @@ class Storage(ABC):
         limits.LINK_TARGET_LIMIT bytes, decoded as UTF-8 with surrogate escapes), ("directory",
         None), ("file", None) or ("other", what it is: regular.kind_of)."""
         raise not_offered("symbolic links", self.describe(path))
+
+    def directory_at(self, path: str) -> DirectorySeen | None:
+        """The directory at `path` as DirectorySeen tells it, looked at now, or None when there
+        is no directory there (nothing, a link, anything else): what a release switch or a
+        conversion is about to act on, and what a rename moved."""
+        raise not_offered("directory identities", self.describe(path))
+
+    def survey(self) -> tuple[DirectorySeen | None, list[tuple[str, str]]]:
+        """What a conversion would adopt: the base itself (directory_at's answer, None when it
+        is no directory), and (path, why) of every entry below it that is not a directory or a
+        regular file that an account distributor trusts owns (a link: "is a symbolic link"; an
+        owner: owner_doubt), found in one walk of the very directory the first answer tells
+        where the backend can hold it (local: its descriptor)."""
+        raise not_offered("directory identities", self.describe())
 
     def switch(self, path: str, target: str, temporary: str) -> None:
         """Make `path` a symbolic link holding `target` in one atomic step: a new link at

@@ -32,7 +32,7 @@ from typing import Callable, ContextManager, Iterable, Iterator, Mapping
 from ..errors import DistributorError
 from ..paths import JOURNAL_NAME, LOCK_NAME, STATE_NAME, all_clean, path_problem
 from ..limits import LOCK_EXPIRY_SECONDS
-from .base import Lease, Storage
+from .base import DirectorySeen, Lease, Storage
 from .refusals import failure, os_errors
 
 RECORDS = (STATE_NAME, JOURNAL_NAME)
@@ -232,6 +232,16 @@ class ConfinedStorage(Storage):
         """Confined like a read."""
         with self._reported("inspect", self._inside(path)):
             return self.inner.entry(path)
+
+    def directory_at(self, path: str) -> DirectorySeen | None:
+        """Confined like a read."""
+        with self._reported("inspect", self._inside(path)):
+            return self.inner.directory_at(path)
+
+    def survey(self) -> tuple[DirectorySeen | None, list[tuple[str, str]]]:
+        """Of the bundle path only, like list_files."""
+        with self._reported("inspect"):
+            return self.inner.survey()
 
     def switch(self, path: str, target: str, temporary: str) -> None:
         """Confined, the link's target too: a clean relative path leads below the link's own

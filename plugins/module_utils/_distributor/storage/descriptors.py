@@ -166,14 +166,21 @@ def write_fully(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def list_tree(top: int, where: Callable[[str], str]) -> Iterator[str]:
+def list_tree(top: int, where: Callable[[str], str], seen: Callable[[int, str, list], None] | None = None) -> Iterator[str]:
     """Every entry below the directory `top` that is not a directory (links included, never
     followed), and every empty staging directory (paths.is_staging: a dead attempt's, which no
     file below shows), as slash-separated relative paths, depth first and without recursion: a
     planted tree of any depth is refused past DEPTH_LIMIT levels, and only that many directories
     are open at once. A directory that cannot be listed fails the listing (taken as empty, its
-    files would be overwritten unseen); one removed while the walk runs is gone, which is no error."""
-    stack = [(os.dup(top), "", iter(_subdirectories_of(top, "", where)))]
+    files would be overwritten unseen); one removed while the walk runs is gone, which is no error.
+    `seen(descriptor, path, entries)`, when given, is shown each directory's entries as they are
+    read, through the directory's own descriptor (LocalStorage.survey looks at each there)."""
+    def entries_of(fd: int, rel: str) -> list[tuple[str, bool]]:
+        entries = _subdirectories_of(fd, rel, where)
+        if seen is not None:
+            seen(fd, rel, entries)
+        return entries
+    stack = [(os.dup(top), "", iter(entries_of(top, "")))]
     try:
         while stack:
             fd, prefix, pending = stack[-1]
@@ -199,7 +206,7 @@ def list_tree(top: int, where: Callable[[str], str]) -> Iterator[str]:
             if child is None:
                 yield prefix + name
                 continue
-            entries = _subdirectories_of(child, prefix + name, where)
+            entries = entries_of(child, prefix + name)
             if not entries and is_staging(name):
                 os.close(child)
                 yield prefix + name

@@ -25,7 +25,8 @@ from ..errors import DistributorError
 from ..limits import LINK_TARGET_LIMIT
 from ..paths import all_clean, join, path_problem
 from ..regular import kind_of
-from .descriptors import entry_mode
+from .base import DirectorySeen
+from .descriptors import entry_mode, list_tree
 from .durability import Directory, FsyncEach, durability_for, root_parent, sync_directory
 from .refusals import already_there, failure, link_not_made, link_refused, missing, not_a_link, not_linkable, os_errors
 
@@ -54,6 +55,57 @@ class LocalLinks:
             return ("absent", None) if parent is None else entry_at(parent, name, self.describe(path))
         finally:
             self._release()
+
+    def directory_at(self, path: str) -> DirectorySeen | None:
+        """An lstat in its directory, walked from the root: a link there is seen, never followed."""
+        head, name = self._split(path)
+        try:
+            parent = self._directory(head, False, self.describe(path))
+            if parent is None:
+                return None
+            with os_errors("inspect", self.describe(path)):
+                try:
+                    found = os.stat(name, dir_fd=parent, follow_symlinks=False)
+                except FileNotFoundError:
+                    return None
+            return self._seen(found) if stat.S_ISDIR(found.st_mode) else None
+        finally:
+            self._release()
+
+    def survey(self) -> tuple[DirectorySeen | None, list[tuple[str, str]]]:
+        """The base opened as every directory is (a link there is refused), told by the fstat of
+        that descriptor, and walked from it (descriptors.list_tree): each entry looked at in the
+        directory that lists it, so a directory swapped in at the base's name after it was opened
+        is neither judged nor mistaken for it."""
+        strangers: list[tuple[str, str]] = []
+
+        def judged(parent: int, rel: str, entries: list) -> None:
+            for name, _is_directory in entries:
+                path = join(rel, name)
+                with os_errors("inspect", self.describe(path)):
+                    try:
+                        found = os.stat(name, dir_fd=parent, follow_symlinks=False)
+                    except FileNotFoundError:
+                        continue
+                kind = None if stat.S_ISDIR(found.st_mode) else kind_of(found.st_mode)
+                why = "is " + kind if kind else self._foreign(found.st_uid)
+                if why:
+                    strangers.append((path, why))
+        try:
+            top = self._directory(self.base, False, self.describe())
+            if top is None:
+                return None, []
+            with os_errors("inspect", self.describe()):
+                base = self._seen(os.fstat(top))
+            for _path in list_tree(top, self.describe, judged):
+                pass
+            return base, strangers
+        finally:
+            self._release()
+
+    def _seen(self, found: os.stat_result) -> DirectorySeen:
+        """A directory's identity here: the very inode, and its owner."""
+        return DirectorySeen((found.st_dev, found.st_ino, found.st_uid), self._foreign(found.st_uid))
 
     def _names_made(self, path: str, seen: os.stat_result) -> int:
         """How many names of the file `seen` (the fstat of what was opened, or the lstat of what

@@ -17,7 +17,7 @@ from typing import ContextManager, Iterable
 
 from ..attributes import parse_mode, trusted_owners
 from ..errors import DistributorError, MissingLibrary
-from ..limits import DEPTH_LIMIT, LOCK_EXPIRY_SECONDS
+from ..limits import LOCK_EXPIRY_SECONDS
 from ..paths import RECORD_NAMES, is_reserved, is_staging
 from ..regular import ForeignLinks, UnprovenLinks, kind_of, links_not_ours
 from .base import Storage, hash_stream, not_a_record, owner_doubt, trusted_accounts, untrusted_record, verdict
@@ -26,7 +26,6 @@ from .sftp_chain import Chain, endpoints
 from .sftp_connect import SftpConnection, check_config
 from .sftp_links import SftpLinks
 from .sftp_lock import SftpLock
-from .refusals import too_deep
 from .sftp_batch import SftpBatch
 from .sftp_paths import SftpPaths
 from .sftp_wire import Pipe, identity, link_count, listdir_attr, read_ahead
@@ -412,35 +411,13 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, SftpLinks, Storage):
         return self._lstat(self._remote(path)) is not None
 
     def list_files(self) -> list[str]:
-        """Directory entries carry lstat attributes, so symlinks are listed, never followed. The
-        walk goes a level at a time (each level's directories read together, see
-        sftp_wire.listdir_attr), so a planted tree of any depth is refused past DEPTH_LIMIT
-        levels (storage_error) instead of exhausting Python's recursion. A directory that cannot
-        be listed fails the listing (storage_error): taken as empty, its files would be
-        overwritten unseen. Each directory is judged (see _judge) before it is listed. Empty
-        staging directories are listed too (see Storage.list_files)."""
+        """Directory entries carry lstat attributes, so symlinks are listed, never followed (the
+        walk: SftpPaths._walk). Empty staging directories are listed too (see Storage.list_files)."""
         found: list[str] = []
-        prefixes = {self._remote(""): ""}
-        while prefixes:
-            level, prefixes = prefixes, {}
-            with self._errors("list", next(iter(level))):
-                listed = list(listdir_attr(self._open(), list(level)))
-            for remote, entries in listed:
-                if isinstance(entries, Exception):
-                    with self._errors("list", remote):
-                        raise entries
-                prefix = level[remote]
-                if entries == [] and is_staging(posixpath.basename(remote)) and prefix:
-                    found.append(prefix[:-1])  # an empty staging directory: no file below shows it
-                for entry in entries or ():
-                    if not stat.S_ISDIR(entry.st_mode or 0):
-                        found.append(prefix + entry.filename)
-                        continue
-                    child = posixpath.join(remote, entry.filename)
-                    if prefix.count("/") + 1 > DEPTH_LIMIT:
-                        raise too_deep(self._url(child))
-                    self._judge(child, entry)
-                    prefixes[child] = prefix + entry.filename + "/"
+        for remote, prefix, entries in self._walk():
+            if entries == [] and is_staging(posixpath.basename(remote)) and prefix:
+                found.append(prefix[:-1])  # an empty staging directory: no file below shows it
+            found.extend(prefix + entry.filename for entry in entries or () if not stat.S_ISDIR(entry.st_mode or 0))
         return sorted(found)
 
     # -- lock -----------------------------------------------------------------------------

@@ -21,8 +21,9 @@ from ..errors import DistributorError
 from ..limits import LINK_TARGET_LIMIT
 from ..paths import join
 from ..regular import kind_of
+from .base import DirectorySeen
 from .refusals import (
-    already_there, disappeared, link_not_made, link_refused, missing, no_atomic_switch, not_a_link, not_linkable)
+    CHANGED_DURING_RUN, already_there, disappeared, link_not_made, link_refused, missing, no_atomic_switch, not_a_link, not_linkable)
 from .sftp_wire import FSYNC, HARDLINK, POSIX_RENAME, Pipe, identity, readlink, symlink_request
 from .sftp_wire import wire as _wire
 
@@ -73,6 +74,34 @@ class SftpLinks:
             return "directory", None
         kind = kind_of(mode)
         return ("other", kind) if kind else ("file", None)
+
+    def directory_at(self, path: str) -> DirectorySeen | None:
+        """An lstat, the way to it checked after it, as entry looks."""
+        remote = self._remote(path, look_at_name=False)
+        attrs = self._lstat(remote)
+        if attrs is None or not stat.S_ISDIR(attrs.st_mode or 0) or not self._check_directories(posixpath.dirname(remote)):
+            return None
+        return DirectorySeen(identity(attrs), self._foreign(attrs.st_uid))
+
+    def survey(self) -> tuple[DirectorySeen | None, list[tuple[str, str]]]:
+        """The base's lstat, then the walk of list_files (SftpPaths._walk), whose entries carry
+        the attributes judged. SFTP names paths, not directories: the walk is of whatever is at
+        the base's name as it goes, so the base is looked at again after it, and a walk whose
+        base changed meanwhile is refused (storage_error); what a rename then moves is told by
+        its attributes only (docs/operations.md, converting)."""
+        base = self.directory_at("")
+        strangers = []
+        for _remote, prefix, entries in self._walk() if base is not None else ():
+            for entry in entries or ():
+                mode = entry.st_mode or 0
+                kind = None if stat.S_ISDIR(mode) else kind_of(mode)
+                why = "is " + kind if kind else self._foreign(entry.st_uid)
+                if why:
+                    strangers.append((prefix + entry.filename, why))
+        if base is not None and self.directory_at("") != base:
+            raise DistributorError("storage_error", "%s changed while distributor looked at what it holds; %s"
+                                   % (self.describe(), CHANGED_DURING_RUN))
+        return base, strangers
 
     def require_switch(self) -> None:
         """The extensions the server announced when the session opened: without posix-rename no

@@ -16,14 +16,16 @@ from __future__ import annotations
 import posixpath
 import stat
 from contextlib import suppress
+from typing import Iterator
 
 from ..errors import DistributorError
+from ..limits import DEPTH_LIMIT
 from ..paths import join
 from .base import staging_dir
-from .refusals import disappeared, link_refused, not_a_directory, not_private, not_writable, staging_taken
+from .refusals import disappeared, link_refused, not_a_directory, not_private, not_writable, staging_taken, too_deep
 from .private import writable_by_others
 from .sftp_private import foreign_owner, shared_refusal, shared_warning, unwritable
-from .sftp_wire import LSETSTAT, USERS_GROUPS_BY_ID, Pipe, lsetstat, lstat_many, user_names
+from .sftp_wire import LSETSTAT, USERS_GROUPS_BY_ID, Pipe, listdir_attr, lsetstat, lstat_many, user_names
 from .sftp_wire import wire as _wire
 
 DEFAULT_DIRECTORY_MODE = 0o777  # asked of mkdir without a directory_mode: the server's umask applies, as for mkdir(1)
@@ -71,6 +73,34 @@ class SftpPaths:
             elif index < len(parts) - 1:
                 raise not_a_directory(self._url(current), self.describe(path))
         return current
+
+    def _walk(self) -> Iterator[tuple[str, str, list | None]]:
+        """(remote, its path below the base with a slash, or "" for the base; its entries, None
+        when it is not there) of every directory below the base, the base first. A level at a
+        time (each level's directories read together, see sftp_wire.listdir_attr), so a planted
+        tree of any depth is refused past DEPTH_LIMIT levels (storage_error) instead of exhausting
+        Python's recursion. A directory that cannot be listed fails the walk (storage_error):
+        taken as empty, its files would be overwritten unseen. Each directory is judged (see
+        _judge) before it is listed. Entries carry lstat attributes: a link is seen, never followed."""
+        prefixes = {self._remote(""): ""}
+        while prefixes:
+            level, prefixes = prefixes, {}
+            with self._errors("list", next(iter(level))):
+                listed = list(listdir_attr(self._open(), list(level)))
+            for remote, entries in listed:
+                if isinstance(entries, Exception):
+                    with self._errors("list", remote):
+                        raise entries
+                prefix = level[remote]
+                yield remote, prefix, entries
+                for entry in entries or ():
+                    if not stat.S_ISDIR(entry.st_mode or 0):
+                        continue
+                    child = posixpath.join(remote, entry.filename)
+                    if prefix.count("/") + 1 > DEPTH_LIMIT:
+                        raise too_deep(self._url(child))
+                    self._judge(child, entry)
+                    prefixes[child] = prefix + entry.filename + "/"
 
     def _check_directories(self, remote_dir: str) -> bool:
         """Whether every directory from below the root down to `remote_dir` exists, looked at
