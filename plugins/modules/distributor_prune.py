@@ -133,9 +133,32 @@ reason:
     - V(locked) - another publisher held the root for longer than O(lock_timeout).
     - V(plan_changed) - O(expect_plan_digest) was given and this run's plan differs; nothing was changed.
     - V(storage_error) - the storage refused or failed an operation (the message names the location).
+    - V(unmanaged) - the bundle path holds no record, or a file retention selects is not one distributor can vouch it
+      wrote (RV(unvouched) names it); nothing was deleted.
   returned: failure
   type: str
   sample: invalid_config
+unvouched:
+  description:
+    - On an C(unmanaged) failure, each file the run would have deleted that is not distributor's to delete, with why
+      (another account owns it, it is not a regular file, it has names distributor did not make). Kept, like every other file.
+    - The first O(result_limit); RV(unvouched_count) counts them all.
+  returned: failure
+  type: list
+  elements: dict
+  contains:
+    path:
+      description: The output path.
+      type: str
+    why:
+      description: Why distributor cannot vouch it wrote the file there.
+      type: str
+  sample: [{path: 2026-05-01.html, why: "is owned by uid 1000, not by uid 0"}]
+unvouched_count:
+  description: How many files RV(unvouched) names in all.
+  returned: failure
+  type: int
+  sample: 1
 bundle_path:
   description: The rendered bundle path under the root; empty for the root itself.
   returned: success

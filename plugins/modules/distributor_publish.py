@@ -214,7 +214,9 @@ reason:
     - V(plan_changed) - O(expect_plan_digest) was given and this run's plan differs; nothing was changed.
     - V(ownership_conflict) - a planned path is owned by another owner of a shared root.
     - V(storage_error) - the storage refused or failed an operation (the message names the location).
-    - V(unmanaged) - content distributor does not manage is in the way (use O(force=true) to replace it).
+    - V(unmanaged) - content distributor does not manage is in the way (use O(force=true) to replace it), or a file the run
+      would delete or write over is not one distributor can vouch it wrote (RV(unvouched) names it; O(force) does not
+      apply); nothing was changed.
     - V(verification_failed) - a file's size or sha256 differs from the manifest while it is read.
   returned: always
   type: str
@@ -365,7 +367,7 @@ release:
     kept:
       description:
         - Releases keep-N or recovery would remove but left whole, each C(id) and C(why) (they hold files no record
-          names, or a file recovery cannot vouch for).
+          names, or a file distributor cannot vouch it wrote, such as one of another account).
       type: list
       elements: dict
     previous:
@@ -424,6 +426,28 @@ forced_count:
   returned: success
   type: int
   sample: 0
+unvouched:
+  description:
+    - On an C(unmanaged) failure, each file the run would have deleted or written over that is not distributor's to
+      touch, with why (another account owns it, it is not a regular file, it has names distributor did not make). Kept,
+      like every other file.
+    - The first O(result_limit); RV(unvouched_count) counts them all.
+  returned: failure
+  type: list
+  elements: dict
+  contains:
+    path:
+      description: The output path.
+      type: str
+    why:
+      description: Why distributor cannot vouch it wrote the file there.
+      type: str
+  sample: [{path: report.pdf, why: "is owned by uid 1000, not by uid 0"}]
+unvouched_count:
+  description: How many files RV(unvouched) names in all.
+  returned: failure
+  type: int
+  sample: 1
 changes_count:
   description: How many paths the run affects; RV(changes) holds the first O(result_limit).
   returned: always

@@ -118,10 +118,12 @@ def test_non_utf8_names_are_reported_readably_and_force_removes_them(root, playb
 
 
 def test_a_planted_journal_naming_another_accounts_files_deletes_none_of_them(root, playbook, published):
-    """Issue 29: a journal planted (by uid 65534) names 300 files of uid 1000 in a directory the
-    planter cannot write, with their true digests and sizes. Check mode and the real run are a
-    skip that deletes nothing, under a guard of 5 deletes, and say so: `recovered` is empty and
-    a warning names the files and why they stay."""
+    """Issue 29: a journal names 300 files of uid 1000 in a directory the publisher did not make,
+    with their true digests and sizes. Planted by uid 65534 it is no record of distributor's
+    (issue 38: invalid_state). Owned by distributor's own account (a journal of an earlier run
+    that named them), check mode and the real run are a skip that deletes nothing, under a
+    guard of 5 deletes, and say so: `recovered` is empty and a warning names the files and why
+    they stay."""
     data = root.local_root / "site" / "data"
     data.mkdir()
     writes = []
@@ -137,6 +139,9 @@ def test_a_planted_journal_naming_another_accounts_files_deletes_none_of_them(ro
     os.chown(journal, 65534, 65534)
     before = tree(root.local_root / "site" / "data")
     guarded = destination(root, transfer={"max_deletes": 5})
+    assert_refused(playbook.publish(source=published, pipeline={"id": "reports"}, destination=guarded),
+                   "invalid_state", ".distributor.journal.json", "is owned by uid 65534")
+    os.chown(journal, 0, 0)
     for check in (True, False):
         result = playbook.publish(source=published, pipeline={"id": "reports"}, destination=guarded, check=check)
         assert not result.get("failed"), result

@@ -1,7 +1,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Hard links planted at a destination, through ansible-playbook: a managed output replaced by a
-hard link to a root-only file outside the root is never shown by `--check --diff` nor read by
-`verify`, which replaces it by a rename; a planted lock is refused and left as it was; and on a
+hard link to a root-only file outside the root is never read, and a run that would write over it
+(`--check --diff`, `verify`) refuses, `unmanaged`, and leaves it; a planted lock is refused and left as it was; and on a
 host whose kernel lets other accounts plant links, a root publisher is warned (this machine has
 fs.protected_symlinks at 0, and the tests run as root)."""
 
@@ -11,7 +11,6 @@ import json
 import os
 
 import pytest
-import yaml
 
 from planted import SECRET, fingerprint, plant_secret
 
@@ -38,8 +37,7 @@ def secret(tmp_path):
     return plant_secret(tmp_path)
 
 
-def test_a_hard_linked_output_is_not_shown_by_check_diff_and_verify_replaces_it_by_rename(
-        playbook, make_bundle, tmp_path, secret):
+def test_a_hard_linked_output_is_never_read_and_no_run_writes_over_it(playbook, make_bundle, tmp_path, secret):
     root = tmp_path / "root"
     first = make_bundle({"a.txt": OURS, "b.txt": b"b\n"}, created="2026-06-03T00:00:00Z")
     playbook.run([publish(first, root)])
@@ -49,28 +47,20 @@ def test_a_hard_linked_output_is_not_shown_by_check_diff_and_verify_replaces_it_
     before = fingerprint(secret)
 
     second = make_bundle({"a.txt": b"a, rewritten\n", "b.txt": b"b, rewritten\n"})
-    review = tmp_path / "review.yml"
-    review.write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "tasks": [
-        publish(second, root), publish(first, root, verify="sha256")]}]))
-    completed = playbook.invoke(str(review), check=True, diff=True)
-    assert completed.returncode == 0, completed.stdout + completed.stderr
-    assert completed.stdout.count("old content not shown: the file has 2 links") == 2, completed.stdout
-    assert "-b\n+b, rewritten" in completed.stdout, "an output of one name is diffed as before"
-    assert "root-only" not in completed.stdout
-    assert fingerprint(secret) == before
-
-    info_size, info_digest, repaired, again = playbook.run([
+    checked, checked_verify = playbook.run([publish(second, root), publish(first, root, verify="sha256")],
+                                           check=True, diff=True)
+    info_size, info_digest, verified = playbook.run([
         state_info(root, "size"),
         state_info(root, "sha256"),
         publish(first, root, verify="sha256"),
-        publish(first, root, verify="sha256"),
     ])
     assert info_size["drifted"] == info_digest["drifted"] == ["a.txt"]
-    assert (repaired["action"], repaired["changed"], repaired["repaired"]) == ("skip", True, ["a.txt"])
-    assert (again["changed"], again["repaired"]) == (False, [])
-    assert "root-only" not in json.dumps([info_size, info_digest, repaired])
-    assert output.read_bytes() == OURS and os.stat(output).st_nlink == 1
-    assert fingerprint(secret) == before and os.stat(secret).st_nlink == 1
+    for result in (checked, checked_verify, verified):
+        assert result.get("failed") and result["reason"] == "unmanaged", result
+        assert "a.txt (has 2 links, and a file distributor writes has one)" in result["msg"]
+        assert result["unvouched"] == [{"path": "a.txt", "why": "has 2 links, and a file distributor writes has one"}]
+    assert "root-only" not in json.dumps([checked, checked_verify, info_size, info_digest, verified])
+    assert fingerprint(secret) == before and os.stat(output).st_nlink == 2
     assert secret.read_bytes() == SECRET
 
 

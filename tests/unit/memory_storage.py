@@ -9,7 +9,7 @@ from contextlib import suppress
 from typing import Callable, ContextManager, Iterable
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.limits import LOCK_EXPIRY_SECONDS, LOCK_LIMIT
-from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import LOCK_NAME, RECORD_NAMES, join
+from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import LOCK_NAME, RECORD_NAMES, is_reserved, join
 from ansible_collections.distributor.core.plugins.module_utils._distributor.regular import ForeignLinks, links_not_ours
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.base import (
     DirectorySeen, Storage, temp_name, untrusted_record, verdict)
@@ -139,13 +139,25 @@ class MemoryStorage(Storage):
     def doubt(self, path: str, size: int | None = None, sha256: str | None = None, own_build: bool = False) -> str | None:
         self.fault("doubt", path)
         data = self.files.get(self._key(path))
-        if data is None:
-            return "is gone"
+        return "is gone" if data is None else self._verdict(path, data, size, sha256)
+
+    def doubt_files(self, paths: list[str]) -> list[str | None]:
+        """As doubt without a digest, an output (a name not reserved) a regular file; nothing
+        to doubt where nothing is. One storage operation, as the batch it is elsewhere."""
+        self.fault("doubt_files", paths[0] if paths else "")
+        answers = []
+        for path in paths:
+            data = self.files.get(self._key(path))
+            answers.append(None if data is None else self._verdict(path, data, None, None, not is_reserved(path)))
+        return answers
+
+    def _verdict(self, path: str, data, size: int | None, sha256: str | None, output: bool = False) -> str | None:
+        """A key in `foreign` is another account's file, a Symlink no regular file."""
         owner = "is owned by another account" if self._key(path) in self.foreign else None
         kind = "a symbolic link" if isinstance(data, Symlink) else None
         links = data.links(self.files) if isinstance(data, Linked) else 1
         return verdict(kind, owner, links, size, sha256, lambda: self.measure(path, size, True),
-                       self._names_made(path, data))
+                       self._names_made(path, data), output)
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
         staged = self._key(temp_name(path, self.token))

@@ -10,7 +10,7 @@ import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.contentdiff import (
     FILE_BOUND, STYLESHEET_NOTE, TASK_BOUND, content_diffs)
-from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
+from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError, Unreadable
 from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest_build import build_manifest
 from ansible_collections.distributor.core.plugins.module_utils._distributor.plan import Content, Write
 from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
@@ -93,6 +93,16 @@ def test_old_content_that_outgrew_its_record_is_read_to_the_bound_plus_one_byte_
     [entry] = content_diffs([write("a.txt", b"new\n")], managed, frozenset(["a.txt"]), read_old, lambda w: w.content.data, str)
     assert limits == [FILE_BOUND]
     assert "old content has grown past its record's 3 bytes, over the bound of %d bytes per file" % FILE_BOUND in skipped(entry)
+
+
+def test_an_old_file_that_is_not_a_regular_file_is_named_not_opened():
+    """A FIFO in a live release, where a check run in release mode diffs against it (in place,
+    the run refuses before its diff: authorship.py)."""
+    def read_old(path, limit):
+        raise Unreadable("root/a.txt is a FIFO (named pipe)", "a FIFO (named pipe)")
+    [entry] = content_diffs([write("a.txt", b"new\n")], {"a.txt": Record(3)}, frozenset(["a.txt"]), read_old,
+                            lambda w: w.content.data, lambda p: "root/" + p)
+    assert skipped(entry).endswith(": the old file is a FIFO (named pipe), not a regular file, which distributor does not open\n")
 
 
 def test_unmanaged_content_in_the_way_is_never_read():

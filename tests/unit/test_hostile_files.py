@@ -179,11 +179,12 @@ OPERATIONS = ("publish", "check_diff", "verify", "prune", "reconcile_state", "st
 ENDED = dict.fromkeys(OPERATIONS, "ok")
 REFUSED = dict.fromkeys(OPERATIONS, "storage_error")
 # How each operation ends with something other than a regular file at each name: a result, or
-# the reason of a refusal naming it. At an output it is drift (see the next test); at a staging
+# the reason of a refusal naming it. At an output it is drift, and no run deletes or writes over
+# it: `unmanaged` (see the next test; authorship.py); at a staging
 # name the attempt's own staging directory cannot be made, which every write needs (the state's
 # too), and SFTP parks the files it deletes there.
 ENDS = {
-    "a.html": ENDED,
+    "a.html": dict(ENDED, publish="unmanaged", check_diff="unmanaged", verify="unmanaged", prune="unmanaged"),
     "docs": dict(ENDED, publish="unmanaged", check_diff="unmanaged", verify="storage_error", prune="storage_error"),
     "": REFUSED,
     STATE_NAME: REFUSED,
@@ -275,34 +276,37 @@ def test_a_fifo_socket_or_device_anywhere_ends_every_operation_in_a_result_or_a_
 @pytest.mark.parametrize("backend", ["local", "sftp"])
 @pytest.mark.parametrize("kind", sorted(SPECIAL))
 def test_a_fifo_socket_or_device_at_an_output_is_drift_never_opened(published, backend, kind):
-    """Not what the record says, so it has drifted: --diff does not show it, state_info lists
-    it, verify puts the output back (a rename replaces the name; nothing is written into it)."""
+    """Not what the record says, so it has drifted: state_info lists it. Not a file distributor
+    wrote either, so no run writes over it (authorship.py): a check with --diff, a publish and
+    verify refuse, `unmanaged`, naming it, and leave it as it is, unopened."""
     if kind == "device" and os.geteuid() != 0:
         pytest.skip("only root makes device nodes")
     destination, root, first, second = published(backend)
     plant(root / BASE / "a.html", kind)
     calls = operations(destination, first, second)
     with no_hang(20):
-        diff = calls["check_diff"]()["diff"]
         assert calls["state_info"]()["drifted"] == ["a.html"]
-        repaired = calls["verify"]()
-    shown = [entry["prepared"] for entry in diff[1:] if entry["after_header"].endswith("/a.html")]
-    assert shown and shown[0].endswith(": the old file is %s, not a regular file, which distributor does not open\n"
-                                       % SPECIAL[kind][1]), diff
-    assert (repaired["action"], repaired["repaired"]) == ("skip", ["a.html"])
-    assert (root / BASE / "a.html").read_bytes() == FIRST["a.html"]
+        for operation in ("check_diff", "publish", "verify"):
+            error = expect_error("unmanaged", calls[operation])
+            assert "a.html (is %s)" % SPECIAL[kind][1] in error.message, (operation, error.message)
+    assert kind_of(os.lstat(root / BASE / "a.html").st_mode) == SPECIAL[kind][1]
 
 
 @pytest.mark.parametrize("backend", ["local", "sftp"])
 def test_a_link_at_an_output_stays_refused_in_every_operation_that_reads_it(published, tmp_path, backend):
-    """Unlike a FIFO, which a rename replaces: a link is refused wherever it is, as publish refuses it."""
+    """A link is refused wherever it is: a look at its content (verify) refuses it, and a run
+    that would write over it refuses before that (authorship.py), naming it."""
     destination, root, first, second = published(backend)
     os.unlink(root / BASE / "a.html")
     os.symlink(tmp_path / "first" / "a.html", root / BASE / "a.html")
     calls = operations(destination, first, second)
-    for operation in ("publish", "check_diff", "verify", "state_info"):
+    for operation in ("publish", "check_diff"):
+        error = expect_error("unmanaged", calls[operation])
+        assert "a.html (is a symbolic link)" in error.message, (operation, error.message)
+    for operation in ("verify", "state_info"):
         error = expect_error("storage_error", calls[operation])
         assert "/site/a.html is a symbolic link" in error.message, (operation, error.message)
+    assert os.path.islink(root / BASE / "a.html")
 
 
 def test_sftp_gives_up_an_open_that_a_fifo_swapped_in_after_the_look_holds(request, tmp_path, monkeypatch):

@@ -34,7 +34,7 @@ LAYERS = (
     ("schemas", ("schema*",)),
     ("model", ("manifest*", "bundle", "carried", "state_lines", "state", "journal", "config", "attributes", "transforms", "ownership",
                "release_index")),
-    ("pure core", ("decide", "plan", "guards", "invalidation", "digest", "changes", "contentdiff", "report", "dryrun", "drift",
+    ("pure core", ("decide", "plan", "guards", "authorship", "invalidation", "digest", "changes", "contentdiff", "report", "dryrun", "drift",
                    "budget", "releases")),
     ("storage", ("storage", "storage.*")),
     ("shell", ("root", "managed_root", "execute", "readahead", "record", "release_root", "release_build")),

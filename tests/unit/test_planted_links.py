@@ -153,6 +153,11 @@ def test_a_diff_never_shows_an_output_replaced_by_a_hard_link_to_a_file_outside(
     publish(write_bundle(tmp_path / "v1", {"a.txt": b"a\n", "b.txt": b"b\n"}), PIPELINE, destination(place))
     before = plant(secret, place.root / "site" / "a.txt")
     v2 = write_bundle(tmp_path / "v2", {"a.txt": b"a, again\n", "b.txt": b"b, again\n"}, created="2026-06-05T11:55:00Z")
+    if place.kind == "local":  # it counts the names: the run, which would write over it, refuses first (authorship.py)
+        error = expect_error("unmanaged", publish, v2, PIPELINE, destination(place), check_mode=True, diff_contents=True)
+        assert "a.txt (has 2 links, and a file distributor writes has one)" in error.message
+        assert SECRET.decode() not in error.message and untouched(secret, before)
+        return
     result = publish(v2, PIPELINE, destination(place), check_mode=True, diff_contents=True)
     entries = {entry["before_header"].rpartition("/")[2]: entry for entry in result["diff"][1:]}
     assert "old content not shown: the file has 2 links" in entries["a.txt"]["prepared"]
@@ -163,7 +168,9 @@ def test_a_diff_never_shows_an_output_replaced_by_a_hard_link_to_a_file_outside(
 
 @pytest.mark.parametrize("verify", ["size", "sha256"])
 def test_verify_counts_a_hard_linked_output_as_drifted_and_replaces_it_by_rename(place, tmp_path, secret, verify):
-    """The output has the planted file's size: only the link count tells them apart unread."""
+    """The output has the planted file's size: only the link count tells them apart unread.
+    Local storage, which counts the names before it writes over one, refuses instead and leaves
+    the planted name (authorship.py); SFTP, which cannot count them there, renames over it."""
     ours = b"x" * (len(SECRET) - 1) + b"\n"
     bundle = write_bundle(tmp_path / "bundle", {"a.txt": ours, "b.txt": b"b\n"})
     publish(bundle, PIPELINE, destination(place))
@@ -171,6 +178,13 @@ def test_verify_counts_a_hard_linked_output_as_drifted_and_replaces_it_by_rename
     before = plant(secret, output)
     info = state_info(destination(place), pipeline_id="reports", verify=verify)
     assert (info["drifted"], info["missing"]) == (["a.txt"], [])
+    if place.kind == "local":
+        for check_mode in (True, False):
+            error = expect_error("unmanaged", publish, bundle, PIPELINE, destination(place), check_mode=check_mode,
+                                 verify=verify)
+            assert "a.txt (has 2 links, and a file distributor writes has one)" in error.message
+        assert os.stat(output).st_nlink == 2 and untouched(secret, before)
+        return
     checked = publish(bundle, PIPELINE, destination(place), check_mode=True, diff_contents=True, verify=verify)
     assert checked["repaired"] == ["a.txt"] and SECRET.decode() not in str(checked)
     repaired = publish(bundle, PIPELINE, destination(place), verify=verify)

@@ -226,7 +226,7 @@ def test_a_recovering_publish_cut_at_any_storage_operation_converges(tmp_path):
         store = {}
         publish(v1, pipeline, dest(), now=NOW, opener=memory(store))
         with pytest.raises(Killed):
-            publish(v2, pipeline, dest(), now=LATER, opener=memory(store, cut=Cutter(at=12)))
+            publish(v2, pipeline, dest(), now=LATER, opener=memory(store, cut=Cutter(at=13)))
         assert {"site/d.png", "site/x.png", JOURNAL} <= set(store), sorted(store)
         return store
 

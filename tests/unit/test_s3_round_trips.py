@@ -50,6 +50,15 @@ def test_small_bodies_go_with_their_put_and_only_larger_ones_wait_for_100_contin
     assert puts == [("index.html", False), (".distributor.json", False), (".distributor.lock", False), ("big.bin", True)]
 
 
+def test_the_files_a_run_deletes_or_writes_over_cost_no_request(storage):
+    """S3 objects have no owner that tells one writer of a bucket from another: nothing to
+    doubt, so a replace pays nothing for the look local and SFTP storage take."""
+    storage.write_bytes("index.html", b"<p>page</p>")
+    requests = sent(storage)
+    assert storage.doubt_files(["index.html", "gone.html"]) == [None, None]
+    assert requests == []
+
+
 def test_listed_times_are_read_by_datetime_and_only_header_times_by_botocore_s_parser(s3_server, monkeypatch):
     """botocore's general timestamp parser costs 50 µs a key, a fifth of a listing's time in the
     client: the listing's ISO 8601 times are read by datetime; a lock's Last-Modified header (its

@@ -130,23 +130,28 @@ def test_a_mode_no_longer_configured_rewrites_the_output_with_the_default(tmp_pa
 
 
 def test_a_resettle_writes_again_an_output_that_is_not_the_file_distributor_wrote(tmp_path):
-    """Settings land only on the recorded bytes in a file of one link: a hard link to a file
-    elsewhere is replaced by a new file, and the file elsewhere keeps its mode."""
+    """Settings land only on the recorded bytes: an output whose bytes changed is written
+    again. A hard link to a file elsewhere is not even that: the run refuses to touch it
+    (authorship.py), and the file elsewhere keeps its mode."""
     source = write_bundle(tmp_path / "b", {"index.html": b"<p>", "a.txt": b"a"})
     root = tmp_path / "www"
     publish(source, {"id": "p"}, local_destination(root, file_mode="0640"))
+    (root / "index.html").write_bytes(b"<P>")
+
+    again = publish(source, {"id": "p"}, local_destination(root, file_mode="0644"))
+    assert again["resettled"] == ["a.txt", "index.html"]
+    assert (root / "index.html").read_bytes() == b"<p>"
+    assert os.stat(root / "a.txt").st_mode & 0o777 == 0o644 and os.stat(root / "index.html").st_mode & 0o777 == 0o644
+
     elsewhere = tmp_path / "elsewhere.txt"
     elsewhere.write_bytes(b"a")
     os.chmod(elsewhere, 0o600)
     os.unlink(root / "a.txt")
     os.link(elsewhere, root / "a.txt")
-    (root / "index.html").write_bytes(b"<P>")
-
-    again = publish(source, {"id": "p"}, local_destination(root, file_mode="0644"))
-    assert again["resettled"] == ["a.txt", "index.html"]
-    assert os.stat(elsewhere).st_mode & 0o777 == 0o600 and os.stat(elsewhere).st_nlink == 1
-    assert (root / "index.html").read_bytes() == b"<p>"
-    assert os.stat(root / "a.txt").st_mode & 0o777 == 0o644 and os.stat(root / "index.html").st_mode & 0o777 == 0o644
+    with pytest.raises(DistributorError) as caught:
+        publish(source, {"id": "p"}, local_destination(root, file_mode="0640"))
+    assert caught.value.reason == "unmanaged" and "a.txt (has 2 links" in caught.value.message
+    assert os.stat(elsewhere).st_mode & 0o777 == 0o600 and os.stat(elsewhere).st_nlink == 2
 
 
 def test_default_mode_is_unchanged(tmp_path):

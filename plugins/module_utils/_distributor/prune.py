@@ -13,6 +13,7 @@ from collections import defaultdict
 from datetime import datetime, timedelta
 
 from . import report
+from .authorship import check_authorship
 from .budget import Mapped
 from .changes import forget_changes
 from .config import Destination, Retention, parse_destination, render_url
@@ -59,7 +60,9 @@ def prune(pipeline_id: str, destination: dict, *, selector: Selector = Selector(
     them (as publish returns them).
 
     A planned output whose file is already gone loses its record too (it is not in `deleted`):
-    otherwise it would be planned again by every later run and prune would never settle.
+    otherwise it would be planned again by every later run and prune would never settle. One
+    whose file distributor cannot vouch it wrote (authorship.py) fails the run, `unmanaged`,
+    before anything is deleted, in check mode too.
     """
     now = now or utc_now()
     destination_cfg = parse_destination(destination)
@@ -78,6 +81,7 @@ def prune(pipeline_id: str, destination: dict, *, selector: Selector = Selector(
         facts = forget_facts("prune", root.bundle_path, root.key, root.state, (root.key,), planned, deleted)
         digest, changes = plan_digest(facts), forget_changes(planned)
         check_expected(expect_plan_digest, facts, digest, changes)
+        check_authorship(deleted, root.storage.doubt_files, root.storage.describe(), "prune would delete")
         base_url = _base_url(destination_cfg, root, selector) if planned else None
         if planned and not check_mode:
             deleted = root.storage.delete_many(o.path for o in planned)

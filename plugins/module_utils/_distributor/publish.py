@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 from . import report
 from .attributes import attributes_for
+from .authorship import check_authorship, overwritten_or_deleted
 from .budget import Mapped
 from .bundle import Bundle
 from .changes import publish_changes
@@ -195,9 +196,12 @@ class Made(NamedTuple):
 def _made(job: Job, storage, diff_contents: bool, expect_plan_digest: str | None, limit: int,
           release_facts=None) -> Made:
     """Read, decide, plan and review at `storage` (the bundle path, or the live generation of a
-    release), checked against the approved digest; check mode's look ahead too. `release_facts`
-    (release mode) lists the whole tree (every kept output is linked into the new generation)
-    and adds to the digest what the release part of the run does, from the plan."""
+    release), checked against the approved digest; check mode's look ahead too. In place, every
+    file the plan deletes or writes over must be distributor's (authorship.py), before the run
+    writes its journal. `release_facts` (release mode, where the live generation is neither
+    deleted from nor written to: its files go when it is cleared, release_build.clear) lists the
+    whole tree (every kept output is linked into the new generation) and adds to the digest what
+    the release part of the run does, from the plan."""
     manifest = job.bundle.manifest
     state, state_error, journal = read_records(storage)
     facts = dict(manifest=manifest, key=job.key, destination=job.destination, state=state, state_error=state_error,
@@ -228,6 +232,9 @@ def _made(job: Job, storage, diff_contents: bool, expect_plan_digest: str | None
     recovered, staging = found.deletes(the_plan), list(found.staging)
     review = plan_review(the_plan, manifest, present, recovered, release_facts(the_plan, present) if release_facts else None)
     check_expected(expect_plan_digest, *review)
+    if release_facts is None:
+        check_authorship(overwritten_or_deleted(the_plan, present or frozenset()), storage.doubt_files, storage.describe(),
+                         "this publish would delete or write over")
     if job.check_mode:
         read_sources(the_plan, job.bundle)
         if release_facts is None:

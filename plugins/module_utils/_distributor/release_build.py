@@ -92,9 +92,12 @@ def clear(root: ReleaseRoot, release: str) -> str | None:
     generation holds what its record names; a failed build what the generation it was linked
     from records, what its journal names and its staged files. Each file of a failed build must
     also be the one described there (Storage.doubt, the links counted as its records share
-    them), as crash recovery requires of what it deletes. Asked as distributor's own build
-    (`own_build`): its names are links distributor made, so over SFTP, which cannot tell a
-    file's other names, one with several is vouched for by its size, never read."""
+    them), as crash recovery requires of what it deletes; each file of a complete one must be
+    distributor's (Storage.doubt_files: a regular file of a trusted account, with the names the
+    generations share), as every delete requires (authorship.py): a record is no proof of who
+    put the file at its name since. A dead build is asked as distributor's own (`own_build`):
+    its names are links distributor made, so over SFTP, which cannot tell a file's other names,
+    one with several is vouched for by its size, never read."""
     entry = root.index.by_id(release)
     dead = entry is not None and (entry.status == FAILED or entry.built is None)
     storage = root.generation(release)
@@ -111,8 +114,10 @@ def clear(root: ReleaseRoot, release: str) -> str | None:
     if dead:
         asked = [(p, *named[p]) for p in listing if p in named] + [(p, None, None) for p in listing if STAGING_PREFIX in p]
         doubts = [(p, why) for (p, _s, _d), why in zip(asked, storage.doubt_many(asked, own_build=True)) if why]
-        if doubts:
-            return "%s %s" % doubts[0]
+    else:
+        doubts = [(p, why) for p, why in zip(listing, storage.doubt_files(listing)) if why]
+    if doubts:
+        return "%s %s" % doubts[0]
     records = [p for p in listing if RESERVED_PREFIX in p and is_reserved(p)]  # the prefix first: one test in C a path
     reserved = frozenset(records)
     outputs = [p for p in listing if p not in reserved]

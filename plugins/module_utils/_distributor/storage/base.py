@@ -65,14 +65,14 @@ def hash_stream(read: Callable[[int], bytes], limit: int) -> str:
 
 
 def verdict(kind: str | None, owner: str | None, links: int | None, size: int | None, sha256: str | None,
-            measured: Callable[[], tuple[int, str | None] | None], ours: int = 1) -> str | None:
+            measured: Callable[[], tuple[int, str | None] | None] | None, ours: int = 1, output: bool = False) -> str | None:
     """Storage.doubt's answer, from what a backend saw at the path: `kind` (regular.kind_of; a
-    directory passes only as a name distributor gives, without `sha256`), `owner` (owner_doubt,
-    None when an account distributor writes as owns it), `links` (None where the storage cannot
-    tell: SFTP) against `ours` (the names distributor made: one, and one for each generation
-    that shares the very file, see Storage.shared_links), and `measured()`, measure's answer,
-    asked only once all else agrees."""
-    if kind is not None and not (kind == "a directory" and sha256 is None):
+    directory passes only as a name distributor gives, without `sha256`, never as an `output`),
+    `owner` (owner_doubt, None when an account distributor writes as owns it), `links` (None
+    where the storage cannot tell: SFTP) against `ours` (the names distributor made: one, and
+    one for each generation that shares the very file, see Storage.shared_links), and
+    `measured()`, measure's answer, asked only once all else agrees (never without `sha256`)."""
+    if kind is not None and not (kind == "a directory" and sha256 is None and not output):
         return "is " + kind
     if owner is not None:
         return owner
@@ -239,6 +239,17 @@ class Storage(ABC):
         """doubt of each (path, size, sha256), in order. Backends where latency dominates (S3)
         ask several at once."""
         return [self.doubt(*item, own_build=own_build) for item in asked]
+
+    @abstractmethod
+    def doubt_files(self, paths: list[str]) -> list[str | None]:
+        """Why the file at each of `paths`, which a run is about to delete or write over, cannot
+        be vouched for as one distributor wrote, in order (authorship.check_authorship refuses
+        the run on any answer); None when it can, and where nothing is now (nobody's file is
+        lost there). As doubt without a digest: owned by an account distributor trusts, with the
+        names it made (local), and an output (a name that is not reserved) a regular file. One
+        look at each, the looks asked together (local: through the directories walked once for
+        the files of each, as delete_many walks them; SFTP: the lstats sent at once); no content
+        is read. S3 has no owners: nothing to doubt there (S3Storage.doubt_files)."""
 
     @abstractmethod
     def write(self, path: str, chunks: Iterable[bytes]) -> None:

@@ -141,6 +141,12 @@ class ConfinedStorage(Storage):
         with self._reported("inspect files under"):
             return self.inner.doubt_many(checked, own_build)
 
+    def doubt_files(self, paths: list[str]) -> list[str | None]:
+        """Every path checked before the first is looked at."""
+        checked = [self._inside(path) for path in paths]
+        with self._reported("inspect files under"):
+            return self.inner.doubt_files(checked)
+
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
         """Confined, under the lease, and a record only after a fresh look at the lock."""
         with self._reported("write", self._writing(path)):

@@ -209,11 +209,7 @@ class LocalStorage(LocalLinks, LocalWrites, Storage):
         head, name = self._split(path)
         try:
             parent = self._directory(head, False, self.describe(path))
-            with os_errors("inspect", self.describe(path)):
-                try:
-                    info = None if parent is None else os.stat(name, dir_fd=parent, follow_symlinks=False)
-                except FileNotFoundError:
-                    info = None
+            info = None if parent is None else self._looked_at(parent, name, path)
             if info is None:
                 return "is gone"
             return verdict(kind_of(info.st_mode), self._foreign(info.st_uid), info.st_nlink, size, sha256,
@@ -221,6 +217,36 @@ class LocalStorage(LocalLinks, LocalWrites, Storage):
                            self._names_made(path, info))
         finally:
             self._release()
+
+    def doubt_files(self, paths: list[str]) -> list[str | None]:
+        """One fstatat a file through held descriptors, each directory walked once for the run
+        of its files, as delete_many walks them; the names made are counted as doubt counts them."""
+        if not all_clean(paths):
+            for path in paths:
+                self._split(path)
+        answers: list[str | None] = []
+        try:
+            for head, run in groupby(paths, lambda path: (self._under + path).rpartition("/")[0]):
+                run = list(run)
+                parent = self._directory(head, False, self.describe(run[0]))
+                for path in run:
+                    info = None if parent is None else self._looked_at(parent, path.rpartition("/")[2], path)
+                    answers.append(None if info is None else verdict(
+                        kind_of(info.st_mode), self._foreign(info.st_uid), info.st_nlink, None, None, None,
+                        self._names_made(path, info), not is_reserved(path)))
+            return answers
+        finally:
+            self._release()
+
+    def _looked_at(self, parent: int, name: str, path: str) -> os.stat_result | None:
+        """The lstat of `name` (of `path`) in its directory `parent`; None when nothing is there."""
+        try:
+            return os.stat(name, dir_fd=parent, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            with os_errors("inspect", self.describe(path)):
+                raise exc
 
     def _foreign(self, uid: int) -> str | None:
         """None for the accounts whose files distributor acts on here: its own, storage.owner
@@ -236,14 +262,7 @@ class LocalStorage(LocalLinks, LocalWrites, Storage):
         head, name = self._split(path)
         try:
             parent = self._directory(head, False, self.describe(path))
-            if parent is None:
-                return False
-            with os_errors("inspect", self.describe(path)):
-                try:
-                    os.stat(name, dir_fd=parent, follow_symlinks=False)
-                except FileNotFoundError:
-                    return False
-            return True
+            return parent is not None and self._looked_at(parent, name, path) is not None
         finally:
             self._release()
 

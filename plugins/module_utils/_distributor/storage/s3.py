@@ -218,6 +218,13 @@ class S3Storage(Storage):
         in_parallel(WORKERS, ask, range(len(asked)))
         return answers
 
+    def doubt_files(self, paths: list[str]) -> list[str | None]:
+        """Nothing to doubt, and no request: an object has no owner that tells one writer of
+        the bucket from another, and whoever may write the prefix may delete its objects
+        directly, so no principal gains a right through distributor. The bucket policy is the
+        boundary (docs/operations.md, records and files of other accounts)."""
+        return [None] * len(paths)
+
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
         """A file of one part is one PUT; larger files go multipart, PARTS_IN_FLIGHT at a time.
         Reading on past SMALL_BODY waits for a LARGE_BODIES slot (see the module docstring).

@@ -1,6 +1,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The write half of SFTP storage: a batch of files staged, checked and renamed into place with
-requests sent ahead of their replies.
+"""The batched half of SFTP storage: a batch of files staged, checked and renamed into place with
+requests sent ahead of their replies, and the look at the files a run is about to delete or write
+over (doubt_files), sent the same way.
 
 A small file waited for request by request costs about ten round trips, and paramiko spends more
 CPU handing each reply from its transport thread to the waiting one than on the request itself.
@@ -21,6 +22,9 @@ from contextlib import suppress
 from typing import Callable, Iterable
 
 from ..errors import DistributorError
+from ..paths import is_reserved
+from ..regular import kind_of
+from .base import verdict
 from .refusals import disappeared, link_refused, staged_replaced
 from .sftp_wire import FSYNC, POSIX_RENAME, Pipe, identity
 from .sftp_wire import wire as _wire
@@ -46,7 +50,29 @@ class _Staged:
 
 
 class SftpBatch:
-    """write_many for SftpStorage (its attributes are set by SftpStorage.__init__)."""
+    """write_many and doubt_files for SftpStorage (its attributes are set by SftpStorage.__init__)."""
+
+    def doubt_files(self, paths: list[str]) -> list[str | None]:
+        """The lstat of every name and of every directory on the ways to them, WINDOW names and
+        their ways a round trip, the ways judged as every act judges them (a link on the way is
+        refused). SFTP cannot count a file's names without listing its directory, and a name
+        removed destroys no bytes its other names keep: the type and the owner decide here."""
+        from paramiko.sftp import CMD_LSTAT
+
+        remotes = [self._remote(path, look_at_name=False) for path in paths]
+        answers: list[str | None] = []
+        for first in range(0, len(remotes), WINDOW):
+            window = remotes[first:first + WINDOW]
+            pipe = Pipe(self._open())
+            with self._errors("inspect", window[0]):
+                numbers = [pipe.send(CMD_LSTAT, _wire(remote)) for remote in window]
+                ways = self._judge_ways(pipe, sorted({posixpath.dirname(remote) for remote in window}))
+                found = [pipe.attributes(number, missing_ok=True) for number in numbers]
+            for path, remote, attrs in zip(paths[first:], window, found):
+                there = attrs is not None and all(ways.get(directory) for directory in self._way(posixpath.dirname(remote)))
+                answers.append(verdict(kind_of(attrs.st_mode or 0), self._foreign(attrs.st_uid), None, None, None, None,
+                                       output=not is_reserved(path)) if there else None)
+        return answers
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
         """One file through the same staged, checked path as write_many."""
