@@ -141,7 +141,7 @@ schemas: collection
 
 define EXPORT_SCHEMAS
 import json
-from ansible_collections.distributor.core.plugins.module_utils._distributor.schema_documents import SCHEMAS
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.schema_documents import SCHEMAS
 for name, schema in SCHEMAS.items():
     with open("schemas/%s.schema.json" % name, "w") as handle:
         handle.write(json.dumps(schema, indent=2) + "\n")

@@ -61,8 +61,8 @@ for _path in (COLLECTIONS, TESTS_DIR):
 
 # Found through the sys.path set just above; the other benchmark scripts import these from here.
 import services  # noqa: E402
-from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest_build import create_manifest  # noqa: E402
-from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish  # noqa: E402
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.manifest_build import create_manifest  # noqa: E402
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish  # noqa: E402
 
 __all__ = ["create_manifest", "publish", "services"]
 

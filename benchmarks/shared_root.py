@@ -22,9 +22,9 @@ import tempfile
 from dataclasses import replace
 
 from harness import publish, time_call, write_results
-from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest import Manifest, ManifestFile, compute_digest
-from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest_build import write_manifest
-from ansible_collections.distributor.core.plugins.module_utils._distributor.state import (
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.manifest import Manifest, ManifestFile, compute_digest
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.manifest_build import write_manifest
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state import (
     Output, Owner, OwnerKey, State, serialize_state)
 
 STAMP = "2026-06-04T12:00:00Z"

@@ -114,8 +114,8 @@ path:
   sample: /srv/bundles/reports/manifest.json
 """
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor.adapter import run_module
-from ansible_collections.distributor.core.plugins.module_utils._distributor.ensure_manifest import ensure_manifest
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.adapter import run_module
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.ensure_manifest import ensure_manifest
 
 
 def main():

@@ -478,9 +478,9 @@ record_sha256:
   sample: sha256:2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae
 """
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor.adapter import run_module
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.adapter import run_module
 from ansible_collections.distributor.core.plugins.module_utils._distributor.argspec import DESTINATION, PIPELINE, RESULT, VERIFY
-from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
 
 
 def main():

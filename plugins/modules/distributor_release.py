@@ -288,10 +288,10 @@ record_sha256:
   sample: sha256:2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae
 """
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor.adapter import run_module
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.adapter import run_module
 from ansible_collections.distributor.core.plugins.module_utils._distributor.argspec import RELEASE, RESULT
-from ansible_collections.distributor.core.plugins.module_utils._distributor.managed_root import Selector
-from ansible_collections.distributor.core.plugins.module_utils._distributor.switch_release import switch_release
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.managed_root import Selector
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.switch import switch_release
 
 
 def main():

@@ -14,7 +14,7 @@ import time
 import pytest
 import yaml
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest_build import create_manifest
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.manifest_build import create_manifest
 from services import NGINX, _die_with_parent, start_nginx
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

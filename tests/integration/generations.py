@@ -12,7 +12,7 @@ import json
 import os
 import re
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest_build import create_manifest
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.manifest_build import create_manifest
 
 NAME = "site"
 HOME = os.path.join(".distributor-releases", NAME)

@@ -96,8 +96,8 @@ def attack(home: str, site: str, bundle: dict, collections: str = SOURCE_TREE) -
 def _record(collections: str, home: str, site: str, source_id: str, created: str, destination_id: str,
             pipeline_id: str, state_mode: str) -> str:
     sys.path.insert(0, collections)
-    from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest_build import create_manifest
-    from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
+    from ansible_collections.distributor.core.plugins.module_utils._distributor.records.manifest_build import create_manifest
+    from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
 
     bundle, scratch = os.path.join(home, "bundle"), os.path.join(home, "scratch")
     shutil.rmtree(bundle, ignore_errors=True)

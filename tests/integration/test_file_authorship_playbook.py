@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
 
 from hostile import assert_refused
 

@@ -26,7 +26,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.lease import holder_record
 
 from conftest import collections_path

@@ -18,7 +18,7 @@ import tempfile
 
 import pytest
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
 
 from planting import ATTACKER, RECORD, VICTIM, attack, attacker_home, reports_lost, victim_reports
 from test_race_local import _snapshot

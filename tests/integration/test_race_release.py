@@ -40,13 +40,13 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest_build import create_manifest
-from ansible_collections.distributor.core.plugins.module_utils._distributor.prune import prune
-from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.manifest_build import create_manifest
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.prune import prune
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
 from ansible_collections.distributor.core.plugins.module_utils._distributor.regular import kind_of
-from ansible_collections.distributor.core.plugins.module_utils._distributor.reconcile import reconcile_state
-from ansible_collections.distributor.core.plugins.module_utils._distributor.stateinfo import state_info
-from ansible_collections.distributor.core.plugins.module_utils._distributor.switch_release import switch_release
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.reconcile import reconcile_state
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.state_info import state_info
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.switch import switch_release
 
 from generations import HOME, NAME
 from hangs import no_hang

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
 from ansible_collections.distributor.core.plugins.module_utils._distributor.timestamps import utc_now
 

@@ -22,7 +22,7 @@ import subprocess
 import time
 from datetime import datetime, timedelta, timezone
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
 
 from conftest import problems, under_readers
 from generations import generations, live, make_site, release_destination, statuses

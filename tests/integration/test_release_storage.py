@@ -22,10 +22,10 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
-from ansible_collections.distributor.core.plugins.module_utils._distributor.storage import durability
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.local import durability
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
-from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.sftp_wire import POSIX_RENAME
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.sftp.wire import POSIX_RENAME
 
 from generations import HOME, INDEX, NAME, entries, generation, live, make_site, release_destination
 from services import start_sshd, without_extension

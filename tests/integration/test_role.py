@@ -15,7 +15,7 @@ import pytest
 
 from conftest import APPROVAL, PLAYBOOKS, REPO_ROOT, tree
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest_build import create_manifest
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.manifest_build import create_manifest
 
 CREATED = "2026-06-04T11:55:00Z"
 REPORT = {"report.md": b"# Quarterly report\n\nSee [the notes](notes.md).\n", "notes.md": b"# Notes\n",

@@ -8,9 +8,9 @@ import json
 import os
 from datetime import datetime, timezone
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor.config import parse_destination, parse_pipeline
-from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest import Manifest, ManifestFile, compute_digest
-from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest_build import create_manifest
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.config import parse_destination, parse_pipeline
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.manifest import Manifest, ManifestFile, compute_digest
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.manifest_build import create_manifest
 
 NOW = datetime(2026, 6, 4, 12, 0, 0, tzinfo=timezone.utc)
 LATER = datetime(2026, 6, 5, 12, 0, 0, tzinfo=timezone.utc)
@@ -62,7 +62,7 @@ def read_json(raw: bytes) -> dict:
 
 
 def _records(key, m: Manifest, paths, stamp=NOW_S):
-    from ansible_collections.distributor.core.plugins.module_utils._distributor.state import Output
+    from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state import Output
     return tuple(
         Output(p, "source", p, None, None, sha(p.encode()), len(p), stamp, stamp, key, m.id, m.digest, m.created)
         for p in paths
@@ -70,14 +70,14 @@ def _records(key, m: Manifest, paths, stamp=NOW_S):
 
 
 def single_state(m: Manifest, paths=("report.md",), pipeline_id="reports", destination_id="archive", reconciliation="replace"):
-    from ansible_collections.distributor.core.plugins.module_utils._distributor.state import Owner, OwnerKey, State
+    from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state import Owner, OwnerKey, State
     key = OwnerKey(pipeline_id, destination_id)
     return State("single_owner", 2, NOW_S, NOW_S, NOW_S, "0.1.0", (Owner(key, reconciliation, m, None),), _records(key, m, paths))
 
 
 def shared_state(*owners):
     """owners: (pipeline_id, destination_id, manifest, paths) tuples."""
-    from ansible_collections.distributor.core.plugins.module_utils._distributor.state import Owner, OwnerKey, State
+    from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state import Owner, OwnerKey, State
     records, owner_records = (), ()
     for pipeline_id, destination_id, m, paths in owners:
         key = OwnerKey(pipeline_id, destination_id)

@@ -15,7 +15,7 @@ import pytest
 from ansible.module_utils import basic
 from ansible.module_utils.common import warnings
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor import adapter
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations import adapter
 from ansible_collections.distributor.core.plugins.module_utils._distributor.argspec import DESTINATION, RESULT
 
 SECRET = "wJalrXUtnFEMI-K7MDENG-bPxRfiCYEXAMPLEKEY"
@@ -99,7 +99,7 @@ def test_the_collector_is_off_while_the_module_works_and_back_on_after(capsys, m
 PROGRAM = textwrap.dedent("""
     import atexit, gc, json, sys
     from ansible.module_utils import basic
-    from ansible_collections.distributor.core.plugins.module_utils._distributor import adapter
+    from ansible_collections.distributor.core.plugins.module_utils._distributor.operations import adapter
     from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
     atexit.register(lambda: sys.stderr.write("frozen %d enabled %s" % (gc.get_freeze_count(), gc.isenabled())))
     destination = {"id": "web", "storage": {"type": "local", "root": "/srv/www"}}

@@ -25,11 +25,11 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor.contentdiff import FILE_BOUND
+from ansible_collections.distributor.core.plugins.module_utils._distributor.planning.contentdiff import FILE_BOUND
 from ansible_collections.distributor.core.plugins.module_utils._distributor.limits import LOCK_LIMIT
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import JOURNAL_NAME, LOCK_NAME, STATE_NAME
-from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
-from ansible_collections.distributor.core.plugins.module_utils._distributor.stateinfo import state_info
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.state_info import state_info
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
 
 import builders
@@ -47,11 +47,11 @@ CHILD = r"""
 import json, sys
 paths, request = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 sys.path[:0] = paths
-from ansible_collections.distributor.core.plugins.module_utils._distributor import root
+from ansible_collections.distributor.core.plugins.module_utils._distributor.execution import root
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
-from ansible_collections.distributor.core.plugins.module_utils._distributor.stateinfo import state_info
-from ansible_collections.distributor.core.plugins.module_utils._distributor.stateinfo import state_info
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.state_info import state_info
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.state_info import state_info
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
 
 def peak_mib():

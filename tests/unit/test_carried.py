@@ -16,16 +16,16 @@ from urllib.parse import quote
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor import state as state_module
-from ansible_collections.distributor.core.plugins.module_utils._distributor.carried import Carried
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records import state as state_module
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.carried import Carried
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest import Manifest, ManifestFile, compute_digest
-from ansible_collections.distributor.core.plugins.module_utils._distributor.prune import prune
-from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
-from ansible_collections.distributor.core.plugins.module_utils._distributor.reconcile import reconcile_state
-from ansible_collections.distributor.core.plugins.module_utils._distributor.state import (
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.manifest import Manifest, ManifestFile, compute_digest
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.prune import prune
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.reconcile import reconcile_state
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state import (
     Output, Owner, OwnerKey, State, parse_state, serialize_state)
-from ansible_collections.distributor.core.plugins.module_utils._distributor.stateinfo import state_info
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.state_info import state_info
 
 from builders import LATER, MEMORY_STORAGE, NOW, sha, write_bundle
 from memory_storage import MemoryStorage

@@ -14,16 +14,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor import columns
-from ansible_collections.distributor.core.plugins.module_utils._distributor import manifest as manifest_module
-from ansible_collections.distributor.core.plugins.module_utils._distributor import state as state_module
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records import columns
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records import manifest as manifest_module
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records import state as state_module
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils._distributor.fastcheck import is_sha256
-from ansible_collections.distributor.core.plugins.module_utils._distributor.config import Pipeline, Rule
-from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest import Manifest, ManifestFile, parse_manifest
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.fastcheck import is_sha256
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.config import Pipeline, Rule
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.manifest import Manifest, ManifestFile, parse_manifest
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import all_clean, path_problem
-from ansible_collections.distributor.core.plugins.module_utils._distributor.plan import PlannedOutput, plan_outputs
-from ansible_collections.distributor.core.plugins.module_utils._distributor.state import Output, State, parse_state, state_to_dict
+from ansible_collections.distributor.core.plugins.module_utils._distributor.planning.plan import PlannedOutput, plan_outputs
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state import Output, State, parse_state, state_to_dict
 from ansible_collections.distributor.core.plugins.module_utils._distributor.urls import all_made, recorded_url_problem
 
 from builders import manifest, single_state

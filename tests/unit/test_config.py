@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor.config import (
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.config import (
     parse_destination, parse_pipeline, render_bundle_path)
 from ansible_collections.distributor.core.plugins.module_utils._distributor import vocabulary
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError

@@ -8,13 +8,13 @@ import os
 
 import pytest
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor.contentdiff import (
+from ansible_collections.distributor.core.plugins.module_utils._distributor.planning.contentdiff import (
     FILE_BOUND, STYLESHEET_NOTE, TASK_BOUND, content_diffs)
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError, Unreadable
-from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest_build import build_manifest
-from ansible_collections.distributor.core.plugins.module_utils._distributor.plan import Content, Write
-from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
-from ansible_collections.distributor.core.plugins.module_utils._distributor.transforms import BUILTIN_STYLESHEET, Page, render_markdown
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.manifest_build import build_manifest
+from ansible_collections.distributor.core.plugins.module_utils._distributor.planning.plan import Content, Write
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.transforms import BUILTIN_STYLESHEET, Page, render_markdown
 
 from builders import LATER, MEMORY_STORAGE, NOW, sha, write_bundle
 from memory_storage import MemoryStorage

@@ -12,7 +12,7 @@ import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import STATE_NAME
-from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
 
 from builders import LATER, MEMORY_STORAGE, NOW, read_json, write_bundle
 from memory_storage import MemoryStorage

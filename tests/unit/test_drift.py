@@ -5,9 +5,9 @@ hand and rewrites it, leaving everything else unread."""
 
 from __future__ import annotations
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor.drift import find_drift
-from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
-from ansible_collections.distributor.core.plugins.module_utils._distributor.state import Output, OwnerKey
+from ansible_collections.distributor.core.plugins.module_utils._distributor.planning.drift import find_drift
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state import Output, OwnerKey
 
 from builders import LATER, NOW, write_bundle
 

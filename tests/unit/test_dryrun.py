@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor.config import parse_destination
-from ansible_collections.distributor.core.plugins.module_utils._distributor.dryrun import with_dry_run_hint
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.config import parse_destination
+from ansible_collections.distributor.core.plugins.module_utils._distributor.planning.dryrun import with_dry_run_hint
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 
 TASK = "- distributor.core.distributor_state_info: "

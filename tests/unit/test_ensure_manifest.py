@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor.ensure_manifest import ensure_manifest
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.ensure_manifest import ensure_manifest
 
 FIRST = "2026-06-04T12:00:00Z"
 MTIME = 1780574400  # 2026-06-04T12:00:00Z

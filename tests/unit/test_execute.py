@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils._distributor.execute import find_leftovers
-from ansible_collections.distributor.core.plugins.module_utils._distributor.journal import Entry, Journal
-from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.execution.execute import find_leftovers
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.journal import Entry, Journal
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
 
 from builders import LATER, NOW, sha, write_bundle
 from memory_storage import MemoryStorage

@@ -15,11 +15,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor import schemas
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records import schemas
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils._distributor.fastcheck import ITEM_CHECKS, split_items, sure
-from ansible_collections.distributor.core.plugins.module_utils._distributor.schema_documents import SCHEMAS
-from ansible_collections.distributor.core.plugins.module_utils._distributor.state import state_to_dict
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.fastcheck import ITEM_CHECKS, split_items, sure
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.schema_documents import SCHEMAS
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state import state_to_dict
 
 from builders import manifest, shared_state, single_state
 
@@ -275,8 +275,8 @@ def test_a_publish_of_valid_settings_bundle_and_record_never_imports_jsonschema(
     """jsonschema is imported only to judge and word what the plain checks cannot vouch for."""
     script = textwrap.dedent("""
         import sys
-        from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest_build import create_manifest
-        from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
+        from ansible_collections.distributor.core.plugins.module_utils._distributor.records.manifest_build import create_manifest
+        from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
         open(sys.argv[1] + "/index.md", "w").write("# Hello")
         create_manifest(sys.argv[1], "site", "2026-06-04T12:00:00Z")
         destination = {"id": "archive", "storage": {"type": "local", "root": sys.argv[2]}, "links": {"base_url": "https://e.org/"}}

@@ -14,15 +14,15 @@ import os
 
 import pytest
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor.authorship import (
+from ansible_collections.distributor.core.plugins.module_utils._distributor.planning.authorship import (
     check_authorship, overwritten_or_deleted)
-from ansible_collections.distributor.core.plugins.module_utils._distributor.decide import Decision
+from ansible_collections.distributor.core.plugins.module_utils._distributor.planning.decide import Decision
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import JOURNAL_NAME, STATE_NAME
-from ansible_collections.distributor.core.plugins.module_utils._distributor.plan import Content, Plan, Write
-from ansible_collections.distributor.core.plugins.module_utils._distributor.prune import prune
-from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
-from ansible_collections.distributor.core.plugins.module_utils._distributor.state import OwnerKey
+from ansible_collections.distributor.core.plugins.module_utils._distributor.planning.plan import Content, Plan, Write
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.prune import prune
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state import OwnerKey
 
 import builders
 from builders import LATER, MEMORY_STORAGE, NOW, write_bundle

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor.config import DEFAULT_MAX_DELETES
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.config import DEFAULT_MAX_DELETES
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils._distributor.guards import check_delete_limit
-from ansible_collections.distributor.core.plugins.module_utils._distributor.plan import Plan
-from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.planning.guards import check_delete_limit
+from ansible_collections.distributor.core.plugins.module_utils._distributor.planning.plan import Plan
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
 
 from builders import LATER, MEMORY_STORAGE, NOW, destination, manifest, write_bundle
 from memory_storage import MemoryStorage

@@ -18,16 +18,17 @@ import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.limits import STATE_LIMIT
-from ansible_collections.distributor.core.plugins.module_utils._distributor.bundle import Bundle
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.bundle import Bundle
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import (
     JOURNAL_NAME, LOCK_NAME, STATE_NAME)
-from ansible_collections.distributor.core.plugins.module_utils._distributor.prune import prune
-from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
-from ansible_collections.distributor.core.plugins.module_utils._distributor.reconcile import reconcile_state
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.prune import prune
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.reconcile import reconcile_state
 from ansible_collections.distributor.core.plugins.module_utils._distributor.regular import (
     NotRegularFile, kind_of, open_regular)
-from ansible_collections.distributor.core.plugins.module_utils._distributor.stateinfo import state_info
-from ansible_collections.distributor.core.plugins.module_utils._distributor.storage import sftp, sftp_lock
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.state_info import state_info
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.sftp import storage as sftp
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.sftp import lock as sftp_lock
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.base import staging_dir
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
 

@@ -9,10 +9,10 @@ from datetime import timedelta
 import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils._distributor.invalidation import invalidation_paths
-from ansible_collections.distributor.core.plugins.module_utils._distributor.prune import prune
+from ansible_collections.distributor.core.plugins.module_utils._distributor.planning.invalidation import invalidation_paths
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.prune import prune
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import STATE_NAME
-from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
 
 from builders import LATER, MEMORY_STORAGE, NOW, write_bundle
 from memory_storage import MemoryStorage

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils._distributor.journal import (
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.journal import (
     Entry, Journal, parse_journal, serialize_journal)
-from ansible_collections.distributor.core.plugins.module_utils._distributor.schema_documents import SCHEMAS
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.schema_documents import SCHEMAS
 
 from builders import sha
 

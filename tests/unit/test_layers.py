@@ -13,7 +13,6 @@ the plain checks cannot vouch for).
 from __future__ import annotations
 
 import ast
-import fnmatch
 import os
 
 import pytest
@@ -25,22 +24,10 @@ CORE = os.path.join(
 PACKAGE = "ansible_collections.distributor.core.plugins.module_utils._distributor"
 TOP = "_distributor"
 
-# Bottom first. A module imports from its own layer and the layers before it, never from a later
-# one. Names are module paths below the core (storage/local.py is storage.local); glob patterns
-# let a module split by concern (manifest_build, schema_documents) keep its family's layer.
-LAYERS = (
-    ("bottom", (TOP, "errors", "limits", "vocabulary", "version", "timestamps", "globs", "visible", "paths",
-                "regular", "fastcheck", "columns", "argspec", "urls")),
-    ("schemas", ("schema*",)),
-    ("model", ("manifest*", "bundle", "carried", "state_lines", "state", "journal", "config", "attributes", "transforms", "ownership",
-               "release_index")),
-    ("pure core", ("decide", "plan", "guards", "authorship", "invalidation", "digest", "changes", "contentdiff", "report", "dryrun", "drift",
-                   "budget", "releases")),
-    ("storage", ("storage", "storage.*")),
-    ("shell", ("root", "managed_root", "execute", "readahead", "record", "release_root", "release_build")),
-    ("operations", ("publish", "publish_release", "switch_release", "prune", "reconcile", "stateinfo", "ensure_manifest",
-                    "adapter")),
-)
+# Bottom first: the core's packages are its layers. A module imports from its own package and the
+# packages before it, never from a later one; the core's own top-level modules ("") are the bottom.
+# Module names are paths below the core: storage/local/storage.py is storage.local.storage.
+LAYERS = ("", "records", "planning", "storage", "execution", "releases", "operations")
 
 
 class Import:
@@ -117,9 +104,18 @@ def core_imports() -> list[Import]:
 
 
 def layer_of(module: str) -> int | None:
-    """The index in LAYERS of the module's layer; None for a module the table does not place."""
-    return next((i for i, (_name, patterns) in enumerate(LAYERS) if any(fnmatch.fnmatchcase(module, p) for p in patterns)),
-                None)
+    """The index in LAYERS of the module's package (its first component); None for a package the
+    table does not place."""
+    package = module.split(".")[0] if "." in module or module in PACKAGES else ""
+    return LAYERS.index(package) if package in LAYERS else None
+
+
+def packages() -> list[str]:
+    """The core's packages: the folders below it that hold an __init__.py."""
+    return sorted(name for name in os.listdir(CORE) if os.path.isfile(os.path.join(CORE, name, "__init__.py")))
+
+
+PACKAGES = packages()
 
 
 def cycles(edges: dict[str, set]) -> list[tuple[list[str], list[str]]]:
@@ -174,9 +170,39 @@ def _cycle_through(start: str, group: set, edges: dict) -> list[str]:
 IMPORTS = core_imports()
 
 
-def test_every_module_of_the_core_has_a_layer():
-    unplaced = sorted(m for m in _module_names() if layer_of(m) is None)
-    assert not unplaced, "\n".join("add %s to the layer table (LAYERS in tests/unit/test_layers.py)" % m for m in unplaced)
+def test_every_package_of_the_core_is_a_layer():
+    assert sorted(PACKAGES) == sorted(LAYERS[1:]), "LAYERS in tests/unit/test_layers.py lists the core's packages, bottom first"
+
+
+def test_the_architecture_document_draws_the_layers():
+    """docs/internal/architecture.md's picture: one row a layer, top first, naming each module of
+    that package (a package's own folder with its modules: `storage/local: a.py b.py`)."""
+    drawn = architecture_picture()
+    assert list(drawn) == [name or "core" for name in reversed(LAYERS)], "the picture's layers, top first"
+    for layer, files in drawn.items():
+        package = "" if layer == "core" else layer
+        on_disk = sorted(os.path.relpath(path, os.path.join(CORE, package)) for module, path in _module_names().items()
+                         if layer_of(module) == LAYERS.index(package) and not path.endswith("__init__.py"))
+        assert sorted(files) == on_disk, "layer %s of the picture names other files than %s/ holds" % (layer, package or "the core")
+
+
+def architecture_picture() -> dict[str, list[str]]:
+    """{layer: files below its package} as the document's fenced picture draws them."""
+    document = os.path.join(os.path.dirname(os.path.dirname(CORE)), "..", "docs", "internal", "architecture.md")
+    with open(document, encoding="utf-8") as handle:
+        picture = handle.read().split("```\n", 2)[1]
+    drawn, layer, folder = {}, None, ""
+    for line in picture.splitlines():
+        head, _gap, rest = line.partition("  ")
+        if head.strip():
+            layer, folder = head.strip(), ""
+            drawn[layer] = []
+        for word in rest.split():
+            if word.endswith(":"):
+                folder = word[:-1] + "/"
+            elif word.endswith(".py"):
+                drawn[layer].append(folder + word)
+    return drawn
 
 
 def test_the_core_has_no_import_cycle():
@@ -190,7 +216,7 @@ def test_the_core_has_no_import_cycle():
 
 def test_no_layer_imports_from_a_layer_above_it():
     upward = [
-        "%s (%s) from %s" % (found, LAYERS[layer_of(found.target)][0], LAYERS[layer_of(found.source)][0])
+        "%s (%s) from %s" % (found, LAYERS[layer_of(found.target)] or "core", LAYERS[layer_of(found.source)] or "core")
         for found in IMPORTS
         if None not in (layer_of(found.source), layer_of(found.target)) and layer_of(found.target) > layer_of(found.source)
     ]
@@ -205,7 +231,8 @@ def test_no_import_of_the_core_is_deferred_into_a_function():
 def test_the_walk_sees_the_imports_that_matter():
     """Guards the checks above against a walk that finds nothing: known edges of every kind."""
     seen = {(found.source, found.target) for found in IMPORTS}
-    assert {("decide", "ownership"), ("attributes", "globs"), ("storage.base", "errors"), ("publish", "report")} <= seen
+    assert {("planning.decide", "planning.ownership"), ("records.attributes", "globs"), ("storage.base", "errors"),
+            ("operations.publish", "planning.report")} <= seen
 
 
 @pytest.mark.parametrize("edges, expected", [

@@ -12,7 +12,7 @@ import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.limits import DEPTH_LIMIT
-from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.local import LocalStorage
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.local.storage import LocalStorage
 
 from deep_tree import plant_tree, remove_tree
 from snapshots import snapshot

@@ -11,7 +11,7 @@ import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import JOURNAL_NAME, LOCK_NAME, STATE_NAME
-from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.lease import holder_record
 
 from builders import LATER, MEMORY_STORAGE, NOW, write_bundle

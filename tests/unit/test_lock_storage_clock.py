@@ -16,7 +16,7 @@ import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import LOCK_NAME
-from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.s3_lock import S3Lock
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.s3.lock import S3Lock
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
 
 from services import S3Server, _start

@@ -11,12 +11,13 @@ import tracemalloc
 
 import pytest
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor import manifest as manifest_module, schemas
-from ansible_collections.distributor.core.plugins.module_utils._distributor.bundle import Bundle
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records import manifest as manifest_module
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records import schemas
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.bundle import Bundle
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError, MissingLibrary
-from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest import (
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.manifest import (
     Manifest, ManifestFile, compute_digest, parse_manifest)
-from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest_build import create_manifest
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.manifest_build import create_manifest
 
 CREATED = "2026-06-04T12:00:00Z"
 MIB = 1024 * 1024

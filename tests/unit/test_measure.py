@@ -16,9 +16,9 @@ import os
 import paramiko
 import pytest
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
-from ansible_collections.distributor.core.plugins.module_utils._distributor.stateinfo import state_info
-from ansible_collections.distributor.core.plugins.module_utils._distributor.storage import sftp_wire
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.state_info import state_info
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.sftp import wire as sftp_wire
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.base import hash_stream
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
 

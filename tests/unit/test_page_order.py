@@ -4,9 +4,9 @@ before the first HTML output, and deletes follow every write."""
 
 from __future__ import annotations
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor.execute import is_page
+from ansible_collections.distributor.core.plugins.module_utils._distributor.execution.execute import is_page
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import JOURNAL_NAME, STATE_NAME
-from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
 
 from builders import LATER, MEMORY_STORAGE, NOW, write_bundle
 from memory_storage import MemoryStorage

@@ -10,11 +10,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor import globs
-from ansible_collections.distributor.core.plugins.module_utils._distributor.decide import decide
+from ansible_collections.distributor.core.plugins.module_utils._distributor.planning.decide import decide
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.globs import glob_match
-from ansible_collections.distributor.core.plugins.module_utils._distributor.plan import Content, plan, plan_outputs, primary_url
-from ansible_collections.distributor.core.plugins.module_utils._distributor.state import OwnerKey
+from ansible_collections.distributor.core.plugins.module_utils._distributor.planning.plan import Content, plan, plan_outputs, primary_url
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state import OwnerKey
 
 from builders import LATER, LATER_S, NOW_S, destination, manifest, pipeline, sha, shared_state, single_state
 

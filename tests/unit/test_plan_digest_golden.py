@@ -9,11 +9,11 @@ import hashlib
 import json
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.budget import Mapped
-from ansible_collections.distributor.core.plugins.module_utils._distributor.digest import (
+from ansible_collections.distributor.core.plugins.module_utils._distributor.planning.digest import (
     Records, Writes, canonical, explain, forget_facts, plan_digest)
-from ansible_collections.distributor.core.plugins.module_utils._distributor.plan import Content, Write
-from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
-from ansible_collections.distributor.core.plugins.module_utils._distributor.state import Output, OwnerKey
+from ansible_collections.distributor.core.plugins.module_utils._distributor.planning.plan import Content, Write
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state import Output, OwnerKey
 
 from builders import MEMORY_STORAGE, NOW, write_bundle
 from memory_storage import MemoryStorage

@@ -17,19 +17,19 @@ import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import LOCK_NAME, STATE_NAME
-from ansible_collections.distributor.core.plugins.module_utils._distributor.prune import prune
-from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
-from ansible_collections.distributor.core.plugins.module_utils._distributor.reconcile import reconcile_state
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.prune import prune
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.reconcile import reconcile_state
 from ansible_collections.distributor.core.plugins.module_utils._distributor.regular import (
     ForeignLinks, links_not_ours)
-from ansible_collections.distributor.core.plugins.module_utils._distributor.stateinfo import state_info
-from ansible_collections.distributor.core.plugins.module_utils._distributor.storage import sftp as sftp_module
-from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.local import LocalStorage
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.state_info import state_info
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.sftp import storage as sftp_module
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.local.storage import LocalStorage
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.lease import holder_record
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.private import unprotected_links
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
-from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.sftp_lock import SftpLock
-from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.sftp_wire import link_count
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.sftp.lock import SftpLock
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.sftp.wire import link_count
 
 import builders
 from builders import write_bundle

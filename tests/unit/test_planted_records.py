@@ -16,15 +16,15 @@ from functools import lru_cache
 
 import pytest
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor.bundle import Bundle, read_manifest_json
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.bundle import Bundle, read_manifest_json
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils._distributor.journal import Entry, Journal, serialize_journal
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.journal import Entry, Journal, serialize_journal
 from ansible_collections.distributor.core.plugins.module_utils._distributor.limits import BYTES_PER_CONTAINER
-from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest import parse_manifest
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.manifest import parse_manifest
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import JOURNAL_NAME, STATE_NAME
-from ansible_collections.distributor.core.plugins.module_utils._distributor.schemas import load_json
-from ansible_collections.distributor.core.plugins.module_utils._distributor.state import parse_state, serialize_state, state_to_dict
-from ansible_collections.distributor.core.plugins.module_utils._distributor.stateinfo import state_info
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.schemas import load_json
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state import parse_state, serialize_state, state_to_dict
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.state_info import state_info
 
 from builders import MEMORY_STORAGE, manifest, sha, shared_state, single_state, write_bundle
 from memory_storage import MemoryStorage

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils._distributor.prune import prune
-from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
-from ansible_collections.distributor.core.plugins.module_utils._distributor.reconcile import reconcile_state
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.prune import prune
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.reconcile import reconcile_state
 
 from builders import LATER, MEMORY_STORAGE, NOW, write_bundle
 from memory_storage import MemoryStorage

@@ -9,13 +9,13 @@ import json
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils._distributor.config import parse_destination, parse_pipeline
-from ansible_collections.distributor.core.plugins.module_utils._distributor.journal import parse_journal
-from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest import parse_manifest
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.config import parse_destination, parse_pipeline
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.journal import parse_journal
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.manifest import parse_manifest
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import path_problem
-from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
-from ansible_collections.distributor.core.plugins.module_utils._distributor.release_index import parse_index
-from ansible_collections.distributor.core.plugins.module_utils._distributor.state import parse_state
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.releases.index import parse_index
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state import parse_state
 
 from builders import LATER, MEMORY_STORAGE, NOW, write_bundle
 from memory_storage import MemoryStorage

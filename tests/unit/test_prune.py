@@ -8,11 +8,11 @@ from datetime import timedelta
 
 import pytest
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor.config import Retention
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.config import Retention
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import LOCK_NAME, STATE_NAME
-from ansible_collections.distributor.core.plugins.module_utils._distributor.prune import prune, select_expired
-from ansible_collections.distributor.core.plugins.module_utils._distributor.state import OwnerKey, parse_state, serialize_state
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.prune import prune, select_expired
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state import OwnerKey, parse_state, serialize_state
 from ansible_collections.distributor.core.plugins.module_utils._distributor.timestamps import format_rfc3339
 
 from builders import MEMORY_STORAGE, NOW, manifest, shared_state, single_state

@@ -8,8 +8,8 @@ import threading
 import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils._distributor.bundle import READ_CHUNK_SIZE
-from ansible_collections.distributor.core.plugins.module_utils._distributor.readahead import read_ahead
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.bundle import READ_CHUNK_SIZE
+from ansible_collections.distributor.core.plugins.module_utils._distributor.execution.readahead import read_ahead
 
 FULL = READ_CHUNK_SIZE
 

@@ -12,10 +12,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor.adapter import _recorded
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.adapter import _recorded
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
-from ansible_collections.distributor.core.plugins.module_utils._distributor.record import (
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.record import (
     prepare_record, record_lines, write_record)
 
 from builders import MEMORY_STORAGE, NOW, write_bundle

@@ -16,9 +16,9 @@ import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import INDEX_NAME, JOURNAL_NAME, STATE_NAME
-from ansible_collections.distributor.core.plugins.module_utils._distributor.prune import prune
-from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
-from ansible_collections.distributor.core.plugins.module_utils._distributor.stateinfo import state_info
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.prune import prune
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.state_info import state_info
 
 import builders
 from builders import LATER, MEMORY_STORAGE, NOW, write_bundle

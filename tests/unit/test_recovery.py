@@ -16,9 +16,9 @@ import os
 import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils._distributor.journal import parse_journal
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.journal import parse_journal
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import JOURNAL_NAME, STATE_NAME
-from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
 
 import builders
 from builders import LATER, MEMORY_STORAGE, NOW, sha, write_bundle

@@ -14,8 +14,8 @@ import sys
 import pytest
 import yaml
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor.bundle import Bundle
-from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest_build import build_manifest
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.bundle import Bundle
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.manifest_build import build_manifest
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODULES = os.path.join(REPO_ROOT, "plugins", "modules")

@@ -18,10 +18,10 @@ import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import INDEX_NAME, STATE_NAME
-from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
-from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.local_links import LocalLinks
-from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.sftp_links import SftpLinks
-from ansible_collections.distributor.core.plugins.module_utils._distributor.switch_release import switch_release
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.local.links import LocalLinks
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.sftp.links import SftpLinks
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.switch import switch_release
 
 import builders
 from builders import LATER, NOW, write_bundle

@@ -13,12 +13,12 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.limits import INDEX_LIMIT
-from ansible_collections.distributor.core.plugins.module_utils._distributor.release_index import (
+from ansible_collections.distributor.core.plugins.module_utils._distributor.releases.index import (
     ID_PATTERN, Release, ReleaseIndex, parse_index, serialize_index)
-from ansible_collections.distributor.core.plugins.module_utils._distributor.releases import (
+from ansible_collections.distributor.core.plugins.module_utils._distributor.releases.rules import (
     home_of, link_target, live_id, split_bundle_path)
-from ansible_collections.distributor.core.plugins.module_utils._distributor.schema_documents import SCHEMAS
-from ansible_collections.distributor.core.plugins.module_utils._distributor.state import OwnerKey
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.schema_documents import SCHEMAS
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state import OwnerKey
 
 from builders import sha
 

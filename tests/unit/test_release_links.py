@@ -15,11 +15,12 @@ import os
 
 import pytest
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor import release_build, release_root
-from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
-from ansible_collections.distributor.core.plugins.module_utils._distributor.stateinfo import state_info
-from ansible_collections.distributor.core.plugins.module_utils._distributor.storage import sftp as sftp_module
-from ansible_collections.distributor.core.plugins.module_utils._distributor.switch_release import switch_release
+from ansible_collections.distributor.core.plugins.module_utils._distributor.releases import build as release_build
+from ansible_collections.distributor.core.plugins.module_utils._distributor.releases import home as release_root
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.state_info import state_info
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.sftp import storage as sftp_module
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.switch import switch_release
 
 import builders
 from builders import write_bundle

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils._distributor.switch_release import switch_release
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.switch import switch_release
 
 from builders import LATER, NOW
 from test_release_publish import destination, index, live, opener, publish_files

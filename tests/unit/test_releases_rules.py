@@ -12,11 +12,11 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor import vocabulary
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils._distributor.release_index import (
+from ansible_collections.distributor.core.plugins.module_utils._distributor.releases.index import (
     ID_PATTERN, Release, ReleaseIndex, parse_index, serialize_index)
-from ansible_collections.distributor.core.plugins.module_utils._distributor.releases import (
+from ansible_collections.distributor.core.plugins.module_utils._distributor.releases.rules import (
     activated, begun, built, dead, failed, next_release_id, previous, release_id, removable, removed)
-from ansible_collections.distributor.core.plugins.module_utils._distributor.state import OwnerKey
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state import OwnerKey
 
 from builders import sha
 

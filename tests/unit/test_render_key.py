@@ -11,12 +11,12 @@ import json
 import markdown
 import pytest
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor import publish as publish_module
-from ansible_collections.distributor.core.plugins.module_utils._distributor import transforms
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations import publish as publish_module
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records import transforms
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
-from ansible_collections.distributor.core.plugins.module_utils._distributor.state import output_to_dict, parse_state, state_to_dict
-from ansible_collections.distributor.core.plugins.module_utils._distributor.transforms import Page, render_key
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state import output_to_dict, parse_state, state_to_dict
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.transforms import Page, render_key
 
 from builders import LATER, NOW, manifest, single_state, write_bundle
 

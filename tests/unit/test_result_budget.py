@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.budget import capped, check_limit, cut_arguments
-from ansible_collections.distributor.core.plugins.module_utils._distributor.digest import plan_digest
+from ansible_collections.distributor.core.plugins.module_utils._distributor.planning.digest import plan_digest
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
 
 from builders import MEMORY_STORAGE, NOW, write_bundle
 from memory_storage import MemoryStorage

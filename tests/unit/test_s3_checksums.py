@@ -17,7 +17,7 @@ import hashlib
 import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils._distributor.storage import s3
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.s3 import storage as s3
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
 
 

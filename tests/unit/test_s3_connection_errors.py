@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
 
 from builders import NOW, write_bundle
 from services import TEST_REGION, start_s3

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor.config import parse_destination
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.config import parse_destination
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
 from ansible_collections.distributor.core.plugins.module_utils._distributor.vocabulary import S3_STORAGE_CLASSES
 
 from builders import write_bundle

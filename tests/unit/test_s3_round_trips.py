@@ -10,8 +10,8 @@ import time
 import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import JOURNAL_NAME, LOCK_NAME, STATE_NAME
-from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
-from ansible_collections.distributor.core.plugins.module_utils._distributor.storage import s3
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.s3 import storage as s3
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
 
 from builders import write_bundle

@@ -10,9 +10,9 @@ import os
 import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils._distributor.schema_documents import SCHEMAS
-from ansible_collections.distributor.core.plugins.module_utils._distributor.schemas import MAX_NESTING, check_nesting, show, validate
-from ansible_collections.distributor.core.plugins.module_utils._distributor.state import state_to_dict
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.schema_documents import SCHEMAS
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.schemas import MAX_NESTING, check_nesting, show, validate
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state import state_to_dict
 
 from builders import manifest, shared_state, single_state
 

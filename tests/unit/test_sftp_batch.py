@@ -16,7 +16,8 @@ import paramiko
 import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils._distributor.storage import sftp_batch, sftp_wire
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.sftp import batch as sftp_batch
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.sftp import wire as sftp_wire
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
 
 from services import without_extension

@@ -14,13 +14,13 @@ from deep_tree import plant_tree, remove_tree
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.limits import DEPTH_LIMIT
-from ansible_collections.distributor.core.plugins.module_utils._distributor.prune import prune
-from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
-from ansible_collections.distributor.core.plugins.module_utils._distributor.reconcile import reconcile_state
-from ansible_collections.distributor.core.plugins.module_utils._distributor.manifest_build import create_manifest
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.prune import prune
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.reconcile import reconcile_state
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.manifest_build import create_manifest
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.private import writable_by_others
-from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.sftp_private import foreign_owner
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.sftp.private import foreign_owner
 
 NOBODY = 65534
 

@@ -18,12 +18,12 @@ import pytest
 from builders import write_bundle
 from services import start_sshd
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor.config import parse_destination
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.config import parse_destination
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.limits import STATE_LIMIT
-from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
-from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.sftp import SftpStorage
-from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.sftp_chain import Prompt
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.sftp.storage import SftpStorage
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.sftp.chain import Prompt
 
 SECRET = "pw-JUMPSECRET-\u00e4/+="
 CREATED = "2026-06-04T11:55:00Z"

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils._distributor.state import (
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state import (
     Output, OwnerKey, parse_state, readable_json, serialize_state, state_to_dict, to_shared)
 
 from builders import manifest, shared_state, single_state

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from hypothesis import given, settings, strategies as st
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor.state import (
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state import (
     Output, Owner, OwnerKey, State, output_to_dict, readable_json, serialize_state, state_to_dict)
-from ansible_collections.distributor.core.plugins.module_utils._distributor.state_lines import LINE, output_lines
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state_lines import LINE, output_lines
 
 from builders import manifest
 

@@ -25,7 +25,7 @@ import pytest
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError, MissingLibrary
 from ansible_collections.distributor.core.plugins.module_utils._distributor.limits import STATE_LIMIT
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import LOCK_NAME
-from ansible_collections.distributor.core.plugins.module_utils._distributor.storage import s3 as s3_backend
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.s3 import storage as s3_backend
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.base import Storage
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.confined import ConfinedStorage
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage

@@ -8,12 +8,12 @@ import os
 
 import pytest
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor.attributes import (
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.attributes import (
     attributes_for, content_type, output_attributes, s3_object_args)
-from ansible_collections.distributor.core.plugins.module_utils._distributor.config import parse_destination, parse_pipeline
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.config import parse_destination, parse_pipeline
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
-from ansible_collections.distributor.core.plugins.module_utils._distributor.state import parse_state
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state import parse_state
 
 from builders import write_bundle
 
@@ -83,8 +83,8 @@ def test_every_s3_setting_becomes_an_object_argument():
 
 
 def test_excluded_files_produce_no_output(tmp_path):
-    from ansible_collections.distributor.core.plugins.module_utils._distributor.bundle import Bundle
-    from ansible_collections.distributor.core.plugins.module_utils._distributor.plan import plan_outputs
+    from ansible_collections.distributor.core.plugins.module_utils._distributor.records.bundle import Bundle
+    from ansible_collections.distributor.core.plugins.module_utils._distributor.planning.plan import plan_outputs
 
     source = write_bundle(tmp_path / "b", {"index.md": b"# i", "drafts/x.md": b"# x", "a.png": b"p"})
     planned = plan_outputs(Bundle.load(source).manifest, parse_pipeline({"id": "p", "exclude": ["drafts/**", "*.png"]}))
@@ -187,7 +187,7 @@ def test_amazon_aws_spellings_are_aliases():
 def test_aws_region_is_honoured_like_aws_default_region(monkeypatch):
     import boto3
 
-    from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.s3_client import session_for
+    from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.s3.client import session_for
 
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-2")
     monkeypatch.setenv("AWS_REGION", "eu-west-3")

@@ -10,9 +10,9 @@ from html.parser import HTMLParser
 
 import pytest
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor import transforms as transforms_module
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records import transforms as transforms_module
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError, MissingLibrary
-from ansible_collections.distributor.core.plugins.module_utils._distributor.transforms import (
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.transforms import (
     TRANSFORMS, Page, output_kind, output_path, read_template, render_markdown)
 
 
@@ -179,7 +179,7 @@ def test_missing_markdown_is_reported_as_a_missing_library(monkeypatch):
 
 def test_a_module_start_imports_no_markdown_until_a_page_is_rendered():
     code = ("import sys; from ansible_collections.distributor.core.plugins.modules import distributor_publish; "
-            "from ansible_collections.distributor.core.plugins.module_utils._distributor import transforms; "
+            "from ansible_collections.distributor.core.plugins.module_utils._distributor.records import transforms; "
             "assert 'markdown' not in sys.modules, 'imported at module start'; "
             "transforms.render_markdown(b'# x', 'a.md'); assert 'markdown' in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
@@ -261,7 +261,7 @@ def test_heading_text_with_raw_html_allowed_makes_a_tag_free_title():
 
 def test_the_shared_renderer_keeps_no_state_between_pages():
     """Pages render to the same bytes whatever was rendered before them (ids, toc, the title)."""
-    from ansible_collections.distributor.core.plugins.module_utils._distributor import transforms
+    from ansible_collections.distributor.core.plugins.module_utils._distributor.records import transforms
     pages = [b"# Same\n\n## Same\n\n[x](a.md) <b>raw</b>\n", b"# Other\n\n| a | b |\n| - | - |\n| 1 | 2 |\n",
              b"no heading\n\n```\ncode\n```\n", b"# Same\n"]
     first = [transforms.render_markdown(p, "p%d.md" % i) for i, p in enumerate(pages)]

@@ -10,11 +10,11 @@ import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.limits import STATE_LIMIT
-from ansible_collections.distributor.core.plugins.module_utils._distributor.publish import publish
-from ansible_collections.distributor.core.plugins.module_utils._distributor.state import parse_state
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state import parse_state
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.lease import (
     describe_holder, lock_is_expired)
-from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.sftp import SftpStorage
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.sftp.storage import SftpStorage
 
 from builders import LATER, MEMORY_STORAGE, NOW, sha, write_bundle
 from memory_storage import MemoryStorage

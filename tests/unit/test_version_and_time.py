@@ -10,11 +10,11 @@ from datetime import datetime, timedelta, timezone
 import pytest
 import yaml
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor.config import render_bundle_path
-from ansible_collections.distributor.core.plugins.module_utils._distributor.decide import decide
-from ansible_collections.distributor.core.plugins.module_utils._distributor.plan import Content, plan, plan_outputs
-from ansible_collections.distributor.core.plugins.module_utils._distributor.releases import release_id
-from ansible_collections.distributor.core.plugins.module_utils._distributor.state import OwnerKey
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.config import render_bundle_path
+from ansible_collections.distributor.core.plugins.module_utils._distributor.planning.decide import decide
+from ansible_collections.distributor.core.plugins.module_utils._distributor.planning.plan import Content, plan, plan_outputs
+from ansible_collections.distributor.core.plugins.module_utils._distributor.releases.rules import release_id
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state import OwnerKey
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.lease import describe_holder
 from ansible_collections.distributor.core.plugins.module_utils._distributor.timestamps import format_compact, parse_compact
 from ansible_collections.distributor.core.plugins.module_utils._distributor.version import COLLECTION_VERSION
@@ -76,4 +76,4 @@ def test_only_the_timestamp_module_formats_or_parses_times():
                     calls = re.findall(r"\.(strftime|strptime)\(", handle.read())
                 if calls:
                     found[os.path.relpath(os.path.join(directory, name), CORE)] = calls
-    assert found == {"config.py": ["strftime"]}
+    assert found == {"records/config.py": ["strftime"]}

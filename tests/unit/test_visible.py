@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor.adapter import plain, shown
-from ansible_collections.distributor.core.plugins.module_utils._distributor.report import listing
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.adapter import plain, shown
+from ansible_collections.distributor.core.plugins.module_utils._distributor.planning.report import listing
 from ansible_collections.distributor.core.plugins.module_utils._distributor.visible import visible
 
 from builders import manifest, shared_state

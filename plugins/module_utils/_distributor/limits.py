@@ -18,7 +18,7 @@ JOURNAL_LIMIT = 256 * 1024 * 1024
 # written compactly). Denser text is refused before it is decoded: 512 MiB of `[]` decodes to
 # 12 GiB of empty lists, and walking them took minutes.
 BYTES_PER_CONTAINER = 32
-# The release index (release_index.py): about 500 bytes a release, and a release's entry goes with
+# The release index (releases.index.py): about 500 bytes a release, and a release's entry goes with
 # its generation, so an index holds `keep` good releases and the failed ones of a few runs.
 INDEX_LIMIT = 4 * 1024 * 1024
 # A lock holds one holder record of a few hundred bytes.

@@ -61,7 +61,7 @@ class ForeignLinks(DistributorError):
     never writes into the file), a record or the lock is refused (storage_error)."""
 
     def __init__(self, where: str, links: int | None, why: str | None = None, advice: str = FIND_THE_NAME):
-        """`why` and `advice` word a refusal of its own (release_root.NotVouched, UnprovenLinks)."""
+        """`why` and `advice` word a refusal of its own (releases.home.NotVouched, UnprovenLinks)."""
         if why is None and links is None:
             why = ("cannot tell how many names (hard links) %s has: the server's listing does not say, and "
                    "distributor reads or writes no file that may have a name elsewhere" % where)

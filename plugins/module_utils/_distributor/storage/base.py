@@ -125,7 +125,7 @@ class DirectorySeen:
     """A directory looked at, never followed (Storage.directory_at, Storage.survey): `identity`
     singles it out on its backend, so that the directory a rename moved can be told from one
     swapped in at its name (local: st_dev, st_ino and owner; SFTP, which has no inode numbers:
-    what its attributes tell, sftp_wire.identity), and `doubt` is why distributor cannot vouch
+    what its attributes tell, sftp.wire.identity), and `doubt` is why distributor cannot vouch
     for its owner (owner_doubt), or None."""
 
     identity: tuple
@@ -169,7 +169,7 @@ class Storage(ABC):
     file a name there by a hard link. A count is no evidence (whoever can write the destination
     can give a file of theirs as many names), identity is: a backend that can tell a file's
     identity allows one more name for each sibling that holds the very same file at that path
-    (local: st_dev and st_ino, local_links.LocalLinks._names_made), one that cannot (SFTP) allows
+    (local: st_dev and st_ino, local.links.LocalLinks._names_made), one that cannot (SFTP) allows
     none and refuses such a file as regular.UnprovenLinks. Every check of a file's link count
     (reads, measure, doubt, resettle) asks it only of a file with more than one name, so a run
     that meets none reads no other generation. A path it does not name has one name.
@@ -217,7 +217,7 @@ class Storage(ABC):
     @abstractmethod
     def doubt(self, path: str, size: int | None = None, sha256: str | None = None, own_build: bool = False) -> str | None:
         """Why the entry at `path` cannot be vouched for as one distributor made, or None when it
-        can: recovery deletes nothing else (execute.find_leftovers, release_build.clear),
+        can: recovery deletes nothing else (execute.find_leftovers, releases.build.clear),
         whatever a journal says.
 
         With `sha256`, an output an interrupted publish wrote: a regular file with one link (or

@@ -4,7 +4,7 @@
 SFTP, S3 and the memory double each implement only a LockFile (create-exclusive, a bounded read
 with the storage's time stamp, replace-if-unchanged, delete-if-unchanged, the storage's current
 time); `held` runs the protocol over it. Local storage uses flock instead (the kernel releases a
-dead holder's lock, see local_lock.py) and shares the wait, the record and the Lease.
+dead holder's lock, see local.lock.py) and shares the wait, the record and the Lease.
 
 Why the storage's clock: publishers run on machines whose clocks differ. A record's `expires_at`
 written by one machine and compared with another machine's clock lets a contender whose clock runs
@@ -36,7 +36,7 @@ from typing import Callable, Iterator, NamedTuple
 
 from ..errors import DistributorError
 from ..limits import SHOWN_LIMIT
-from ..schemas import show
+from ..records.schemas import show
 from ..timestamps import format_rfc3339
 
 LOCK_POLL_SECONDS = 0.2

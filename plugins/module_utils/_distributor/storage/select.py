@@ -11,9 +11,9 @@ import uuid
 
 from ..errors import DistributorError
 from .base import Storage
-from .local import LocalStorage
-from .s3 import S3Storage
-from .sftp import SftpStorage
+from .local.storage import LocalStorage
+from .s3.storage import S3Storage
+from .sftp.storage import SftpStorage
 
 
 def new_token() -> str:

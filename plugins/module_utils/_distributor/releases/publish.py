@@ -1,0 +1,199 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A publish in release mode: plan against the live generation as an in-place publish plans
+against the bundle path, then build a new generation beside it and switch the link to it.
+
+What differs from publishing in place is only what the run does with the plan (release_build):
+the decision, the plan, the guards, the review and its digest are the same functions, so a
+release publish refuses exactly what an in-place one refuses, and more: unmanaged content in the
+live generation (it would be neither linked nor deleted, so the new release could not be whole).
+"""
+
+from __future__ import annotations
+
+import time
+
+from ..records.attributes import attributes_for
+from ..errors import DistributorError
+from ..planning.guards import first_paths
+from ..paths import join
+from ..planning.plan import Content, Write
+from .build import build, check_whole, clear_old, recover_dead, switch, would_clear
+from .index import STAGED, Release
+from .home import ReleaseRoot
+from .rules import HOME, SWITCH_PREFIX, activated, begun, built, earlier_good, link_target, next_release_id, removed
+from ..execution.root import list_present, read_state
+from ..storage.base import DirectorySeen
+from ..storage.refusals import CHANGED_DURING_RUN
+from ..storage.select import new_token
+from ..timestamps import format_rfc3339
+
+
+def publish_release(job, root: ReleaseRoot, make) -> tuple:
+    """(made, release values). `make(storage, release_facts)` plans and reviews at the live
+    tree (publish._made); this adds the release's part before and after."""
+    settings = job.destination.releases
+    if root.plain and not settings.convert:
+        raise DistributorError(
+            "conflict", "%s is a plain directory, and release mode keeps a symbolic link there. Publish once with "
+            "releases.convert: true to make the directory the first release (docs/operations.md, Releases)"
+            % root.parent.describe(root.name))
+    dead = recover_dead(root, job.check_mode)
+    index_before = root.index
+
+    def release_facts(the_plan, present) -> dict:
+        new = _placeholder(job, the_plan, index_before) if the_plan.changed else None
+        return {"activate": settings.activate, "convert": root.plain, "from": root.live,
+                "clears": would_clear(index_before, settings.keep, new, job.now) if settings.activate else [],
+                "failed": list(dead.failed)}
+    try:
+        made = make(root.storage, release_facts)
+    except DistributorError as error:
+        if error.reason == "unmanaged":
+            _refuse_unmanaged(list_present(root.storage), read_state(root.storage)[0], root)
+        raise
+    if made.present is not None:
+        _refuse_unmanaged(made.present, made.plan.before, root)
+    if root.plain and (made.found.token is not None or made.staging):
+        raise DistributorError(
+            "conflict", "%s holds what an interrupted publish in place left; publish once more without releases to "
+            "finish it, then convert" % root.storage.describe())
+    judged = adoptable(root) if root.plain and made.plan.changed else None
+    values = {"id": None, "status": None, "from": root.live, "converted": None, "removed": list(dead.removed),
+              "failed": list(dead.failed), "kept": [{"id": i, "why": why} for i, why in dead.kept],
+              "previous": None, "preview_url": None}
+    if job.check_mode:
+        root.home.check_writable([""])
+        root.parent.check_writable([""])
+    if job.check_mode or not made.plan.changed:
+        values["previous"] = _previous_id(root)
+        return made, values
+    if root.plain:
+        values["converted"] = convert(root, made.plan, job.now, judged)
+    new = build(root, made.plan, job.bundle, job.bundle.manifest, made.present or frozenset(), lambda: _own_sources(job),
+                job.now)
+    values.update(id=new, status="staged", preview_url=_preview(settings, new))
+    if not settings.activate:
+        check_whole(root, new, "sha256")
+    else:
+        switch(root, new, job.now)
+        cleared = clear_old(root, settings.keep)
+        reported = dict(dead.kept)  # a dead build kept before the switch is tried again after it: named once
+        values.update(status="active", removed=values["removed"] + list(cleared.removed),
+                      kept=values["kept"] + [{"id": i, "why": why} for i, why in cleared.kept if i not in reported])
+    values["previous"] = _previous_id(root)
+    return made, values
+
+
+def _placeholder(job, the_plan, index) -> Release:
+    """The release a run would add, for check mode's prediction of what it clears."""
+    owners = tuple(o.key for o in the_plan.after.owners) if the_plan.after else ()
+    return Release(next_release_id(index, job.now, "f" * 12), STAGED, job.bundle.manifest.id, job.bundle.manifest.digest,
+                   owners, format_rfc3339(job.now))
+
+
+def _previous_id(root: ReleaseRoot) -> str | None:
+    entry = earlier_good(root.index)
+    return entry.id if entry is not None else None
+
+
+def _preview(settings, release: str) -> str | None:
+    template = getattr(settings, "preview_url", None)
+    return template.replace("{release}", release) if template else None
+
+
+def _refuse_unmanaged(present: frozenset, state, root: ReleaseRoot) -> None:
+    """A file no record names in the live tree would be left out of the new generation, which
+    would delete it from the site, or carried into it, which would make distributor vouch for
+    it: neither, so the publish refuses, naming it (check mode too), force or not: this
+    refusal, not the decision's (whose advice is force), is the one a release publish gives."""
+    managed = state.by_path() if state else {}
+    unmanaged = sorted(p for p in present if p not in managed)
+    if unmanaged:
+        raise DistributorError(
+            "unmanaged", "%s holds %d file(s) no record names%s; a release publish neither carries them into the next "
+            "release nor leaves them out. Move them away, or publish them with a pipeline"
+            % (root.storage.describe(), len(unmanaged), first_paths(unmanaged)))
+
+
+def _own_sources(job) -> dict:
+    """This publish's copies, as writes: what it writes again when a storage cannot link."""
+    configured = attributes_for(job.destination.storage)
+    manifest = job.bundle.manifest
+    return {item.path: Write(item.path, item.source_path, Content(manifest.file(item.source_path).sha256,
+                                                                  manifest.file(item.source_path).size,
+                                                                  attributes=configured(item.path)))
+            for item in job.planned if item.kind == "source"}
+
+
+def adoptable(root: ReleaseRoot) -> DirectorySeen:
+    """The plain directory a conversion would move, judged before anything moves (check mode
+    too): it, and every entry in it, a directory or a regular file of an account distributor
+    trusts (Storage.survey). The rename adopts all it holds into a release, whose files keep-N
+    deletes once it is no longer kept: another account's directory there (whether a record
+    names its files or not: a record vouches for what distributor wrote, not for who owns it
+    now) would become distributor's to delete. Refused as unmanaged, naming them; nothing moves."""
+    seen, strangers = root.storage.survey()
+    where = root.storage.describe()
+    if seen is None:
+        raise DistributorError("storage_error", "%s is no longer a directory; %s" % (where, CHANGED_DURING_RUN))
+    found = ([(".", seen.doubt)] if seen.doubt else []) + sorted(strangers)
+    if found:
+        path, why = found[0]
+        raise DistributorError(
+            "unmanaged", "%s holds %d entr%s distributor cannot vouch for%s (%s %s); converting it would make them a release's, "
+            "which distributor deletes once keep-N no longer keeps it, so nothing was moved. Move them out of the bundle path, "
+            "or, if the account that owns them publishes here, name it in storage.trusted_owners (docs/operations.md, "
+            "converting an existing destination)" % (where, len(found), "y" if len(found) == 1 else "ies",
+                                                     first_paths([p for p, _why in found]),
+                                                     "the directory itself" if path == "." else path, why))
+    return seen
+
+
+def convert(root: ReleaseRoot, the_plan, now, judged: DirectorySeen) -> dict:
+    """The plain bundle path becomes the first release: its directory is renamed into the
+    release home, then a link takes its place. Between the two renames the bundle path does not
+    exist (readers get ENOENT, a web server 404); the result reports the window. What the rename
+    moved must be the directory `judged` (adoptable), see _as_judged."""
+    before = the_plan.before
+    first = next_release_id(root.index, now, new_token())
+    owners = tuple(o.key for o in before.owners) if before else ()
+    manifest = before.owners[0].manifest if before and before.owners else None
+    entry = Release(first, STAGED, manifest.id if manifest else "", manifest.digest if manifest else "", owners,
+                    format_rfc3339(now))
+    root.write_index(built(begun(root.index, entry), first, now))
+    started = time.monotonic()
+    try:
+        root.parent.rename(root.name, join(HOME, root.name, first))
+    except DistributorError:
+        if root.home.entry(first)[0] == "absent":
+            root.write_index(removed(root.index, [first]))
+        raise
+    _as_judged(root, first, judged)
+    root.parent.switch(root.name, link_target(root.name, first), join(HOME, root.name, SWITCH_PREFIX + root.home.token))
+    window = time.monotonic() - started
+    root.live = first
+    root.write_index(activated(root.index, first, now))
+    root.storage = root.generation(first)
+    return {"id": first, "window_seconds": round(window, 6)}
+
+
+def _as_judged(root: ReleaseRoot, first: str, judged: DirectorySeen) -> None:
+    """What the rename moved to the first release's name is the very directory adoptable judged
+    (Storage.directory_at: local, the same inode; SFTP, the same attributes). A rename moves
+    whatever is at the name then: whoever can write the bundle path's directory can swap in a
+    link or a directory of their own after the look. Anything else goes back to the bundle path
+    when that name is free, or stays where it is, the index forgets the release, and the run
+    fails (storage_error) naming where it is: nothing is switched to or recorded."""
+    if root.home.directory_at(first) == judged:
+        return
+    moved, where = join(HOME, root.name, first), root.parent.describe(root.name)
+    try:
+        root.parent.rename(moved, root.name)
+        left = "put back at %s" % where
+    except DistributorError:
+        left = "left at %s" % root.parent.describe(moved)
+    root.write_index(removed(root.index, [first]))
+    raise DistributorError(
+        "storage_error", "what distributor renamed from %s into the release home is not the directory it looked at before (a "
+        "link or another directory was put at that name in between): it was %s, and no release records it; %s. Find out "
+        "who can write %s" % (where, left, CHANGED_DURING_RUN, root.parent.describe()))

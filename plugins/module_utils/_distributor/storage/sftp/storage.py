@@ -1,0 +1,431 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A directory on an SSH server, reached over SFTP with paramiko.
+
+One connection serves the whole run (sftp_connect). Files are written in batches whose requests
+are sent ahead of their replies, over a few channels of that connection (sftp_batch). Every path
+is found and checked by sftp_paths; SFTP acts by path, so what that leaves open is said in
+sftp_private and docs/operations.md.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import socket
+import stat
+import traceback
+from typing import ContextManager, Iterable
+
+from ...records.attributes import parse_mode, trusted_owners
+from ...errors import DistributorError, MissingLibrary
+from ...limits import LOCK_EXPIRY_SECONDS
+from ...paths import RECORD_NAMES, is_reserved, is_staging
+from ...regular import ForeignLinks, UnprovenLinks, kind_of, links_not_ours
+from ..base import Storage, hash_stream, not_a_record, owner_doubt, trusted_accounts, untrusted_record, verdict
+from ..lease import Lease, held
+from .chain import Chain, endpoints
+from .connect import SftpConnection, check_config
+from .links import SftpLinks
+from .lock import SftpLock
+from .batch import SftpBatch
+from .paths import SftpPaths
+from .wire import Pipe, identity, link_count, listdir_attr, read_ahead
+from .wire import wire as _wire
+
+READ_ATTEMPTS = 3  # looks at a file that changed between the look and the open (see read_bytes)
+COUNTED_DIRECTORIES = 4  # listings kept for their link counts (see _alone): measured outputs come sorted by path
+OPEN_TIMEOUT = 30.0  # seconds the server has to answer an open for reading (see _open_for_reading)
+
+
+class SftpStorage(SftpConnection, SftpPaths, SftpBatch, SftpLinks, Storage):
+    """The file operations of SFTP storage; the connection (sftp_connect), the way to each path
+    (sftp_paths), the batched writes (sftp_batch) and the links and renames of releases
+    (sftp_links) are its parts, the lock is sftp.lock's."""
+    def __init__(self, storage: dict, base: str, token: str):
+        super().__init__(token)
+        self.endpoints = endpoints(storage)
+        server = self.endpoints[-1]
+        self.host, self.port, self.username = server.host, server.port, server.username
+        self.root = storage.get("root") or ""
+        self.base = base
+        self.file_mode = parse_mode(storage.get("file_mode"), "file_mode")
+        self.directory_mode = parse_mode(storage.get("directory_mode"), "directory_mode")
+        self.ids = tuple(int(storage[f]) if storage.get(f) is not None else -1 for f in ("owner", "group"))
+        self.trusted = trusted_owners(storage)
+        self.require_private_directories = bool(storage.get("require_private_directories"))
+        check_config(self)
+        try:
+            import paramiko
+        except ImportError:
+            raise MissingLibrary("paramiko", "sftp storage", traceback.format_exc()) from None
+        self._paramiko = paramiko
+        self._sdk_errors = (OSError, EOFError, paramiko.SSHException)
+        self._chain = Chain(paramiko, self.endpoints)
+        self._origin: SftpStorage | None = None  # the storage whose connection a view (at) uses
+        self._client = None
+        self._session = None
+        self._dirs: set[str] = set()
+        self._judged: set[str] = set()  # directories judged ("" once the root and the settings are)
+        self._shared: list[tuple[str, str]] = []
+        self._notices: list[str] = []  # warnings of what the server lacks (SftpLinks.require_switch)
+        self._names: dict[int, str | None] = {}
+        self._extensions: frozenset = frozenset()
+        self._staging_dirs: set[str] = set()
+        self._counted: dict[str, dict] = {}
+
+    def close(self) -> None:
+        """The run's one connection chain is closed with the storage, and what it remembered of
+        the tree; a view (at) only lets go of it."""
+        if self._origin is not None:
+            self._client = self._session = None
+            return
+        self._chain.close()
+        self._client = self._session = None
+        self._dirs.clear()
+        self._staging_dirs.clear()
+        self._counted.clear()
+
+    # -- files ----------------------------------------------------------------------------
+
+    def _read(self, remote: str, limit: int, output: str | None, record: bool = False) -> bytes | None:
+        """Every block is asked for at once (read_ahead); read block by block, a large file would
+        take one round trip per 32 KiB. It stops at `limit + 1` bytes: the server sends no more,
+        whatever the file's size. An `output`'s links are counted (see _alone); a `record`'s
+        owner is judged (untrusted_record) on the attributes the opened file is checked against."""
+        attrs = self._looked_at(remote, output)
+        doubt = self._foreign(attrs.st_uid) if record and attrs is not None else None
+        if doubt:
+            raise untrusted_record(self._url(remote), doubt)
+        handle = None if attrs is None else self._open_as_seen(remote, attrs)
+        if handle is None:
+            return None
+        with self._errors("read", remote), handle:
+            return b"".join(read_ahead(handle.sftp, handle.handle, attrs.st_size or 0, limit + 1))
+
+    def _looked_at(self, remote: str, output: str | None, reading: bool = True):
+        """The attributes of a regular file at `remote` whose way there is still the checked one;
+        None when absent. Only the reserved names and managed outputs are read, and what is there
+        is looked at first: anything else at the name is refused rather than opened (the server
+        would block opening a FIFO, and the whole session with it; SFTP has no non-blocking open:
+        docs/operations.md states the window left). For an `output` (its path under the base), a
+        file with more than one name is refused too (_alone), unless nothing of it is `reading`."""
+        attrs = self._lstat(remote)
+        if attrs is None:
+            return None
+        kind = kind_of(attrs.st_mode or 0)
+        if kind:
+            raise not_a_record(self._url(remote), kind)
+        if not self._check_directories(posixpath.dirname(remote)):
+            return None
+        if output is not None:
+            self._alone(remote, attrs, output, reading)
+        return attrs
+
+    def _alone(self, remote: str, attrs, output: str, reading: bool) -> None:
+        """ForeignLinks unless the file looked at (`attrs`) has one name. SFTP has no inode
+        numbers, so the names release generations give a file they share (Storage.shared_links)
+        cannot be told from names planted beside them with the same count: a file with no more
+        names than they gave is not read (UnprovenLinks), and a look at its attributes alone (a
+        size, `reading` false: a release checked whole before a switch) reads nothing of it and
+        takes it; one with more is refused as any other (ForeignLinks).
+        SFTP version 3 attributes carry no link count; OpenSSH's server writes it into each entry
+        of a directory listing (sftp.wire.link_count). So the count is the one of the entry at
+        the name whose attributes are the file's, in a listing of its directory kept for the run
+        (COUNTED_DIRECTORIES of them) and read afresh when the entry differs. The file opened next
+        is compared with the same attributes (_open_as_seen): the file read is the file counted.
+        A server whose listing gives no count has every output refused (ForeignLinks, None)."""
+        links = self._links(remote, attrs)
+        shared = self.shared_links.get(output, ()) if links is not None and links_not_ours(links) else ()
+        if shared and not links_not_ours(links, 1 + len(shared)):
+            if reading:
+                raise UnprovenLinks(self._url(remote), links)
+            return
+        if links is None or links_not_ours(links):
+            raise ForeignLinks(self._url(remote), links)
+
+    def _links(self, remote: str, attrs) -> int | None:
+        """The link count of the file looked at as `attrs` (see _alone), None when the listing
+        does not give it; _NotAsSeen when the entry listed at its name is another file."""
+        directory, name = posixpath.split(remote)
+        for fresh in (False, True):
+            links, seen = self._counted_in(directory, fresh).get(name, (None, None))
+            if seen == identity(attrs):
+                return links
+        raise _NotAsSeen("storage_error", "cannot read %s: the file listed at that name is not the one looked at; "
+                         "something else changed the destination during this run" % self._url(remote))
+
+    def _counted_in(self, directory: str, fresh: bool) -> dict:
+        """name -> (link count or None, identity) of every entry of `directory`, as listed now
+        when `fresh` or not yet listed this run."""
+        if fresh or directory not in self._counted:
+            with self._errors("list", directory):
+                [(_remote, entries)] = listdir_attr(self._open(), [directory])
+                if isinstance(entries, Exception):
+                    raise entries
+            self._counted.pop(directory, None)
+            if len(self._counted) >= COUNTED_DIRECTORIES:
+                del self._counted[next(iter(self._counted))]
+            self._counted[directory] = {entry.filename: (link_count(getattr(entry, "longname", None)), identity(entry))
+                                        for entry in entries or ()}
+        return self._counted[directory]
+
+    def _open_as_seen(self, remote: str, attrs):
+        """The file at `remote` opened for reading, when it is the one `attrs` were looked at
+        (see _identity); None when it is gone. The way is looked at again right before the open
+        (_looked_at), and a directory swapped for a link in between would otherwise show another
+        file's content: a diff or a digest of a file outside the root (_NotAsSeen)."""
+        with self._errors("read", remote):
+            try:
+                handle = self._open_for_reading(remote)
+            except FileNotFoundError:
+                return None
+            try:
+                seen = handle.stat()
+            except BaseException:
+                handle.close()
+                raise
+        if identity(seen) != identity(attrs):
+            handle.close()
+            raise _NotAsSeen("storage_error", "cannot read %s: another file was there when it was opened; something "
+                             "else changed the destination during this run" % self._url(remote))
+        return handle
+
+    def _open_for_reading(self, remote: str, session=None):
+        """The server opens by name, and its open of a FIFO blocks until someone writes into it:
+        one swapped in between the look (_looked_at, SftpLock.read) and the open would hold the
+        session, and the run, for good (SFTP has no non-blocking open). So the open has
+        OPEN_TIMEOUT seconds to be answered; past them the session (the run's, or the one given)
+        is closed (its server process still waits on the FIFO, and a later reply must not be taken
+        for another request's) and the run fails naming the file."""
+        session = session or self._open()
+        channel = session.get_channel()
+        channel.settimeout(OPEN_TIMEOUT)
+        try:
+            return session.open(_wire(remote), "rb")
+        except socket.timeout:
+            session.close()
+            raise DistributorError(
+                "storage_error", "cannot read %s: the server did not open it within %d seconds. Something other than a "
+                "regular file (a FIFO) was probably put at that name after distributor looked at it, and the server "
+                "waits on it; find out who changes this destination (docs/operations.md, SFTP: what a path-based "
+                "protocol leaves open)" % (self._url(remote), OPEN_TIMEOUT)) from None
+        finally:
+            channel.settimeout(None)
+
+    def read_bytes(self, path: str, limit: int) -> bytes | None:
+        """A file rewritten in place between the look and the open (the lock, which its holder
+        renews while distributor_state_info reads it) is looked at again, a few times. An
+        output's links are counted (_alone); distributor's records are not (a listing of the
+        bundle path for every record read would cost a skip more than the rest of it)."""
+        remote = self._remote(path)
+        output = None if is_reserved(path) else path
+        record = path in RECORD_NAMES
+        for _attempt in range(READ_ATTEMPTS - 1):
+            try:
+                return self._read(remote, limit, output, record)
+            except _NotAsSeen:
+                continue
+        return self._read(remote, limit, output, record)
+
+    def measure(self, path: str, size: int, digest: bool) -> tuple[int, str | None] | None:
+        """The lstat gives the size, once the way to it is checked as _read checks it (a directory
+        swapped for a link must not report a file outside the root). Only a file of the recorded
+        `size` is opened, and no more than it and one byte is asked for: a planted file of any
+        size is never buffered. A file with more than one name is not measured at all (_alone):
+        it counts as drifted, a file release generations share too when its digest is asked (a
+        publish's verify writes it again)."""
+        remote = self._remote(path)
+        attrs = self._looked_at(remote, path, digest)
+        return None if attrs is None else self._measured(remote, attrs, size, digest)
+
+    def _measured(self, remote: str, attrs, size: int, digest: bool) -> tuple[int, str | None] | None:
+        """measure's answer for the file looked at as `attrs`: only that file is opened."""
+        found = attrs.st_size or 0
+        if not digest or found != size:
+            return found, None
+        handle = self._open_as_seen(remote, attrs)
+        if handle is None:
+            return None
+        with self._errors("read", remote), handle:
+            chunks = read_ahead(handle.sftp, handle.handle, size, size + 1)
+            return found, hash_stream(lambda _count: next(chunks, b""), size + 1)
+
+    def resettle(self, path: str, sha256: str, size: int) -> bool:
+        """Hashed and settled through one handle opened as it was looked at (FSETSTAT: no name
+        resolved between the digest and the change), counted like a measured output (_alone): a
+        file with names distributor did not make, or a count the server does not give, is not."""
+        remote = self._remote(path)
+        try:
+            attrs = self._looked_at(remote, path)
+        except ForeignLinks:
+            return False
+        if attrs is None or (attrs.st_size or 0) != size:
+            return False
+        handle = self._open_as_seen(remote, attrs)
+        if handle is None:
+            return False
+        with self._errors("change the settings of", remote), handle:
+            chunks = read_ahead(handle.sftp, handle.handle, size, size + 1)
+            if hash_stream(lambda _count: next(chunks, b""), size + 1) != sha256:
+                return False
+            pipe = Pipe(handle.sftp)
+            for number in self._settle(pipe, handle.handle):
+                pipe.status(number)
+        return True
+
+    def doubt(self, path: str, size: int | None = None, sha256: str | None = None, own_build: bool = False) -> str | None:
+        """From the lstat of the name, the way to it checked as _read checks it. The content is
+        read as measure reads it, from that file only, and only when it has one name: SFTP has no
+        inode numbers, so a name planted beside a file of the SFTP account (any file it can reach,
+        with the recorded size) would otherwise have distributor read that file. Its names are
+        counted as an output's are (_alone), once everything else agrees. A file of the recorded
+        size with more than one name is vouched for without its content only in a dead release
+        build of distributor's own (`own_build`): its names there are links distributor made,
+        and removing one destroys no bytes, its other names keep them. Anywhere else (in-place
+        recovery) the other names may be anyone's, say a name planted at an unmanaged file of the
+        SFTP account, and distributor cannot tell: the file stays, and the caller names it. One
+        whose names the server does not count (no long names in its listing) is not read and not
+        vouched for: it stays, and the caller reports it (a dead release build is then kept
+        whole, every run, until removed by hand)."""
+        remote = self._remote(path, look_at_name=False)
+        attrs = self._lstat(remote)
+        if attrs is None or not self._check_directories(posixpath.dirname(remote)):
+            return "is gone"
+        kind, owner = kind_of(attrs.st_mode or 0), self._foreign(attrs.st_uid)
+        if kind is None and owner is None and sha256 is not None and (attrs.st_size or 0) == size:
+            try:
+                links = self._links(remote, attrs)
+            except _NotAsSeen:
+                return "changed while distributor looked at it"
+            if links is None:
+                return ("may have other names (hard links): the server's listing does not say how many, and "
+                        "distributor reads no file that may have a name elsewhere")
+            if links_not_ours(links):
+                return None if own_build else "has %d links, and over SFTP distributor cannot tell whether the other names are its own" % links
+        return verdict(kind, owner, None, size, sha256, lambda: self._measured(remote, attrs, size, True))
+
+    def _foreign(self, uid: int | None) -> str | None:
+        """None for the accounts whose files distributor acts on here: the SFTP account (the uid
+        the server names so), storage.owner and storage.trusted_owners (by id, or by the name the
+        server gives the uid)."""
+        if uid is not None and (uid == self.ids[0] or str(uid) in self.trusted
+                                or self._name_of(uid) in (self.username, *self.trusted)):
+            return None
+        accounts = trusted_accounts(self.username, self.ids[0], self.trusted)
+        unnamed = uid is not None and self._name_of(uid) is None
+        return owner_doubt(uid, accounts) + (" (the server does not name uid %d, so distributor cannot tell it is %s)"
+                                             % (uid, self.username) if unnamed else "")
+
+    def _remove(self, remote: str, action: str, directory: bool = False) -> bool:
+        """Remove a file (or an empty directory) by name, the way to it looked at again right
+        before: True when it was there. SFTP reports a directory that is not empty only as a
+        generic failure, so a directory that stays is not removed (False), whatever the reason."""
+        if not self._check_directories(posixpath.dirname(remote)):
+            return False
+        with self._errors(action, remote):
+            try:
+                if not directory:
+                    self._open().remove(_wire(remote))
+                    return True
+                self._open().rmdir(_wire(remote))
+            except FileNotFoundError:
+                return False
+            except OSError:
+                if directory:
+                    return False
+                raise
+        return True
+
+    def delete(self, path: str) -> bool:
+        """One file, parked and removed like a batch of one (see delete_many)."""
+        return bool(self.delete_many([path]))
+
+    def delete_many(self, paths: Iterable[str]) -> list[str]:
+        """An output is parked before it is removed: renamed into this attempt's staging
+        directory beside it, then removed there. Through a directory swapped for a link since
+        the way was checked, the rename finds no staging directory (it exists only where this
+        attempt made it) and moves nothing. distributor's own names (records, the staged files
+        of a dead attempt) are removed by name once the way is looked at again. Directories
+        the deletes emptied are removed at the end, below the base; a staged file already gone
+        still tidies its staging directory (an attempt that died after its renames left it
+        empty, and recovery deletes staged names)."""
+        removed, tidy = [], []
+        try:
+            for path in paths:
+                if self._delete(path):
+                    removed.append(path)
+                    tidy.append(path)
+                elif is_reserved(path):
+                    tidy.append(path)
+        finally:
+            self._drop_staging()
+            self._counted.clear()  # every other name of a file removed has one link less now
+        for head in sorted({path.rpartition("/")[0] for path in tidy}, key=lambda head: (-head.count("/"), head)):
+            self._remove_empty_parents(head)
+        return removed
+
+    def _delete(self, path: str) -> bool:
+        remote = self._remote(path)
+        attrs = self._lstat(remote)
+        if attrs is None:
+            return False
+        if is_reserved(path) or stat.S_ISDIR(attrs.st_mode or 0):
+            return self._remove(remote, "delete", is_reserved(path) and stat.S_ISDIR(attrs.st_mode or 0))
+        parked = posixpath.join(self._staging(path), posixpath.basename(remote))
+        if not self._check_directories(posixpath.dirname(remote)):
+            return False
+        with self._errors("delete", remote):
+            try:
+                self._open().posix_rename(_wire(remote), _wire(parked))
+            except FileNotFoundError:
+                # Gone since it was seen, or the way changed under the rename: look again.
+                if not self._check_directories(posixpath.dirname(remote)) or self._lstat(remote) is None:
+                    return False
+                raise DistributorError("storage_error", "cannot delete %s: something else changed the destination "
+                                       "during this run" % self._url(remote)) from None
+            self._open().remove(_wire(parked))
+        return True
+
+    def _remove_empty_parents(self, head: str) -> None:
+        """Remove the directory `head` and its parents while the deletes left them empty, up to
+        (not including) the base; the way to each is looked at again before its rmdir (which
+        never follows a link at the name).
+
+        SFTP reports a non-empty directory only as a generic failure, so any failure ends the
+        tidy-up: a leftover empty directory is harmless.
+        """
+        while head:
+            remote = self._remote(head)
+            if not self._check_directories(posixpath.dirname(remote)):
+                return
+            with self._errors("remove directory", remote):
+                try:
+                    self._open().rmdir(_wire(remote))
+                except OSError:
+                    return
+            self._dirs.discard(remote)
+            head = head.rpartition("/")[0]
+
+    def exists(self, path: str) -> bool:
+        """An lstat, never a stat: a link at the path counts as present and is not followed.
+        The storage contract tests observe every backend through it."""
+        return self._lstat(self._remote(path)) is not None
+
+    def list_files(self) -> list[str]:
+        """Directory entries carry lstat attributes, so symlinks are listed, never followed (the
+        walk: SftpPaths._walk). Empty staging directories are listed too (see Storage.list_files)."""
+        found: list[str] = []
+        for remote, prefix, entries in self._walk():
+            if entries == [] and is_staging(posixpath.basename(remote)) and prefix:
+                found.append(prefix[:-1])  # an empty staging directory: no file below shows it
+            found.extend(prefix + entry.filename for entry in entries or () if not stat.S_ISDIR(entry.st_mode or 0))
+        return sorted(found)
+
+    # -- lock -----------------------------------------------------------------------------
+
+    def lock(self, timeout: float, expiry: float = LOCK_EXPIRY_SECONDS) -> ContextManager[Lease]:
+        """The protocol of lease.held over SftpLock."""
+        return held(SftpLock(self), self.token, timeout, expiry)
+
+
+class _NotAsSeen(DistributorError):
+    """The file opened is not the one looked at (see _read)."""
