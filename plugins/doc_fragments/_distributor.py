@@ -186,7 +186,7 @@ options:
             type: str
           trusted_owners:
             description:
-              - Other accounts that publish to this destination (C(local), C(sftp)): user names or numeric ids.
+              - Other accounts that publish to this destination (C(local), C(sftp)), as user names or numeric ids.
               - distributor acts on a state record, release index or journal, and deletes, overwrites or moves a file,
                 only when the publishing account, O(destination.storage.owner) or one of these owns it; a record
                 owned by any other account fails the run with C(invalid_state) before anything is written.
