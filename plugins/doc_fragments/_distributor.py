@@ -125,7 +125,7 @@ options:
                 on the way to an output that another account can write (writable by its group or by all, or owned
                 by another account), instead of naming it in a warning of the result.
               - C(sftp) acts by path, so such an account can swap a directory for a symbolic link between
-                distributor's check and its request (see the operations guide); directories owned by another
+                distributor's check and its request (see docs/untrusted-destinations.md); directories owned by another
                 account than O(destination.storage.username) count.
               - C(local) judges directories only when the module runs as root on a host whose kernel lets other
                 accounts plant links (C(fs.protected_hardlinks) or C(fs.protected_symlinks) set to 0); directories
@@ -396,7 +396,7 @@ options:
       - The C(--diff) listing shows, above this many outputs, the lines that change (the first
         this many by path) and counts the others; content diffs stop after this many entries.
       - The default keeps a result with C(--diff) near 250 KB at any number of files, under the
-        700,000 characters AWX keeps as a job event (see the operations guide).
+        700,000 characters AWX keeps as a job event (see docs/awx.md).
     type: int
     default: 100
     version_added: 0.2.0

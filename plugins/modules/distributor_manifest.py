@@ -56,9 +56,9 @@ seealso:
   - name: distributor configuration reference
     description: Every pipeline and destination setting.
     link: https://github.com/distributor-project/distributor/blob/main/docs/config.md
-  - name: distributor operations guide
-    description: Actions, review with --check --diff, shared roots, recovery.
-    link: https://github.com/distributor-project/distributor/blob/main/docs/operations.md
+  - name: distributor publishing guide
+    description: Building the manifest in the same play as the publish.
+    link: https://github.com/distributor-project/distributor/blob/main/docs/publishing.md#building-the-manifest-in-the-same-play
 author:
   - distributor maintainers (@distributor)
 requirements:

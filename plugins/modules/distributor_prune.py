@@ -45,9 +45,9 @@ seealso:
   - name: distributor configuration reference
     description: Every pipeline and destination setting.
     link: https://github.com/distributor-project/distributor/blob/main/docs/config.md
-  - name: distributor operations guide
-    description: Actions, review with --check --diff, shared roots, recovery.
-    link: https://github.com/distributor-project/distributor/blob/main/docs/operations.md
+  - name: distributor repair guide
+    description: Reconcile-state and prune, what they remove and how they fail.
+    link: https://github.com/distributor-project/distributor/blob/main/docs/repair.md#repairing-state-and-pruning
 author:
   - distributor maintainers (@distributor)
 requirements:

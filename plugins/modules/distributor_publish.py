@@ -97,7 +97,7 @@ attributes:
     support: full
 notes:
   - An unchanged source is a skip, but a change of storage settings alone (modes, ownership, S3 object settings) rewrites the outputs it affects.
-  - A file edited by hand at the destination is not repaired by republishing the same bytes; see the operations guide.
+  - A file edited by hand at the destination is not repaired by republishing the same bytes; see O(verify) and docs/repair.md.
   - With both O(manifest) and a C(manifest.json) in O(source), O(manifest) wins and the file is ignored.
   - O(force=true) never deletes another owner's outputs in a shared root and never forces over invalid shared-root state.
 seealso:
@@ -107,9 +107,9 @@ seealso:
   - name: distributor configuration reference
     description: Every pipeline and destination setting.
     link: https://github.com/distributor-project/distributor/blob/main/docs/config.md
-  - name: distributor operations guide
-    description: Actions, review with --check --diff, shared roots, recovery.
-    link: https://github.com/distributor-project/distributor/blob/main/docs/operations.md
+  - name: distributor publishing guide
+    description: Actions, force, review with --check --diff, approved plans, content diffs.
+    link: https://github.com/distributor-project/distributor/blob/main/docs/publishing.md
 author:
   - distributor maintainers (@distributor)
 requirements:

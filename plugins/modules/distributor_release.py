@@ -80,13 +80,13 @@ notes:
   - C(local) and C(sftp) storage only; C(s3) has no release mode. Over SFTP the server must offer
     C(posix-rename@openssh.com) (OpenSSH does).
   - Superseded releases stay on disk until keep-N removes them and still hold what later publishes removed;
-    see the operations guide for keeping them from being served.
+    see docs/releases.md for keeping them from being served.
 seealso:
   - module: distributor.core.distributor_publish
   - module: distributor.core.distributor_state_info
-  - name: Releases in the operations guide
+  - name: distributor releases guide
     description: Layout, statuses, keep-N, preview and activate, rollback, web-server settings.
-    link: https://github.com/distributor-project/distributor/blob/main/docs/operations.md#releases
+    link: https://github.com/distributor-project/distributor/blob/main/docs/releases.md
   - name: distributor configuration reference
     description: The destination's C(releases) setting.
     link: https://github.com/distributor-project/distributor/blob/main/docs/config.md#releases

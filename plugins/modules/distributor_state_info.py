@@ -59,9 +59,9 @@ seealso:
   - module: distributor.core.distributor_publish
   - module: distributor.core.distributor_reconcile_state
   - module: distributor.core.distributor_prune
-  - name: distributor operations guide
-    description: Actions, review with --check --diff, shared roots, recovery.
-    link: https://github.com/distributor-project/distributor/blob/main/docs/operations.md
+  - name: distributor repair guide
+    description: What distributor_state_info returns, and drift verification.
+    link: https://github.com/distributor-project/distributor/blob/main/docs/repair.md#looking-at-a-destination-distributor_state_info
 author:
   - distributor maintainers (@distributor)
 requirements:

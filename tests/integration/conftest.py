@@ -215,9 +215,9 @@ def backend(request, tmp_path):
 
 
 def recommended_nginx_server() -> str:
-    """The `server` block docs/operations.md recommends for serving releases: the tests serve
+    """The `server` block docs/releases.md recommends for serving releases: the tests serve
     exactly what users are told to write."""
-    with open(os.path.join(REPO_ROOT, "docs", "operations.md"), encoding="utf-8") as handle:
+    with open(os.path.join(REPO_ROOT, "docs", "releases.md"), encoding="utf-8") as handle:
         text = handle.read()
     start = text.index("\n## Serving releases from a web server\n")
     end = text.find("\n## ", start + 1)

@@ -3,7 +3,7 @@
 path's link, the generations beside it and their index; and the bundles those tests publish.
 
 Every test root holds one bundle path, `site`, so its release home is
-`.distributor-releases/site` under the root (docs/operations.md, Releases).
+`.distributor-releases/site` under the root (docs/releases.md).
 """
 
 from __future__ import annotations

@@ -260,7 +260,7 @@ def test_a_racing_swapper_never_moves_a_release_operation_outside_the_release_ho
 def test_sftp_release_operations_raced_by_a_swapper_never_show_or_chmod_what_is_outside(arena, sshd_server):
     """The same race over SFTP, inside the generations. A path-based protocol cannot promise
     what local storage does (test_sftp_confinement.py: it re-checks right before each act, and
-    docs/operations.md says what is left open); what it must keep: the directories outside keep
+    docs/untrusted-destinations.md says what is left open); what it must keep: the directories outside keep
     their mode and owner, and no result shows the secret."""
     watched = (arena["outside"], arena["theirs"])
     before = {top: _snapshot(top)["."][:3] for top in watched}

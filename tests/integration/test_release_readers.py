@@ -2,7 +2,7 @@
 """The readers of issue 30's item 3, proven on a stand-in switcher before releases exist.
 
 Three reader processes (tests/integration/readers.py: a directory descriptor, files by name, HTTP
-through nginx with the server block docs/operations.md recommends) read a bundle path while it is
+through nginx with the server block docs/releases.md recommends) read a bundle path while it is
 switched 100 times. Switched the way a release must be (a new link at a temporary name renamed
 over the bundle path) they see only whole generations; switched the way deploy scripts often do
 (`rm` then `ln -s`) they catch the moment the bundle path is absent, and published in place (file

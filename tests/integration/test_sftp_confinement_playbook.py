@@ -5,7 +5,7 @@ unprivileged swapper exchanges directories of the bundle path with links to a ro
 outside the root while real publishes, replaces and `--check --diff` runs go on (the arena and
 swapper of test_race_local.py).
 
-SFTP is a path-based protocol, so what the race may do is bounded by docs/operations.md ("SFTP:
+SFTP is a path-based protocol, so what the race may do is bounded by docs/untrusted-destinations.md ("SFTP:
 what a path-based protocol leaves open"): the outside directory's own mode and owner never change,
 and no diff shows a file there (each differs from the outputs in mode and owner); the rest (a
 directory made there, a file moved between the two lookups of one rename) is counted and printed,

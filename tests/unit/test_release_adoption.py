@@ -102,7 +102,7 @@ def swapped_in(kind: str, site, outside):
     """What the racing account puts at the bundle path: a link to a directory outside, or a
     directory holding the site's record and other bytes, of its own or of the publishing account
     (when that account is trusted, storage.owner say, only the directory's identity tells:
-    locally its inode, over SFTP its attributes, see docs/operations.md)."""
+    locally its inode, over SFTP its attributes, see docs/releases.md)."""
     if kind == "a link":
         os.symlink(outside, site)
         return

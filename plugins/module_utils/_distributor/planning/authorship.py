@@ -55,7 +55,7 @@ def check_authorship(paths: list[str], doubt_files: Callable[[list[str]], list],
         "%s: %d file(s) %s are not distributor's to touch, so it changed nothing: %s. distributor deletes or writes over "
         "only a regular file of the publishing account, storage.owner or storage.trusted_owners, with the names it made. "
         "If an account that owns one of them publishes to this destination too, name it in storage.trusted_owners; "
-        "otherwise find out who put them there, and move them away once you know what they are (docs/operations.md, "
+        "otherwise find out who put them there, and move them away once you know what they are (docs/untrusted-destinations.md, "
         "records and files of other accounts)"
         % (where, len(unvouched), act, named),
         {"unvouched": [{"path": path, "why": why} for path, why in unvouched]},

@@ -35,7 +35,7 @@ def publish_release(job, root: ReleaseRoot, make) -> tuple:
     if root.plain and not settings.convert:
         raise DistributorError(
             "conflict", "%s is a plain directory, and release mode keeps a symbolic link there. Publish once with "
-            "releases.convert: true to make the directory the first release (docs/operations.md, Releases)"
+            "releases.convert: true to make the directory the first release (docs/releases.md, converting an existing destination)"
             % root.parent.describe(root.name))
     dead = recover_dead(root, job.check_mode)
     index_before = root.index
@@ -142,7 +142,7 @@ def adoptable(root: ReleaseRoot) -> DirectorySeen:
         raise DistributorError(
             "unmanaged", "%s holds %d entr%s distributor cannot vouch for%s (%s %s); converting it would make them a release's, "
             "which distributor deletes once keep-N no longer keeps it, so nothing was moved. Move them out of the bundle path, "
-            "or, if the account that owns them publishes here, name it in storage.trusted_owners (docs/operations.md, "
+            "or, if the account that owns them publishes here, name it in storage.trusted_owners (docs/releases.md, "
             "converting an existing destination)" % (where, len(found), "y" if len(found) == 1 else "ies",
                                                      first_paths([p for p, _why in found]),
                                                      "the directory itself" if path == "." else path, why))

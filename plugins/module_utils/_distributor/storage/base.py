@@ -116,8 +116,7 @@ def untrusted_record(where: str, doubt: str) -> DistributorError:
         "invalid_state",
         "%s %s, so distributor does not take it for a record of its own and acted on nothing. If that account publishes to "
         "this destination too, name it in storage.trusted_owners; otherwise find out who put the record there, check the files "
-        "it names, and restore distributor's own record from a backup or remove it (docs/operations.md, destinations others "
-        "can write to)" % (where, doubt))
+        "it names, and restore distributor's own record from a backup or remove it (docs/untrusted-destinations.md)" % (where, doubt))
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ LINK_PROTECTIONS = {
 SHOWN_DIRECTORIES = 5
 UNPROTECTED = (
     "and on this host %s 0, so such an account can plant there %s. distributor reads and writes nothing through a "
-    "link it did not make (docs/operations.md), but other programs that run as root there are open to it. Set %s "
+    "link it did not make (docs/untrusted-destinations.md), but other programs that run as root there are open to it. Set %s "
     "to 1 (sysctl), make these directories writable by root alone, or publish with an account of its own")
 
 

@@ -222,7 +222,7 @@ class S3Storage(Storage):
         """Nothing to doubt, and no request: an object has no owner that tells one writer of
         the bucket from another, and whoever may write the prefix may delete its objects
         directly, so no principal gains a right through distributor. The bucket policy is the
-        boundary (docs/operations.md, records and files of other accounts)."""
+        boundary (docs/untrusted-destinations.md, records and files of other accounts)."""
         return [None] * len(paths)
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:

@@ -7,7 +7,7 @@ in one step) and `hardlink@openssh.com` (link(2), which does not follow a link a
 Like every act of SFTP storage (sftp_paths), each looks at the whole way again right before it,
 and what it made is looked at once more where a swap in between could have changed it. SFTP has
 no way to sync a directory (`fsync@openssh.com` takes a file handle): a link or a rename is as
-durable as the server's filesystem makes directory changes, which docs/operations.md states.
+durable as the server's filesystem makes directory changes, which docs/releases.md states.
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ class SftpLinks:
         the attributes judged. SFTP names paths, not directories: the walk is of whatever is at
         the base's name as it goes, so the base is looked at again after it, and a walk whose
         base changed meanwhile is refused (storage_error); what a rename then moves is told by
-        its attributes only (docs/operations.md, converting)."""
+        its attributes only (docs/releases.md, converting)."""
         base = self.directory_at("")
         strangers = []
         for _remote, prefix, entries in self._walk() if base is not None else ():

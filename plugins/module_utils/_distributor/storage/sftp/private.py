@@ -22,7 +22,7 @@ RESIDUAL_WINDOW = (
     "swap landing between that check and the request can still make a directory, read a file or list names, and "
     "(between the two lookups of one rename) move a file, wherever the link points that the SFTP account can "
     "write. Make these directories writable by %s alone, or publish with a dedicated account or a ChrootDirectory "
-    "(docs/operations.md)")
+    "(docs/untrusted-destinations.md)")
 
 
 def foreign_owner(uid: int, name: str | None, username: str) -> str | None:

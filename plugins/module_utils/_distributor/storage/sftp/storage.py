@@ -4,7 +4,7 @@
 One connection serves the whole run (sftp_connect). Files are written in batches whose requests
 are sent ahead of their replies, over a few channels of that connection (sftp_batch). Every path
 is found and checked by sftp_paths; SFTP acts by path, so what that leaves open is said in
-sftp_private and docs/operations.md.
+sftp_private and docs/untrusted-destinations.md.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, SftpLinks, Storage):
         None when absent. Only the reserved names and managed outputs are read, and what is there
         is looked at first: anything else at the name is refused rather than opened (the server
         would block opening a FIFO, and the whole session with it; SFTP has no non-blocking open:
-        docs/operations.md states the window left). For an `output` (its path under the base), a
+        docs/untrusted-destinations.md states the window left). For an `output` (its path under the base), a
         file with more than one name is refused too (_alone), unless nothing of it is `reading`."""
         attrs = self._lstat(remote)
         if attrs is None:
@@ -206,7 +206,7 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, SftpLinks, Storage):
             raise DistributorError(
                 "storage_error", "cannot read %s: the server did not open it within %d seconds. Something other than a "
                 "regular file (a FIFO) was probably put at that name after distributor looked at it, and the server "
-                "waits on it; find out who changes this destination (docs/operations.md, SFTP: what a path-based "
+                "waits on it; find out who changes this destination (docs/untrusted-destinations.md, SFTP: what a path-based "
                 "protocol leaves open)" % (self._url(remote), OPEN_TIMEOUT)) from None
         finally:
             channel.settimeout(None)
