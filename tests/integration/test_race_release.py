@@ -340,8 +340,8 @@ def convert_race(arena: dict, twin: str) -> Race:
         _unread(top)
     seconds = RACE_SECONDS / 2
     exchanged = os.path.join(www, NAME) + "=" + (arena["outside"] if twin == "a link" else "dir:" + evil)
-    swapper = subprocess.Popen(arena["beside"] + [str(seconds), os.environ.get("DISTRIBUTOR_RACE_PAUSE", "0.0005"),
-                                                   arena["outside"], exchanged], stdout=subprocess.PIPE, text=True)
+    pause = os.environ.get("DISTRIBUTOR_RACE_PAUSE", "0.0005")
+    swapper = subprocess.Popen(arena["beside"] + [str(seconds), pause, arena["outside"], exchanged], stdout=subprocess.PIPE, text=True)
     found = Race(Counter(), Counter(), Counter(), 0, 0, 0, 0)
     created = datetime(2026, 6, 4, tzinfo=timezone.utc)
     deadline = time.monotonic() + seconds

@@ -232,6 +232,9 @@ def test_a_file_the_memory_double_marks_foreign_is_refused(tmp_path):
     publish(write_bundle(tmp_path / "v1", SITE), PIPELINE, destination, now=NOW,
             opener=lambda cfg, base, token: MemoryStorage(store, base, token))
     before = dict(store)
-    opener = lambda cfg, base, token: MemoryStorage(store, base, token, foreign={"site/report.pdf"})  # noqa: E731
+
+    def opener(cfg, base, token):
+        return MemoryStorage(store, base, token, foreign={"site/report.pdf"})
+
     error = refused(write_bundle(tmp_path / "v2", {"index.html": b"v2"}, created=LATER_CREATED), destination, opener=opener)
     assert "report.pdf (is owned by another account)" in error.message and store == before

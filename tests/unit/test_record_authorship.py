@@ -127,7 +127,10 @@ def test_force_does_not_replace_a_record_of_another_account(tmp_path):
     """Invalid state may be replaced by a forced publish; a record of another account is no
     invalid state of distributor's own, so force is refused as any run is."""
     store = {"site/" + STATE_NAME: b"{}"}
-    opener = lambda cfg, base, token: MemoryStorage(store, base, token, foreign={"site/" + STATE_NAME})  # noqa: E731
+
+    def opener(cfg, base, token):
+        return MemoryStorage(store, base, token, foreign={"site/" + STATE_NAME})
+
     destination = {"id": "archive", "storage": MEMORY_STORAGE, "path": "site"}
     with pytest.raises(DistributorError) as caught:
         publish(write_bundle(tmp_path / "b", SITE), PIPELINE, destination, now=NOW, force=True, opener=opener)
