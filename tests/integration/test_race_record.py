@@ -142,7 +142,7 @@ def test_a_record_planted_during_runs_never_deletes_another_accounts_file(arena)
                         times = planted_at(planter)
                     else:
                         first = random.uniform(0, 1.5 * typical)
-                        plant(planter, [first] + sorted(random.uniform(first, 1.5 * typical) for _ in range(2)))
+                        plant(planter, [first] + sorted(random.uniform(first, 1.5 * typical) for _draw in range(2)))
                     started = time.monotonic()
                     outcome = race.run(kind, raced(arena, kind, created))
                     ended = time.monotonic()

@@ -85,7 +85,7 @@ class SftpPaths:
         prefixes = {self._remote(""): ""}
         while prefixes:
             level, prefixes = prefixes, {}
-            with self._errors("list", next(iter(level))):
+            with self._errors("list", next(iter(level), "")):
                 listed = list(listdir_attr(self._open(), list(level)))
             for remote, entries in listed:
                 if isinstance(entries, Exception):
