@@ -17,7 +17,8 @@ from ...errors import DistributorError
 from ...limits import LOCK_EXPIRY_SECONDS, LOCK_LIMIT
 from ...paths import LOCK_NAME, RECORD_NAMES, all_clean, is_reserved, join, path_problem
 from ...regular import ForeignLinks, kind_of
-from ..base import Storage, hash_stream, not_a_record, owner_doubt, trusted_accounts, untrusted_record, verdict
+from ..base import Storage, hash_stream
+from ..judging import not_a_record, owner_doubt, trusted_accounts, untrusted_record, verdict
 from .descriptors import NotRegular, entry_mode, list_tree, make_directory, open_directory, open_regular_at, read_at_most
 from ..lease import Lease
 from .links import LocalLinks

@@ -29,7 +29,9 @@ from ...records.attributes import s3_object_args, s3_record_args
 from ...errors import DistributorError, MissingLibrary
 from ...limits import LOCK_EXPIRY_SECONDS
 from ...paths import is_reserved, join
-from ..base import Storage, hash_stream, in_parallel, mentions_secret, redact, verdict
+from ..base import Storage, hash_stream, in_parallel
+from ..judging import verdict
+from ..redaction import mentions_secret, redact
 from ..lease import Lease, held
 from .client import client_for, session_for
 from .errors import explain

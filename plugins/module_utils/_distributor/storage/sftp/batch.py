@@ -24,7 +24,7 @@ from typing import Callable, Iterable
 from ...errors import DistributorError
 from ...paths import is_reserved
 from ...regular import kind_of
-from ..base import verdict
+from ..judging import verdict
 from ..refusals import disappeared, link_refused, staged_replaced
 from .wire import FSYNC, POSIX_RENAME, Pipe, identity
 from .wire import wire as _wire

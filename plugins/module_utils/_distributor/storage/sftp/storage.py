@@ -20,7 +20,8 @@ from ...errors import DistributorError, MissingLibrary
 from ...limits import LOCK_EXPIRY_SECONDS
 from ...paths import RECORD_NAMES, is_reserved, is_staging
 from ...regular import ForeignLinks, UnprovenLinks, kind_of, links_not_ours
-from ..base import Storage, hash_stream, not_a_record, owner_doubt, trusted_accounts, untrusted_record, verdict
+from ..base import Storage, hash_stream
+from ..judging import not_a_record, owner_doubt, trusted_accounts, untrusted_record, verdict
 from ..lease import Lease, held
 from .chain import Chain, endpoints
 from .connect import SftpConnection, check_config
