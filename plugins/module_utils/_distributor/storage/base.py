@@ -310,7 +310,7 @@ class Storage(ABC):
     @property
     def warnings(self) -> list[str]:
         """What the operator should know of this destination that stops nothing (directories
-        another account can write: SFTP, see sftp_private; local, on a host that lets that account
+        another account can write: SFTP, see sftp/private.py; local, on a host that lets that account
         plant links, see private.py); publish, reconcile-state and prune add them to their
         result's warnings. Still there after close()."""
         return []
