@@ -11,8 +11,8 @@ from typing import Callable, ContextManager, Iterable
 from ansible_collections.distributor.core.plugins.module_utils._distributor.limits import LOCK_EXPIRY_SECONDS, LOCK_LIMIT
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import LOCK_NAME, RECORD_NAMES, is_reserved, join
 from ansible_collections.distributor.core.plugins.module_utils._distributor.regular import ForeignLinks, links_not_ours
-from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.base import (
-    DirectorySeen, Storage, temp_name, untrusted_record, verdict)
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.base import DirectorySeen, Storage, temp_name
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.judging import untrusted_record, verdict
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.lease import Lease, LockFile, Seen, held
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.refusals import (
     already_there, link_refused, missing, no_atomic_switch, not_a_link, not_linkable)

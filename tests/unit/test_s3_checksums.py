@@ -17,6 +17,7 @@ import hashlib
 import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.s3 import bodies
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.s3 import storage as s3
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
 
@@ -101,4 +102,4 @@ def test_a_refused_checksum_is_verification_failed_naming_the_output_and_leaves_
     ({"Code": "AccessDenied"}, False),
 ])
 def test_only_a_checksum_refusal_is_verification_failed(error, refused):
-    assert s3._refused_checksum({"Error": error}) is refused
+    assert bodies.refused_checksum({"Error": error}) is refused

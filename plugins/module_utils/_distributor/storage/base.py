@@ -4,23 +4,20 @@
 Every path a caller passes is a clean relative POSIX path under the storage's *base*: the
 destination root joined with the rendered bundle path. Backends alone join paths to real
 locations, and they alone see their SDK's exceptions: everything leaves as DistributorError
-with reason `storage_error` (or `locked`) and a message naming the location.
+with reason `storage_error` (or `locked`) and a message naming the location. What a backend
+sees at a path is judged in judging.py, and secrets are kept out of its messages by redaction.py.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from abc import ABC, abstractmethod
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Callable, ContextManager, Iterable, Mapping, TypeVar
-from urllib.parse import quote, quote_plus
 
-from ..errors import DistributorError, Unreadable
 from ..limits import LOCK_EXPIRY_SECONDS
 from ..paths import STAGING_PREFIX
-from ..regular import links_not_ours
 from .lease import Lease
 from .refusals import not_offered
 
@@ -64,61 +61,6 @@ def hash_stream(read: Callable[[int], bytes], limit: int) -> str:
     return "sha256:" + digest.hexdigest()
 
 
-def verdict(kind: str | None, owner: str | None, links: int | None, size: int | None, sha256: str | None,
-            measured: Callable[[], tuple[int, str | None] | None] | None, ours: int = 1, output: bool = False) -> str | None:
-    """Storage.doubt's answer, from what a backend saw at the path: `kind` (regular.kind_of; a
-    directory passes only as a name distributor gives, without `sha256`, never as an `output`),
-    `owner` (owner_doubt, None when an account distributor writes as owns it), `links` (None
-    where the storage cannot tell: SFTP) against `ours` (the names distributor made: one, and
-    one for each generation that shares the very file, see Storage.shared_links), and
-    `measured()`, measure's answer, asked only once all else agrees (never without `sha256`)."""
-    if kind is not None and not (kind == "a directory" and sha256 is None and not output):
-        return "is " + kind
-    if owner is not None:
-        return owner
-    if kind is None and links is not None and links_not_ours(links, ours):
-        if ours == 1:
-            return "has %d links, and a file distributor writes has one" % links
-        return "has %d links, and distributor made %d" % (links, ours)
-    if sha256 is None:
-        return None
-    found = measured()
-    if found is None:
-        return "is gone"
-    if found[0] != size:
-        return "is %d bytes, not the %d the interrupted publish wrote" % (found[0], size)
-    if found[1] != sha256:
-        return "holds other bytes than the interrupted publish wrote"
-    return None
-
-
-def owner_doubt(uid: int | None, accounts: str) -> str:
-    """The doubt of an entry owned by an account distributor does not write as (`accounts`
-    names the ones it does)."""
-    return "is owned by %s, not by %s" % ("an unknown account" if uid is None else "uid %d" % uid, accounts)
-
-
-def trusted_accounts(publisher: str, owner: int, trusted: tuple[str, ...]) -> str:
-    """The accounts whose records and files distributor acts on, for owner_doubt: the publishing
-    one, storage.owner and storage.trusted_owners."""
-    return publisher + (" or uid %d (storage.owner)" % owner if owner != -1 else "") + (
-        " or %s (storage.trusted_owners)" % ", ".join(trusted) if trusted else "")
-
-
-def untrusted_record(where: str, doubt: str) -> DistributorError:
-    """The refusal of a record (paths.RECORD_NAMES) that an account distributor does not write as
-    owns. Whoever can write the destination's directory can rename a valid record of theirs over
-    the real one, naming as outputs files they cannot delete themselves (another account's): a
-    record is evidence of what distributor wrote only when distributor's own account could have
-    written it. Raised before anything is written or deleted, and never carried as state that
-    `force` may replace."""
-    return DistributorError(
-        "invalid_state",
-        "%s %s, so distributor does not take it for a record of its own and acted on nothing. If that account publishes to "
-        "this destination too, name it in storage.trusted_owners; otherwise find out who put the record there, check the files "
-        "it names, and restore distributor's own record from a backup or remove it (docs/untrusted-destinations.md)" % (where, doubt))
-
-
 @dataclass(frozen=True)
 class DirectorySeen:
     """A directory looked at, never followed (Storage.directory_at, Storage.survey): `identity`
@@ -144,18 +86,6 @@ def in_parallel(workers: int, task: Callable[[Item], None], items: Iterable[Item
             for future in futures:
                 future.cancel()
             raise
-
-
-def not_a_record(where: str, kind: str) -> Unreadable:
-    """Refusal of a reserved name (state, journal, lock) that holds something other than a regular
-    file, never opened for reading (a FIFO would block the run for good). `storage_error`, like
-    any other thing in distributor's way at the destination: no record was read, so there is no
-    state to call invalid (and nothing `force` could replace). Raised for an output's name too,
-    where the callers that read outputs (drift, content diffs) take it as an output that is not
-    what its record says (see errors.Unreadable)."""
-    return Unreadable(
-        "%s is %s, not a regular file; distributor keeps its state, journal and lock there as regular "
-        "files and opens nothing else at those names. Find out who put it there, then remove it." % (where, kind), kind)
 
 
 class Storage(ABC):
@@ -380,50 +310,7 @@ class Storage(ABC):
     @property
     def warnings(self) -> list[str]:
         """What the operator should know of this destination that stops nothing (directories
-        another account can write: SFTP, see sftp_private; local, on a host that lets that account
+        another account can write: SFTP, see sftp/private.py; local, on a host that lets that account
         plant links, see private.py); publish, reconcile-state and prune add them to their
         result's warnings. Still there after close()."""
         return []
-
-
-REDACTED = "********"
-MIN_DERIVED_SECRET = 4
-
-
-def secret_forms(secret: str) -> list[str]:
-    """The ways a secret shows up in an error message, longest first: as given, without its
-    surrounding whitespace (a token read from a file keeps its newline; an HTTP client refuses
-    it and quotes it back), and escaped as Python's repr, JSON or URL encoding write it.
-    Ansible's no_log masks only the value as given."""
-    forms = {
-        secret.strip(),
-        repr(secret)[1:-1],
-        repr(secret.encode("utf-8"))[2:-1],
-        json.dumps(secret)[1:-1],
-        quote(secret, safe=""),
-        quote_plus(secret),
-    }
-    derived = [form for form in forms if len(form) >= MIN_DERIVED_SECRET]
-    return sorted(set(derived) | {secret}, key=len, reverse=True)
-
-
-def redact(text: str, secrets) -> str:
-    """No SDK is known to echo a secret in an error, but a message of ours must never be the first."""
-    for secret in secrets:
-        if secret:
-            for form in secret_forms(secret):
-                text = text.replace(form, REDACTED)
-    return text
-
-
-def mentions_secret(exc: BaseException, secrets) -> bool:
-    """Whether an exception or any exception it was raised from quotes a secret: then it must not
-    travel on as the cause of our error, where a traceback would print it."""
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        text = "%s %r" % (exc, exc.args)
-        if redact(text, secrets) != text:
-            return True
-        exc = exc.__cause__ or exc.__context__
-    return False

@@ -9,7 +9,7 @@ the kernel's own default. distributor opens nothing through such a link (descrip
 O_NOFOLLOW, files created by their own open, one link checked on the open descriptor: see
 regular.links_not_ours), yet the host lets the same planted link reach every other program root
 runs there. So a root publisher on such a host is told which directories another account can
-write, or with `storage.require_private_directories` refused, as SFTP storage is (sftp_private).
+write, or with `storage.require_private_directories` refused, as SFTP storage is (sftp/private.py).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from typing import Callable, Iterator
 from ...limits import DEPTH_LIMIT
 from ...paths import is_staging
 from ...regular import ForeignLinks, kind_of, links_not_ours
-from ..refusals import disappeared, link_refused, not_a_directory, os_errors, too_deep
+from ..refusals import disappeared, link_refused, not_a_directory, not_writable, os_errors, too_deep
 
 DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # Reading what is found at a destination: never through a link, never blocking on a FIFO, never
@@ -127,6 +127,31 @@ def open_regular_at(parent: int, name: str, where: str, flags: int = READ_FLAGS,
         os.close(fd)
         raise NotRegular(where, kind) if kind else ForeignLinks(where, info.st_nlink)
     return fd
+
+
+def rmdir_at(parent: int, name: str) -> bool:
+    """rmdir of `name` in `parent`; False when what is there is not an empty directory (not
+    empty, gone, or swapped for a link or a file), which stays."""
+    try:
+        os.rmdir(name, dir_fd=parent)
+    except OSError as exc:
+        if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT, errno.ENOTDIR):
+            return False
+        raise
+    return True
+
+
+def refuse_unwritable(fd: int, where: str) -> None:
+    """not_writable unless the kernel lets this account (its effective ids) create files in the
+    directory `fd` (check mode's look ahead: LocalStorage.check_writable)."""
+    with os_errors("inspect", where):
+        if os.access(".", os.W_OK | os.X_OK, dir_fd=fd, effective_ids=True):
+            return
+        if os.fstatvfs(fd).f_flag & os.ST_RDONLY:
+            raise not_writable(where, "is on a read-only file system")
+        found = os.fstat(fd)
+    raise not_writable(where, "does not let uid %d create files in it (mode %04o, owner uid %d)" % (
+        os.geteuid(), stat.S_IMODE(found.st_mode), found.st_uid))
 
 
 class NotRegular(Exception):

@@ -36,7 +36,8 @@ NO_LINK_HERE = frozenset({errno.EXDEV, errno.EMLINK, errno.EPERM, errno.EOPNOTSU
 
 
 class LocalLinks:
-    """The release primitives of LocalStorage (its attributes are set by LocalStorage.__init__)."""
+    """The release primitives of LocalStorage, a mixin for the reason given there (its attributes
+    are set by LocalStorage.__init__)."""
 
     def at(self, base: str):
         """A new LocalStorage on the same root, its own descriptors; the warnings of directories

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from typing import Callable, Iterator
 
 from ...paths import LOCK_NAME
-from ..base import not_a_record
+from ..judging import not_a_record
 from .descriptors import NotRegular, open_regular_at
 from ..lease import Lease, holder_record, wait_for_lock
 from ..refusals import lock_not_ours, os_errors

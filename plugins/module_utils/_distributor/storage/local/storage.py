@@ -17,21 +17,27 @@ from ...errors import DistributorError
 from ...limits import LOCK_EXPIRY_SECONDS, LOCK_LIMIT
 from ...paths import LOCK_NAME, RECORD_NAMES, all_clean, is_reserved, join, path_problem
 from ...regular import ForeignLinks, kind_of
-from ..base import Storage, hash_stream, not_a_record, owner_doubt, trusted_accounts, untrusted_record, verdict
-from .descriptors import NotRegular, entry_mode, list_tree, make_directory, open_directory, open_regular_at, read_at_most
+from ..base import Storage, hash_stream
+from ..judging import not_a_record, owner_doubt, trusted_accounts, untrusted_record, verdict
+from .descriptors import NotRegular, entry_mode, list_tree, make_directory, open_directory, open_regular_at, read_at_most, refuse_unwritable, rmdir_at
 from ..lease import Lease
 from .links import LocalLinks
 from .lock import flocked
 from .writes import LocalWrites
 from ..private import Exposure, read_sysctl
-from ..refusals import not_writable, os_errors, relative_root, root_refused
+from ..refusals import os_errors, relative_root, root_refused
 
 
 class LocalStorage(LocalLinks, LocalWrites, Storage):
     """Directories opened during one operation are kept open for the rest of it (`_dirs`, keyed
     by their path under the root), so the files of one directory cost no further walks; they are
-    closed when the operation ends, and the next one walks from the root again. Links and
-    renames for releases are local_links', staging and renaming what is written local.writes's."""
+    closed when the operation ends, and the next one walks from the root again.
+
+    Its parts are mixins, a file each: the links and renames of releases (local.links.LocalLinks)
+    and the staged, synced and renamed writes (local.writes.LocalWrites). They stay mixins rather
+    than helpers it holds because every act of each walks, holds and lets go of this storage's
+    descriptors (`_directory`, `_dirs`, `_staging`, `_release`), read and updated on every call,
+    and a view (`at`) is this class again. Every attribute they use is set by __init__ here."""
 
     def __init__(self, root: str, base: str, token: str, storage: dict | None = None, sysctl=read_sysctl):
         super().__init__(token)
@@ -299,13 +305,13 @@ class LocalStorage(LocalLinks, LocalWrites, Storage):
             for directory in sorted(set(directories)):
                 fd, found = self._nearest(join(self.base, directory))
                 if fd is not None:
-                    _refuse_unwritable(fd, self._where(found))
+                    refuse_unwritable(fd, self._where(found))
                     continue
                 where = _existing_parent(self.root)
                 with os_errors("inspect", where):
                     fd = os.open(where, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
                 try:
-                    _refuse_unwritable(fd, where)
+                    refuse_unwritable(fd, where)
                 finally:
                     os.close(fd)
         finally:
@@ -381,19 +387,7 @@ class LocalStorage(LocalLinks, LocalWrites, Storage):
             if not (exc.errno in (errno.EISDIR, errno.EPERM) and is_reserved(path)
                     and stat.S_ISDIR(entry_mode(parent, name) or 0)):
                 raise exc
-            return self._rmdir(parent, name)
-
-    @staticmethod
-    def _rmdir(parent: int, name: str) -> bool:
-        """rmdir of `name` in `parent`; False when what is there is not an empty directory (not
-        empty, gone, or swapped for a link or a file), which stays."""
-        try:
-            os.rmdir(name, dir_fd=parent)
-        except OSError as exc:
-            if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT, errno.ENOTDIR):
-                return False
-            raise
-        return True
+            return rmdir_at(parent, name)
 
     def _remove_empty_parents(self, head: str) -> None:
         """Deleting the last file of a directory deletes the directory, up to (not including) the base;
@@ -404,7 +398,7 @@ class LocalStorage(LocalLinks, LocalWrites, Storage):
             if parent is None:
                 return
             with os_errors("remove directory", self.describe(head)):
-                if not self._rmdir(parent, name):
+                if not rmdir_at(parent, name):
                     return
             self._forget(join(self.base, head))
             head = head.rpartition("/")[0]
@@ -448,14 +442,3 @@ def _existing_parent(path: str) -> str:
     while not os.path.isdir(path) and path != os.path.dirname(path):
         path = os.path.dirname(path)
     return path
-
-
-def _refuse_unwritable(fd: int, where: str) -> None:
-    with os_errors("inspect", where):
-        if os.access(".", os.W_OK | os.X_OK, dir_fd=fd, effective_ids=True):
-            return
-        if os.fstatvfs(fd).f_flag & os.ST_RDONLY:
-            raise not_writable(where, "is on a read-only file system")
-        found = os.fstat(fd)
-    raise not_writable(where, "does not let uid %d create files in it (mode %04o, owner uid %d)" % (
-        os.geteuid(), stat.S_IMODE(found.st_mode), found.st_uid))

@@ -1,8 +1,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Writing to local storage: staging, durability in batches, renames into place.
 
-Kept apart from local.py, which walks and holds the directories these acts name, as
-local.links.py is: what a write makes is staged in a private directory of this attempt beside its
+Kept apart from local/storage.py, which walks and holds the directories these acts name, as
+local/links.py is: what a write makes is staged in a private directory of this attempt beside its
 target, synced, then renamed over the target between held descriptors, so an output never
 appears half-written or with other permissions. The directories written into are checked to
 still be at their paths and made durable before the caller writes state; release links reuse
@@ -29,8 +29,8 @@ SYNC_WORKERS = 8
 
 
 class LocalWrites:
-    """The writes of LocalStorage (its attributes are set by LocalStorage.__init__, its walk is
-    LocalStorage._directory)."""
+    """The writes of LocalStorage, a mixin for the reason given there (its attributes are set by
+    LocalStorage.__init__, its walk is LocalStorage._directory)."""
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
         """One file made durable on its own: records (state, journal) are written one at a time."""

@@ -15,7 +15,6 @@ slots, and multipart parts live in the PARTS_IN_FLIGHT part buffers.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import itertools
 import threading
@@ -29,8 +28,11 @@ from ...records.attributes import s3_object_args, s3_record_args
 from ...errors import DistributorError, MissingLibrary
 from ...limits import LOCK_EXPIRY_SECONDS
 from ...paths import is_reserved, join
-from ..base import Storage, hash_stream, in_parallel, mentions_secret, redact, verdict
+from ..base import Storage, hash_stream, in_parallel
+from ..judging import verdict
 from ..lease import Lease, held
+from ..redaction import mentions_secret, redact
+from .bodies import PartReader, checksum, full_object_digest, gather, refused_checksum
 from .client import client_for, session_for
 from .errors import explain
 from .lock import EMPTY_RANGE, NOT_FOUND, S3Lock
@@ -42,7 +44,6 @@ COPY_LIMIT = 5 * 1024 ** 3  # the largest object one CopyObject copies
 SMALL_BODY = 256 * 1024  # read whole by any of the WORKERS: WORKERS x SMALL_BODY = 8 MiB at most
 LARGE_BODIES = 8  # bodies of up to PART_SIZE held at once: 64 MiB at most, as with 8 workers before
 PARTS_IN_FLIGHT = 3  # per storage, across all files: bounds memory to a few parts whatever the file count
-CHECKSUM_REFUSED = ("BadDigest", "InvalidDigest", "XAmzContentSHA256Mismatch")
 
 
 class S3Storage(Storage):
@@ -98,7 +99,7 @@ class S3Storage(Storage):
             yield
         except self._sdk_errors as exc:
             location = "s3://%s/%s" % (self.bucket, key)
-            if _refused_checksum(getattr(exc, "response", None) or {}):
+            if refused_checksum(getattr(exc, "response", None) or {}):
                 reason = "verification_failed"
                 message = ("%s: S3 refused the upload because the bytes it received do not match the "
                            "SHA-256 distributor sent with them (%s); nothing was stored under that key" % (location, exc))
@@ -186,7 +187,7 @@ class S3Storage(Storage):
         found = head["ContentLength"]
         if not digest or found != size:
             return found, None
-        stored = _full_object_digest(head)
+        stored = full_object_digest(head)
         if stored:
             return found, stored
         if not found:
@@ -233,16 +234,16 @@ class S3Storage(Storage):
         stream = iter(chunks)
         settings = s3_record_args(self._settings) if is_reserved(path) else s3_object_args(self._settings, path)
         first: list = []
-        size = _gather(stream, first, 0, SMALL_BODY)
+        size = gather(stream, first, 0, SMALL_BODY)
         if size <= SMALL_BODY:
             self._put(key, first, settings)
             return
         with self._large_bodies:
-            size = _gather(stream, first, size, PART_SIZE)
+            size = gather(stream, first, size, PART_SIZE)
             if size <= PART_SIZE:
                 self._put(key, first, settings)
             else:
-                self._multipart(key, settings, _PartReader(itertools.chain(first, stream)))
+                self._multipart(key, settings, PartReader(itertools.chain(first, stream)))
 
     def _put(self, key: str, chunks: list, settings: dict) -> None:
         """One PUT of a body held whole, with the SHA-256 S3 checks it against."""
@@ -250,7 +251,7 @@ class S3Storage(Storage):
         self._call("write", key, "put_object", Key=key, Body=body, ChecksumAlgorithm="SHA256",
                    ChecksumSHA256=checksum(body), **settings)
 
-    def _multipart(self, key: str, settings: dict, reader: _PartReader) -> None:
+    def _multipart(self, key: str, settings: dict, reader: PartReader) -> None:
         """The object appears only when the upload completes; an abandoned upload is aborted so
         it neither appears nor keeps costing storage.
 
@@ -334,7 +335,7 @@ class S3Storage(Storage):
         ETag the HEAD saw); one over S3's 5 GiB copy limit is written again instead."""
         key = self._key(path)
         head = self._call("inspect", key, "head_object", NOT_FOUND, Key=key, ChecksumMode="ENABLED")
-        if head is None or head["ContentLength"] != size or size > COPY_LIMIT or _full_object_digest(head) != sha256:
+        if head is None or head["ContentLength"] != size or size > COPY_LIMIT or full_object_digest(head) != sha256:
             return False
         copied = self._call("change the settings of", key, "copy_object", ("PreconditionFailed",), Key=key,
                             CopySource={"Bucket": self.bucket, "Key": key}, CopySourceIfMatch=head["ETag"],
@@ -407,71 +408,3 @@ class S3Storage(Storage):
     def lock(self, timeout: float, expiry: float = LOCK_EXPIRY_SECONDS) -> ContextManager[Lease]:
         """The protocol of lease.held over S3Lock."""
         return held(S3Lock(self), self.token, timeout, expiry)
-
-
-def _gather(stream: Iterator[bytes], chunks: list, size: int, limit: int) -> int:
-    """Append chunks of `stream` to `chunks` until they hold more than `limit` bytes or the stream
-    ends; the size they hold then."""
-    while size <= limit:
-        chunk = next(stream, None)
-        if chunk is None:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-    return size
-
-
-def _full_object_digest(head: dict) -> str | None:
-    """`sha256:<hex>` of the whole object from a HEAD's stored ChecksumSHA256; None when S3 keeps
-    none, or only a multipart upload's composite "<digest>-<parts>"."""
-    stored = head.get("ChecksumSHA256") or ""
-    if stored and "-" not in stored and head.get("ChecksumType", "FULL_OBJECT") == "FULL_OBJECT":
-        return "sha256:" + base64.b64decode(stored).hex()
-    return None
-
-
-def checksum(data) -> str:
-    """The ChecksumSHA256 value S3 checks a body against: the base64 of its raw SHA-256. A
-    single-part body was read whole through the bundle's verifying reader, so this is the digest
-    the manifest (and the state record) carries; S3 refusing it means the bytes changed on the way."""
-    return base64.b64encode(hashlib.sha256(data).digest()).decode("ascii")
-
-
-def _refused_checksum(response: dict) -> bool:
-    """Whether S3 refused a request because a body did not match its checksum (AWS answers
-    BadDigest; S3-compatible servers vary, some with an InvalidRequest about the checksum)."""
-    error = response.get("Error", {})
-    code = error.get("Code")
-    return code in CHECKSUM_REFUSED or (code == "InvalidRequest" and "checksum" in str(error.get("Message", "")).lower())
-
-
-class _PartReader:
-    """A stream of chunks read part by part into caller's buffers."""
-
-    def __init__(self, chunks: Iterator[bytes]):
-        self._chunks = chunks
-        self._left = memoryview(b"")
-
-    def fill(self, buffer: bytearray) -> int:
-        """Copy the next len(buffer) bytes into `buffer`; how many (fewer only at the end)."""
-        view = memoryview(buffer)
-        filled = 0
-        while filled < len(view) and self._more():
-            count = min(len(self._left), len(view) - filled)
-            view[filled:filled + count] = self._left[:count]
-            self._left = self._left[count:]
-            filled += count
-        return filled
-
-    def at_end(self) -> bool:
-        """Whether the stream is exhausted. Asking reads ahead: a source that verifies its bytes
-        after the last chunk (Bundle.chunks) fails here, before the upload completes."""
-        return not self._more()
-
-    def _more(self) -> bool:
-        while not self._left:
-            chunk = next(self._chunks, None)
-            if chunk is None:
-                return False
-            self._left = memoryview(chunk)
-        return True

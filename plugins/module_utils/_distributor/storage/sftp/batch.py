@@ -9,7 +9,7 @@ So files go in windows: for every file of a window the look at its target and th
 staged name are sent at once, then its writes, attributes, sync, fstat and close, then (once the
 whole batch is staged) the look at its way and at its staged file, and last the renames. The sync
 (fsync@openssh.com, where the server offers it) goes on the file's own handle before its close,
-so no rename publishes bytes a server crash could lose. Every check of sftp_paths is still made,
+so no rename publishes bytes a server crash could lose. Every check of sftp/paths.py is still made,
 on the replies, before the act it guards is sent. The windows are spread over a few SFTP channels
 of the one connection, each served by its own server process, from this one thread.
 """
@@ -24,7 +24,7 @@ from typing import Callable, Iterable
 from ...errors import DistributorError
 from ...paths import is_reserved
 from ...regular import kind_of
-from ..base import verdict
+from ..judging import verdict
 from ..refusals import disappeared, link_refused, staged_replaced
 from .wire import FSYNC, POSIX_RENAME, Pipe, identity
 from .wire import wire as _wire
@@ -50,7 +50,8 @@ class _Staged:
 
 
 class SftpBatch:
-    """write_many and doubt_files for SftpStorage (its attributes are set by SftpStorage.__init__)."""
+    """write_many and doubt_files for SftpStorage, a mixin for the reason given there (its
+    attributes are set by SftpStorage.__init__)."""
 
     def doubt_files(self, paths: list[str]) -> list[str | None]:
         """The lstat of every name and of every directory on the ways to them, WINDOW names and

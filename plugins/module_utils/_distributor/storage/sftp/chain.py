@@ -19,7 +19,7 @@ from typing import Iterator
 
 from ...errors import DistributorError
 from ...vocabulary import HOST_KEY_POLICIES
-from ..base import mentions_secret, redact
+from ..redaction import mentions_secret, redact
 from .host_keys import changed_host_key, trust_known_hosts
 
 CONNECT_TIMEOUT = 30.0

@@ -1,6 +1,6 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The SFTP connection: its session on the chain of SSH connections that reaches the server
-(sftp_chain: host keys, credentials, jump hosts), and paramiko's errors of each request turned
+(sftp/chain.py: host keys, credentials, jump hosts), and paramiko's errors of each request turned
 into storage_error naming the location.
 
 One connection serves the whole run (opened on first use) because an SSH handshake costs far
@@ -21,7 +21,8 @@ from .wire import session_class
 
 
 class SftpConnection:
-    """The connection half of SftpStorage (its attributes are set by SftpStorage.__init__)."""
+    """The connection half of SftpStorage, a mixin for the reason given there (its attributes are set by
+    SftpStorage.__init__)."""
 
     # -- locations and errors -------------------------------------------------------------
 

@@ -4,7 +4,7 @@
 OpenSSH's server offers what they need: SSH_FXP_SYMLINK and SSH_FXP_READLINK, SSH_FXP_RENAME
 (which refuses to replace a name), `posix-rename@openssh.com` (rename(2), which replaces a link
 in one step) and `hardlink@openssh.com` (link(2), which does not follow a link at its source).
-Like every act of SFTP storage (sftp_paths), each looks at the whole way again right before it,
+Like every act of SFTP storage (sftp/paths.py), each looks at the whole way again right before it,
 and what it made is looked at once more where a swap in between could have changed it. SFTP has
 no way to sync a directory (`fsync@openssh.com` takes a file handle): a link or a rename is as
 durable as the server's filesystem makes directory changes, which docs/releases.md states.
@@ -39,7 +39,8 @@ def unsynced_switch(server: str) -> str:
 
 
 class SftpLinks:
-    """The release primitives of SftpStorage (its attributes are set by SftpStorage.__init__)."""
+    """The release primitives of SftpStorage, a mixin for the reason given there (its attributes
+    are set by SftpStorage.__init__)."""
 
     def at(self, base: str):
         """A view on the same connection chain and session (opened by whichever asks first),
@@ -106,7 +107,7 @@ class SftpLinks:
     def require_switch(self) -> None:
         """The extensions the server announced when the session opened: without posix-rename no
         switch is atomic (refused); without fsync@openssh.com no file is synced before it
-        (sftp_batch), which is told, not refused: the switch is then as durable as the server's
+        (sftp/batch.py), which is told, not refused: the switch is then as durable as the server's
         filesystem makes the files' bytes, as a publish in place is."""
         self._open()
         if POSIX_RENAME not in self._extensions:
@@ -211,7 +212,7 @@ class SftpLinks:
         """Both names of each pair looked at together (a regular file, a free name), the ways to
         them checked, the links sent together, then each new name looked at: it must be the
         file linked (its attributes the source's), else it is removed and the run stops. The
-        targets' directories are made as writes make them (sftp_paths)."""
+        targets' directories are made as writes make them (sftp/paths.py)."""
         from paramiko.sftp import CMD_EXTENDED, CMD_LSTAT
 
         names = [(self._remote(source, look_at_name=False), self._remote(target, create_parents=True, look_at_name=False))

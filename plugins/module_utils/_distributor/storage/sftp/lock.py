@@ -27,7 +27,7 @@ from ...errors import DistributorError
 from ...limits import LOCK_LIMIT
 from ...paths import LOCK_NAME, RESERVED_PREFIX
 from ...regular import kind_of
-from ..base import not_a_record
+from ..judging import not_a_record
 from ..lease import LockFile, Seen
 
 LOCK_CREATE_ATTEMPTS = 3

@@ -8,7 +8,7 @@ whole way is looked at again (_check_directories). Directories below the bundle 
 and files staged and parked, in a private staging directory of the attempt, beside their
 targets: a rename through a directory swapped for a link finds nothing to move. Attributes are
 set on open handles (FSETSTAT) or with lsetstat@openssh.com, never with a SETSTAT that follows a
-link. What is left open, and which directories leave it open, is in sftp_private.
+link. What is left open, and which directories leave it open, is in sftp/private.py.
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ DEFAULT_DIRECTORY_MODE = 0o777  # asked of mkdir without a directory_mode: the s
 
 
 class SftpPaths:
-    """The path half of SftpStorage (its attributes are set by SftpStorage.__init__)."""
+    """The path half of SftpStorage, a mixin for the reason given there (its attributes are set by
+    SftpStorage.__init__)."""
 
     # -- paths ----------------------------------------------------------------------------
 
@@ -203,7 +204,7 @@ class SftpPaths:
         """A directory distributor walks, seen for the first time this run: noted (a warning)
         when another account than the SFTP user can write in it, refused with
         require_private_directories (again each time it is met). Writable by its group or by
-        all, or owned by another uid (an owner can always make it writable), see sftp_private.
+        all, or owned by another uid (an owner can always make it writable), see sftp/private.py.
         Each directory is named once."""
         if remote in self._judged:
             return

@@ -1,10 +1,10 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """A directory on an SSH server, reached over SFTP with paramiko.
 
-One connection serves the whole run (sftp_connect). Files are written in batches whose requests
-are sent ahead of their replies, over a few channels of that connection (sftp_batch). Every path
-is found and checked by sftp_paths; SFTP acts by path, so what that leaves open is said in
-sftp_private and docs/untrusted-destinations.md.
+One connection serves the whole run (sftp/connect.py). Files are written in batches whose requests
+are sent ahead of their replies, over a few channels of that connection (sftp/batch.py). Every path
+is found and checked by sftp/paths.py; SFTP acts by path, so what that leaves open is said in
+sftp/private.py and docs/untrusted-destinations.md.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from ...errors import DistributorError, MissingLibrary
 from ...limits import LOCK_EXPIRY_SECONDS
 from ...paths import RECORD_NAMES, is_reserved, is_staging
 from ...regular import ForeignLinks, UnprovenLinks, kind_of, links_not_ours
-from ..base import Storage, hash_stream, not_a_record, owner_doubt, trusted_accounts, untrusted_record, verdict
+from ..base import Storage, hash_stream
+from ..judging import not_a_record, owner_doubt, trusted_accounts, untrusted_record, verdict
 from ..lease import Lease, held
 from .chain import Chain, endpoints
 from .connect import SftpConnection, check_config
@@ -37,9 +38,15 @@ OPEN_TIMEOUT = 30.0  # seconds the server has to answer an open for reading (see
 
 
 class SftpStorage(SftpConnection, SftpPaths, SftpBatch, SftpLinks, Storage):
-    """The file operations of SFTP storage; the connection (sftp_connect), the way to each path
-    (sftp_paths), the batched writes (sftp_batch) and the links and renames of releases
-    (sftp_links) are its parts, the lock is sftp.lock's."""
+    """The file operations of SFTP storage; the lock is sftp.lock's.
+
+    Its parts are mixins, a file each: the connection (sftp.connect.SftpConnection), the way to
+    each path (sftp.paths.SftpPaths), the batched writes (sftp.batch.SftpBatch) and the links and
+    renames of releases (sftp.links.SftpLinks). They stay mixins rather than helpers it holds
+    because every request of each goes through the one connection (`_open`, `_errors`) and reads
+    and updates what the run has learnt of the tree (`_dirs`, `_judged`, `_staging_dirs`,
+    `_counted`), on every call, and a view (`at`) is a copy of this object sharing both. Every
+    attribute they use is set by __init__ here."""
     def __init__(self, storage: dict, base: str, token: str):
         super().__init__(token)
         self.endpoints = endpoints(storage)
