@@ -64,7 +64,7 @@ def broken_links(page: str, root: str = ROOT) -> list[str]:
         target = match.group(1)
         if EXTERNAL.match(target):
             continue
-        file_part, _, fragment = target.partition("#")
+        file_part, _hash, fragment = target.partition("#")
         resolved = os.path.normpath(os.path.join(os.path.dirname(path), unquote(file_part))) if file_part else path
         if not os.path.exists(resolved):
             broken.append("%s: no file %s" % (target, os.path.relpath(resolved, root)))
