@@ -117,9 +117,9 @@ def staged_release(release: str, manifest: Manifest | None, state: State | None,
     """The entry of a release an attempt makes: `staged`, not yet built, made `now` from
     `manifest` for the owners of `state` (the record it will hold), linking the files of
     `from_id`. A plain directory converted without a record has no manifest: its fields are empty."""
-    owners = tuple(owner.key for owner in state.owners) if state else ()
-    return Release(release, STAGED, manifest.id if manifest else "", manifest.digest if manifest else "", owners,
-                   format_rfc3339(now), None, None, from_id)
+    owners = tuple(owner.key for owner in state.owners) if state is not None else ()
+    manifest_id, digest = (manifest.id, manifest.digest) if manifest is not None else ("", "")
+    return Release(release, STAGED, manifest_id, digest, owners, format_rfc3339(now), None, None, from_id)
 
 
 def with_staged(index: ReleaseIndex, entry: Release) -> ReleaseIndex:
