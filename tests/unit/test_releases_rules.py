@@ -15,10 +15,11 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.erro
 from ansible_collections.distributor.core.plugins.module_utils._distributor.releases.index import (
     ID_PATTERN, Release, ReleaseIndex, parse_index, serialize_index)
 from ansible_collections.distributor.core.plugins.module_utils._distributor.releases.rules import (
-    activated, begun, built, dead, failed, next_release_id, previous, release_id, removable, removed)
+    dead_releases, is_dead, is_failed_or_unbuilt, next_release_id, previous, release_id, removable_releases,
+    staged_release, switch_link_name, token_of, with_active, with_built, with_failed, with_staged, without_releases)
 from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state import OwnerKey
 
-from builders import sha
+from builders import manifest, sha, shared_state
 
 START = datetime(2026, 12, 6, 5, 30, tzinfo=timezone.utc)
 
@@ -40,10 +41,10 @@ def index_of(*statuses: str) -> ReleaseIndex:
 
 def publish(index: ReleaseIndex, n: int, fail: bool = False) -> ReleaseIndex:
     """What a publish does to the index: begin, then fail, or build and switch."""
-    index = begun(index, entry(n))
+    index = with_staged(index, entry(n))
     if fail:
-        return failed(index, [rid(n)])
-    return activated(built(index, rid(n), START), rid(n), START)
+        return with_failed(index, [rid(n)])
+    return with_active(with_built(index, rid(n), START), rid(n), START)
 
 
 def test_a_release_id_sorts_by_time_and_matches_its_pattern():
@@ -59,26 +60,52 @@ def test_a_release_id_is_never_made_of_a_token_that_is_not_one(token):
         release_id(START, token)
 
 
+def test_the_token_of_a_release_id_is_the_one_it_was_made_with_and_names_its_switch_link():
+    assert token_of(release_id(START, "0123456789ab")) == "0123456789ab"
+    assert switch_link_name("0123456789ab") == ".distributor.switch.0123456789ab"
+
+
+def test_a_new_release_is_staged_unbuilt_from_its_manifest_for_the_owners_of_its_record():
+    made = manifest("docs")
+    state = shared_state(("docs", "web", made, ["a.md"]), ("blog", "web", manifest("blog"), ["b.md"]))
+    assert staged_release(rid(1), made, state, START, rid(0)) == Release(
+        rid(1), "staged", "docs", made.digest, (OwnerKey("docs", "web"), OwnerKey("blog", "web")), "2026-12-06T05:30:00Z",
+        None, None, rid(0))
+    assert staged_release(rid(1), None, None, START) == Release(rid(1), "staged", "", "", (), "2026-12-06T05:30:00Z")
+
+
+@pytest.mark.parametrize("status, built_at, dead, never_served", [
+    ("staged", None, True, True),
+    ("staged", "2026-12-06T05:31:00Z", False, False),
+    ("failed", None, False, True),
+    ("failed", "2026-12-06T05:31:00Z", False, True),
+    ("superseded", "2026-12-06T05:31:00Z", False, False),
+])
+def test_a_dead_attempt_is_staged_and_unbuilt_and_a_failed_or_unbuilt_one_is_never_served(status, built_at, dead,
+                                                                                          never_served):
+    assert (is_dead(entry(1, status, built_at)), is_failed_or_unbuilt(entry(1, status, built_at))) == (dead, never_served)
+
+
 def test_a_release_is_staged_then_built_then_active_and_the_old_one_superseded():
     index = publish(ReleaseIndex("site"), 0)
-    staged = begun(index, entry(1))
-    assert staged.by_id(rid(1)).status == "staged" and dead(staged) == (staged.by_id(rid(1)),)
-    done = built(staged, rid(1), START)
-    assert done.by_id(rid(1)).built == "2026-12-06T05:30:00Z" and dead(done) == ()
-    switched = activated(done, rid(1), START + timedelta(seconds=5))
+    staged = with_staged(index, entry(1))
+    assert staged.by_id(rid(1)).status == "staged" and dead_releases(staged) == (staged.by_id(rid(1)),)
+    done = with_built(staged, rid(1), START)
+    assert done.by_id(rid(1)).built == "2026-12-06T05:30:00Z" and dead_releases(done) == ()
+    switched = with_active(done, rid(1), START + timedelta(seconds=5))
     assert (switched.active.id, switched.active.activated) == (rid(1), "2026-12-06T05:30:05Z")
     assert switched.by_id(rid(0)).status == "superseded"
 
 
 def test_a_rollback_marks_the_release_it_leaves_rolled_back():
     index = index_of("superseded", "active")
-    back = activated(index, previous(index).id, START, rollback=True)
+    back = with_active(index, previous(index).id, START, rollback=True)
     assert back.active.id == rid(0) and back.by_id(rid(1)).status == "rolled_back"
 
 
 def test_activating_the_active_release_changes_nothing():
     index = index_of("superseded", "active")
-    assert activated(index, rid(1), START) is index
+    assert with_active(index, rid(1), START) is index
 
 
 @pytest.mark.parametrize("statuses, target, words", [
@@ -87,13 +114,13 @@ def test_activating_the_active_release_changes_nothing():
 ])
 def test_a_failed_or_unknown_release_is_never_activated(statuses, target, words):
     with pytest.raises(DistributorError) as caught:
-        activated(index_of(*statuses), rid(target), START)
+        with_active(index_of(*statuses), rid(target), START)
     assert caught.value.reason == "invalid_config" and words in caught.value.message
 
 
 def test_an_attempt_never_built_is_never_activated():
     with pytest.raises(DistributorError) as caught:
-        activated(begun(index_of("active"), entry(1)), rid(1), START)
+        with_active(with_staged(index_of("active"), entry(1)), rid(1), START)
     assert caught.value.reason == "invalid_config" and "never completely built" in caught.value.message
 
 
@@ -120,54 +147,54 @@ def test_five_failed_publishes_then_one_success_still_leave_the_active_and_the_p
         index = publish(index, n, fail=True)
     index = publish(index, 6)
     for keep in (1, 2, 3):
-        gone = removable(index, keep)
+        gone = removable_releases(index, keep)
         assert gone == tuple(rid(n) for n in range(1, 6))
-        left = removed(index, gone)
+        left = without_releases(index, gone)
         assert [(r.id, r.status) for r in left.releases] == [(rid(0), "superseded"), (rid(6), "active")]
         assert previous(left).id == rid(0)
 
 
 def test_keep_counts_good_releases_with_the_active_one():
     index = index_of("superseded", "superseded", "superseded", "superseded", "active")
-    assert removable(index, 3) == (rid(0), rid(1))
-    assert removable(index, 5) == removable(index, 50) == ()
+    assert removable_releases(index, 3) == (rid(0), rid(1))
+    assert removable_releases(index, 5) == removable_releases(index, 50) == ()
 
 
 def test_keep_1_still_keeps_the_release_previous_returns_to():
     index = index_of("superseded", "superseded", "active")
-    assert removable(index, 1) == (rid(0),)
+    assert removable_releases(index, 1) == (rid(0),)
 
 
 def test_failed_and_rolled_back_releases_go_at_once():
-    assert removable(index_of("failed", "superseded", "rolled_back", "active"), 10) == (rid(0), rid(2))
+    assert removable_releases(index_of("failed", "superseded", "rolled_back", "active"), 10) == (rid(0), rid(2))
 
 
 def test_a_staged_release_older_than_the_active_one_goes_and_a_newer_one_stays():
     index = index_of("staged", "superseded", "active", "staged")
-    assert removable(index, 3) == (rid(0),)
+    assert removable_releases(index, 3) == (rid(0),)
 
 
 def test_without_an_active_release_no_staged_release_goes():
-    assert removable(index_of("staged", "staged"), 1) == ()
+    assert removable_releases(index_of("staged", "staged"), 1) == ()
 
 
 def test_dead_attempts_are_the_staged_ones_never_built_and_are_marked_failed():
-    index = begun(begun(index_of("active"), entry(1)), entry(2))
-    index = built(index, rid(2), START)
-    assert [r.id for r in dead(index)] == [rid(1)]
-    assert failed(index, [r.id for r in dead(index)]).by_id(rid(1)).status == "failed"
+    index = with_staged(with_staged(index_of("active"), entry(1)), entry(2))
+    index = with_built(index, rid(2), START)
+    assert [r.id for r in dead_releases(index)] == [rid(1)]
+    assert with_failed(index, [r.id for r in dead_releases(index)]).by_id(rid(1)).status == "failed"
 
 
 def test_the_active_release_is_never_marked_failed():
     with pytest.raises(ValueError):
-        failed(index_of("active"), [rid(0)])
+        with_failed(index_of("active"), [rid(0)])
 
 
 def test_a_release_is_begun_once_and_built_only_while_staged():
     with pytest.raises(ValueError):
-        begun(index_of("active"), entry(0))
+        with_staged(index_of("active"), entry(0))
     with pytest.raises(ValueError):
-        built(index_of("active"), rid(0), START)
+        with_built(index_of("active"), rid(0), START)
 
 
 INDEXES = st.lists(st.sampled_from(vocabulary.RELEASE_STATUSES), max_size=12).map(
@@ -181,7 +208,7 @@ def test_removable_never_holds_the_active_or_previous_release_and_holds_every_fa
         entry(n, status, None if n in unbuilt and status == "staged" else "2026-12-06T05:31:00Z")
         for n, status in enumerate(statuses)))
     assert parse_index(serialize_index(index), "index") == index
-    gone = set(removable(index, keep))
+    gone = set(removable_releases(index, keep))
     spared = {r.id for r in (index.active,) if r is not None}
     try:
         spared.add(previous(index).id)

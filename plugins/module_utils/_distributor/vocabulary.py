@@ -20,7 +20,7 @@ TAKEOVER_MODES = ("none", "managed")
 # How publish and state_info look at managed outputs at the destination (see drift.py).
 VERIFY_MODES = ("none", "size", "sha256")
 HOST_KEY_POLICIES = ("reject", "accept_new")
-# The status of a release (releases.py): what a user reads in distributor_state_info and asks
+# The status of a release (releases.rules): what a user reads in distributor_state_info and asks
 # distributor_release about.
 RELEASE_STATUSES = ("staged", "active", "superseded", "failed", "rolled_back")
 TRANSFORMS = ("copy", "markdown_to_html")

@@ -64,7 +64,7 @@ class Retention:
 
 @dataclass(frozen=True)
 class Releases:
-    """Release mode (releases.py): how many good releases stay, whether a publish switches to
+    """Release mode (releases.rules): how many good releases stay, whether a publish switches to
     what it built, and whether a plain bundle path may become the first release."""
 
     keep: int = DEFAULT_KEEP

@@ -22,14 +22,14 @@ from ..execution.execute import execute
 from ..paths import INDEX_NAME, JOURNAL_NAME, RESERVED_PREFIX, STAGING_PREFIX, STATE_NAME, is_reserved, join
 from ..planning.plan import Plan
 from ..regular import UnprovenLinks
-from .index import FAILED, STAGED, Release, ReleaseIndex
+from .index import Release, ReleaseIndex
 from .home import ReleaseRoot, SharedLinks, read_generation_journal, vouched_generation
 from .rules import (
-    HOME, SWITCH_PREFIX, activated, begun, built, dead, failed, link_target, next_release_id, removable, removed)
+    HOME, dead_releases, is_failed_or_unbuilt, link_target, next_release_id, removable_releases, staged_release,
+    switch_link_name, token_of, with_active, with_built, with_failed, with_staged, without_releases)
 from ..execution.root import read_state
 from ..records.state import recorded_files
 from ..storage.base import staging_dir
-from ..timestamps import format_rfc3339
 
 
 @dataclass(frozen=True)
@@ -46,20 +46,29 @@ def recover_dead(root: ReleaseRoot, check_mode: bool) -> Clearing:
     """Builds a dead publish left (`staged`, never built: under the lock nobody else builds)
     are marked `failed` and cleared like crash recovery clears an in-place publish: only files
     the records vouch for. Check mode says what a run would do."""
-    ids = [entry.id for entry in dead(root.index)]
+    ids = [entry.id for entry in dead_releases(root.index)]
     if not check_mode:
         _tidy_home(root, ids)
     if not ids:
         return Clearing()
     if check_mode:
         return Clearing(failed=tuple(ids))
-    root.write_index(failed(root.index, ids))
+    root.write_index(with_failed(root.index, ids))
+    return replace(_clear_each(root, ids), failed=tuple(ids))
+
+
+def _clear_each(root: ReleaseRoot, ids) -> Clearing:
+    """Clear the generations `ids` one by one, then record the index without those removed: a
+    generation kept whole stays listed, to be tried again by the next run."""
     cleared, kept = [], []
     for release in ids:
         why = clear(root, release)
-        (kept.append((release, why)) if why else cleared.append(release))
-    root.write_index(removed(root.index, cleared))
-    return Clearing(tuple(cleared), tuple(ids), tuple(kept))
+        if why:
+            kept.append((release, why))
+        else:
+            cleared.append(release)
+    root.write_index(without_releases(root.index, cleared))
+    return Clearing(tuple(cleared), (), tuple(kept))
 
 
 def _tidy_home(root: ReleaseRoot, ids: list) -> None:
@@ -72,11 +81,11 @@ def _tidy_home(root: ReleaseRoot, ids: list) -> None:
     as distributor makes it (a private directory of its account, a file in it that
     Storage.doubt vouches for, a link); anything else stays."""
     newest = [root.index.releases[-1].id] if root.index.releases else []
-    tokens = {release.rpartition("-")[2] for release in ids + newest} | ({root.last_holder} if root.last_holder else set())
+    tokens = {token_of(release) for release in ids + newest} | ({root.last_holder} if root.last_holder else set())
     names = []
     for token in sorted(tokens):
-        if root.home.entry(SWITCH_PREFIX + token)[0] == "link":
-            names.append(SWITCH_PREFIX + token)
+        if root.home.entry(switch_link_name(token))[0] == "link":
+            names.append(switch_link_name(token))
         staging = staging_dir(INDEX_NAME, token)
         if root.home.entry(staging)[0] == "directory":
             staged = join(staging, INDEX_NAME)
@@ -99,19 +108,19 @@ def clear(root: ReleaseRoot, release: str) -> str | None:
     its names are links distributor made, so over SFTP, which cannot tell a file's other names,
     one with several is vouched for by its size, never read."""
     entry = root.index.by_id(release)
-    dead = entry is not None and (entry.status == FAILED or entry.built is None)
+    unfinished = entry is not None and is_failed_or_unbuilt(entry)
     storage = root.generation(release)
     listing = storage.list_files()
     listed = frozenset(listing)
-    if not listing and not dead:
+    if not listing and not unfinished:
         _tidy(root, release, {})
         return None
-    named = _named(root, release, storage, dead)
+    named = _named(root, release, storage, unfinished)
     storage.shared_links = SharedLinks(root, release, {p: digest for p, (_size, digest) in named.items()})
     unknown = [p for p in listing if p not in named and not _own_record(p)]
     if unknown:
         return "holds %d file(s) no record names, such as %s" % (len(unknown), sorted(unknown)[0])
-    if dead:
+    if unfinished:
         asked = [(p, *named[p]) for p in listing if p in named] + [(p, None, None) for p in listing if STAGING_PREFIX in p]
         doubts = [(p, why) for (p, _s, _d), why in zip(asked, storage.doubt_many(asked, own_build=True)) if why]
     else:
@@ -123,7 +132,7 @@ def clear(root: ReleaseRoot, release: str) -> str | None:
     outputs = [p for p in listing if p not in reserved]
     within = release + "/"  # a listed path is clean, and so is an id: joined by a slash
     root.home.delete_many([within + p for p in outputs])
-    if dead or not listed.issuperset(named):
+    if unfinished or not listed.issuperset(named):
         _tidy(root, release, named)
     root.home.delete_many([within + p for p in sorted(records, key=lambda p: p == STATE_NAME)])
     return None
@@ -137,7 +146,7 @@ def _tidy(root: ReleaseRoot, release: str, named: dict) -> None:
     deepest first, through the staging directory the build would have made there
     (storage.base.staging_dir: deleting a reserved name, there or not, removes the directories
     it empties). The records go after: until then they say what the generation held."""
-    token = release.rpartition("-")[2]
+    token = token_of(release)
     heads = {""}
     for path in named:
         head = path.rpartition("/")[0]
@@ -152,18 +161,18 @@ def _own_record(path: str) -> bool:
     return path in (STATE_NAME, JOURNAL_NAME) or STAGING_PREFIX in path
 
 
-def _named(root: ReleaseRoot, release: str, storage, dead: bool) -> dict:
+def _named(root: ReleaseRoot, release: str, storage, unfinished: bool) -> dict:
     """(size, sha256) of each path a record vouches for in generation `release`. A dead build's
     files were linked from the generation it was built from, then written as its journal says
     and recorded by its own state (when it was killed after writing it): the generation it was
     built from speaks only for paths the build's own records do not name."""
     named = {}
-    if dead:
+    if unfinished:
         entry = root.index.by_id(release)
         if entry is not None and entry.from_id is not None:
             named.update(_recorded(root.generation(entry.from_id)))
     named.update(_recorded(storage))
-    journal = read_generation_journal(storage) if dead else None
+    journal = read_generation_journal(storage) if unfinished else None
     if journal is not None:
         named.update({e.path: (e.size, e.sha256) for e in journal.writes if e.sha256})
     return named
@@ -183,9 +192,7 @@ def build(root: ReleaseRoot, the_plan: Plan, bundle, manifest, present: frozense
     from the bundle when this owner's (`own_sources()`: path -> its Write, made only then), and
     refused otherwise (nobody else's bytes are at hand)."""
     release = next_release_id(root.index, now, root.home.token)
-    owners = tuple(o.key for o in the_plan.after.owners) if the_plan.after else ()
-    entry = Release(release, STAGED, manifest.id, manifest.digest, owners, format_rfc3339(now), None, None, root.live)
-    root.write_index(begun(root.index, entry))
+    root.write_index(with_staged(root.index, staged_release(release, manifest, the_plan.after, now, root.live)))
     try:
         _build(root, the_plan, bundle, present, own_sources, release)
         made = root.home.directory_at(release)
@@ -193,7 +200,7 @@ def build(root: ReleaseRoot, the_plan: Plan, bundle, manifest, present: frozense
         _abandon(root, release)
         raise
     root.built[release] = made.identity if made else None
-    root.write_index(built(root.index, release, now))
+    root.write_index(with_built(root.index, release, now))
     return release
 
 
@@ -201,9 +208,9 @@ def _abandon(root: ReleaseRoot, release: str) -> None:
     """A build that failed (not one that died) is marked failed and cleared at once, as far as
     the storage still lets it; what stays is the next run's to clear."""
     try:
-        root.write_index(failed(root.index, [release]))
+        root.write_index(with_failed(root.index, [release]))
         if clear(root, release) is None:
-            root.write_index(removed(root.index, [release]))
+            root.write_index(without_releases(root.index, [release]))
     except DistributorError:
         pass
 
@@ -228,22 +235,24 @@ def _build(root: ReleaseRoot, the_plan: Plan, bundle, present: frozenset, own_so
 def switch(root: ReleaseRoot, release: str, now: datetime, rollback: bool = False) -> None:
     """Point the bundle path at `release` in one rename, then record it active: only a
     generation distributor built (releases.home.vouched_generation)."""
-    after = activated(root.index, release, now, rollback)
+    after = with_active(root.index, release, now, rollback)
     vouched_generation(root.home, release, root.built)
-    temporary = join(HOME, root.name, SWITCH_PREFIX + root.home.token)
-    root.parent.switch(root.name, link_target(root.name, release), temporary)
+    point_link(root, release)
     root.live = release
     root.write_index(after)
 
 
+def point_link(root: ReleaseRoot, release: str) -> None:
+    """The one rename that makes the bundle path serve `release`: a new link, named by this
+    attempt's token in the release home (releases.rules.switch_link_name), renamed over the
+    bundle path (Storage.switch)."""
+    temporary = join(HOME, root.name, switch_link_name(root.home.token))
+    root.parent.switch(root.name, link_target(root.name, release), temporary)
+
+
 def clear_old(root: ReleaseRoot, keep: int) -> Clearing:
-    """After a switch: remove what keep-N no longer keeps (releases.removable)."""
-    cleared, kept = [], []
-    for release in removable(root.index, keep):
-        why = clear(root, release)
-        (kept.append((release, why)) if why else cleared.append(release))
-    root.write_index(removed(root.index, cleared))
-    return Clearing(tuple(cleared), (), tuple(kept))
+    """After a switch: remove what keep-N no longer keeps (releases.rules.removable_releases)."""
+    return _clear_each(root, removable_releases(root.index, keep))
 
 
 def would_clear(index: ReleaseIndex, keep: int, new: Release | None, now: datetime) -> list[str]:
@@ -251,8 +260,8 @@ def would_clear(index: ReleaseIndex, keep: int, new: Release | None, now: dateti
     release (`new`, id unknown until the run: it is not one of them)."""
     if new is None:
         return []
-    after = activated(built(begun(index, new), new.id, now), new.id, now)
-    return [r for r in removable(after, keep) if r != new.id]
+    after = with_active(with_built(with_staged(index, new), new.id, now), new.id, now)
+    return [r for r in removable_releases(after, keep) if r != new.id]
 
 
 def check_whole(root: ReleaseRoot, release: str, verify: str) -> None:

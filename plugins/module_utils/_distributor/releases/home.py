@@ -2,7 +2,7 @@
 """A bundle path in release mode: the link, the release home beside it, its index and its lock.
 
 The bundle path `P/N` is a symbolic link to one generation under `P/.distributor-releases/N/`
-(releases.py has the layout and the rules). Everything here only reads and acts through Storage's
+(releases.rules has the layout and the rules). Everything here only reads and acts through Storage's
 primitives, so local and SFTP storage share it. What is read there is evidence: the link names a
 generation only when it is exactly the form distributor writes, and the index only describes the
 generations it names; neither chooses a path outside the release home.
@@ -25,7 +25,7 @@ from ..limits import INDEX_LIMIT, LOCK_LIMIT
 from ..paths import INDEX_NAME, LOCK_NAME, is_reserved, join
 from ..regular import ForeignLinks
 from .index import ACTIVE, FAILED, Release, ReleaseIndex, parse_index, serialize_index
-from .rules import HOME, activated, live_id, split_bundle_path
+from .rules import HOME, is_failed_or_unbuilt, live_id, split_bundle_path, with_active
 from ..execution.root import opened, read_journal, read_record, read_state
 from ..storage.base import Storage
 from ..storage.confined import ConfinedStorage
@@ -197,7 +197,7 @@ def last_holder(home: Storage) -> str | None:
     that was killed (a run that ends removes its lock record, and the kernel or the lock's expiry
     lets the next run in), or one still running, which leaves nothing behind once it ends. Its
     first write, the index recording it `staged`, is staged under that token; killed there, it
-    is in no index, and this is how the next run finds what it left (release_build). Evidence:
+    is in no index, and this is how the next run finds what it left (releases.build). Evidence:
     a token of the form distributor makes, or None; it only names what to look at."""
     try:
         raw = home.read_bytes(LOCK_NAME, LOCK_LIMIT)
@@ -222,7 +222,7 @@ def read_release_root(parent: Storage, home: Storage, bundle_path: str, name: st
                 "release before recording it. Find out who changed the link" % (where, live, home.describe(INDEX_NAME)))
         if entry.status != ACTIVE:
             vouched_generation(home, live, {})
-        return ReleaseRoot(parent, home, bundle_path, name, switched(index, entry, where), live, False)
+        return ReleaseRoot(parent, home, bundle_path, name, as_linked(index, entry, where), live, False)
     if kind == "absent" and index.active is not None:
         raise DistributorError(
             "invalid_state", "%s records release %s as active, but %s is gone: distributor never removes the link. "
@@ -255,7 +255,7 @@ def vouched_generation(home: Storage, release: str, built: Mapping) -> None:
         raise DistributorError("storage_error", "%s is not the directory this run built there; %s" % (where, CHANGED_DURING_RUN))
 
 
-def switched(index: ReleaseIndex, entry: Release, where: str) -> ReleaseIndex:
+def as_linked(index: ReleaseIndex, entry: Release, where: str) -> ReleaseIndex:
     """The index as the switch to the linked release `entry` left it. A run that died between
     its rename of the link and the index's record of it left the release it built (or returned
     to) linked but not `active`: it is the one served, so it is taken as active from then on,
@@ -263,12 +263,12 @@ def switched(index: ReleaseIndex, entry: Release, where: str) -> ReleaseIndex:
     A release never built, or one that failed, is one distributor never switches to."""
     if entry.status == ACTIVE:
         return index
-    if entry.built is None or entry.status == FAILED:
+    if is_failed_or_unbuilt(entry):
         raise DistributorError(
             "invalid_state", "%s links to release %s, which %s; distributor switches only to releases it built whole. "
             "Find out who changed the link" % (where, entry.id, "failed" if entry.status == FAILED else "was never built"))
     recorded = index.active
-    return activated(index, entry.id, parse_rfc3339(entry.built), recorded is not None and entry.id < recorded.id)
+    return with_active(index, entry.id, parse_rfc3339(entry.built), recorded is not None and entry.id < recorded.id)
 
 
 @contextmanager

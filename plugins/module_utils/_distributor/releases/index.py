@@ -4,7 +4,7 @@
 It sits in the release home beside the generations and, like every record read at a
 destination, is evidence, never an instruction: an id read here must be a release id (never a
 path: `../../etc` is refused), and a refused index makes the run change nothing. The rules that
-move a release from one status to another are releases.py's; this module only reads and writes.
+move a release from one status to another are releases.rules'; this module only reads and writes.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 """A publish in release mode: plan against the live generation as an in-place publish plans
 against the bundle path, then build a new generation beside it and switch the link to it.
 
-What differs from publishing in place is only what the run does with the plan (release_build):
+What differs from publishing in place is only what the run does with the plan (releases.build):
 the decision, the plan, the guards, the review and its digest are the same functions, so a
 release publish refuses exactly what an in-place one refuses, and more: unmanaged content in the
 live generation (it would be neither linked nor deleted, so the new release could not be whole).
@@ -17,15 +17,14 @@ from ..errors import DistributorError
 from ..planning.guards import first_paths
 from ..paths import join
 from ..planning.plan import Content, Write
-from .build import build, check_whole, clear_old, recover_dead, switch, would_clear
-from .index import STAGED, Release
+from .build import build, check_whole, clear_old, point_link, recover_dead, switch, would_clear
+from .index import Release
 from .home import ReleaseRoot
-from .rules import HOME, SWITCH_PREFIX, activated, begun, built, earlier_good, link_target, next_release_id, removed
+from .rules import HOME, earlier_good, next_release_id, staged_release, with_active, with_built, with_staged, without_releases
 from ..execution.root import list_present, read_state
 from ..storage.base import DirectorySeen
 from ..storage.refusals import CHANGED_DURING_RUN
 from ..storage.select import new_token
-from ..timestamps import format_rfc3339
 
 
 def publish_release(job, root: ReleaseRoot, make) -> tuple:
@@ -37,14 +36,14 @@ def publish_release(job, root: ReleaseRoot, make) -> tuple:
             "conflict", "%s is a plain directory, and release mode keeps a symbolic link there. Publish once with "
             "releases.convert: true to make the directory the first release (docs/releases.md, converting an existing destination)"
             % root.parent.describe(root.name))
-    dead = recover_dead(root, job.check_mode)
+    recovered = recover_dead(root, job.check_mode)
     index_before = root.index
 
     def release_facts(the_plan, present) -> dict:
         new = _placeholder(job, the_plan, index_before) if the_plan.changed else None
         return {"activate": settings.activate, "convert": root.plain, "from": root.live,
                 "clears": would_clear(index_before, settings.keep, new, job.now) if settings.activate else [],
-                "failed": list(dead.failed)}
+                "failed": list(recovered.failed)}
     try:
         made = make(root.storage, release_facts)
     except DistributorError as error:
@@ -58,8 +57,8 @@ def publish_release(job, root: ReleaseRoot, make) -> tuple:
             "conflict", "%s holds what an interrupted publish in place left; publish once more without releases to "
             "finish it, then convert" % root.storage.describe())
     judged = adoptable(root) if root.plain and made.plan.changed else None
-    values = {"id": None, "status": None, "from": root.live, "converted": None, "removed": list(dead.removed),
-              "failed": list(dead.failed), "kept": [{"id": i, "why": why} for i, why in dead.kept],
+    values = {"id": None, "status": None, "from": root.live, "converted": None, "removed": list(recovered.removed),
+              "failed": list(recovered.failed), "kept": [{"id": i, "why": why} for i, why in recovered.kept],
               "previous": None, "preview_url": None}
     if job.check_mode:
         root.home.check_writable([""])
@@ -77,7 +76,7 @@ def publish_release(job, root: ReleaseRoot, make) -> tuple:
     else:
         switch(root, new, job.now)
         cleared = clear_old(root, settings.keep)
-        reported = dict(dead.kept)  # a dead build kept before the switch is tried again after it: named once
+        reported = dict(recovered.kept)  # a dead build kept before the switch is tried again after it: named once
         values.update(status="active", removed=values["removed"] + list(cleared.removed),
                       kept=values["kept"] + [{"id": i, "why": why} for i, why in cleared.kept if i not in reported])
     values["previous"] = _previous_id(root)
@@ -86,9 +85,7 @@ def publish_release(job, root: ReleaseRoot, make) -> tuple:
 
 def _placeholder(job, the_plan, index) -> Release:
     """The release a run would add, for check mode's prediction of what it clears."""
-    owners = tuple(o.key for o in the_plan.after.owners) if the_plan.after else ()
-    return Release(next_release_id(index, job.now, "f" * 12), STAGED, job.bundle.manifest.id, job.bundle.manifest.digest,
-                   owners, format_rfc3339(job.now))
+    return staged_release(next_release_id(index, job.now, "f" * 12), job.bundle.manifest, the_plan.after, job.now)
 
 
 def _previous_id(root: ReleaseRoot) -> str | None:
@@ -156,23 +153,20 @@ def convert(root: ReleaseRoot, the_plan, now, judged: DirectorySeen) -> dict:
     moved must be the directory `judged` (adoptable), see _as_judged."""
     before = the_plan.before
     first = next_release_id(root.index, now, new_token())
-    owners = tuple(o.key for o in before.owners) if before else ()
     manifest = before.owners[0].manifest if before and before.owners else None
-    entry = Release(first, STAGED, manifest.id if manifest else "", manifest.digest if manifest else "", owners,
-                    format_rfc3339(now))
-    root.write_index(built(begun(root.index, entry), first, now))
+    root.write_index(with_built(with_staged(root.index, staged_release(first, manifest, before, now)), first, now))
     started = time.monotonic()
     try:
         root.parent.rename(root.name, join(HOME, root.name, first))
     except DistributorError:
         if root.home.entry(first)[0] == "absent":
-            root.write_index(removed(root.index, [first]))
+            root.write_index(without_releases(root.index, [first]))
         raise
     _as_judged(root, first, judged)
-    root.parent.switch(root.name, link_target(root.name, first), join(HOME, root.name, SWITCH_PREFIX + root.home.token))
+    point_link(root, first)
     window = time.monotonic() - started
     root.live = first
-    root.write_index(activated(root.index, first, now))
+    root.write_index(with_active(root.index, first, now))
     root.storage = root.generation(first)
     return {"id": first, "window_seconds": round(window, 6)}
 
@@ -192,7 +186,7 @@ def _as_judged(root: ReleaseRoot, first: str, judged: DirectorySeen) -> None:
         left = "put back at %s" % where
     except DistributorError:
         left = "left at %s" % root.parent.describe(moved)
-    root.write_index(removed(root.index, [first]))
+    root.write_index(without_releases(root.index, [first]))
     raise DistributorError(
         "storage_error", "what distributor renamed from %s into the release home is not the directory it looked at before (a "
         "link or another directory was put at that name in between): it was %s, and no release records it; %s. Find out "

@@ -19,6 +19,8 @@ from datetime import datetime, timedelta
 from ..errors import DistributorError
 from ..limits import SHOWN_LIMIT
 from ..paths import join
+from ..records.manifest import Manifest
+from ..records.state import State
 from .index import ACTIVE, FAILED, ID_PATTERN, ROLLED_BACK, STAGED, SUPERSEDED, Release, ReleaseIndex
 from ..timestamps import format_compact, format_rfc3339, parse_compact
 from ..visible import visible
@@ -34,6 +36,12 @@ def release_id(now: datetime, token: str) -> str:
     if not ID_PATTERN.match(made):
         raise ValueError("a release id needs a token of 12 lowercase hex digits, not %r" % (token,))
     return made
+
+
+def token_of(release: str) -> str:
+    """The token of the attempt that made the release id `release` (release_id's end): what that
+    attempt named its staging directories and its new link by."""
+    return release.rpartition("-")[2]
 
 
 def next_release_id(index: ReleaseIndex, now: datetime, token: str) -> str:
@@ -79,6 +87,12 @@ def link_target(name: str, release: str) -> str:
     return "%s/%s/%s" % (HOME, name, release)
 
 
+def switch_link_name(token: str) -> str:
+    """The name, in the release home, of the new link an attempt (`token`) makes before renaming
+    it over the bundle path: named by the token, so the next run finds one a killed attempt left."""
+    return SWITCH_PREFIX + token
+
+
 def live_id(target: str, name: str, where: str) -> str:
     """The release the link `name` (described by `where`) holds, when its `target` is exactly
     one link_target makes; anything else (`..`, an absolute path, another directory, an id
@@ -98,15 +112,25 @@ def live_id(target: str, name: str, where: str) -> str:
     )
 
 
-def begun(index: ReleaseIndex, entry: Release) -> ReleaseIndex:
+def staged_release(release: str, manifest: Manifest | None, state: State | None, now: datetime,
+                   from_id: str | None = None) -> Release:
+    """The entry of a release an attempt makes: `staged`, not yet built, made `now` from
+    `manifest` for the owners of `state` (the record it will hold), linking the files of
+    `from_id`. A plain directory converted without a record has no manifest: its fields are empty."""
+    owners = tuple(owner.key for owner in state.owners) if state is not None else ()
+    manifest_id, digest = (manifest.id, manifest.digest) if manifest is not None else ("", "")
+    return Release(release, STAGED, manifest_id, digest, owners, format_rfc3339(now), None, None, from_id)
+
+
+def with_staged(index: ReleaseIndex, entry: Release) -> ReleaseIndex:
     """The index with an attempt's release recorded before its first write: `staged`, not yet
-    built, so a run that dies leaves an entry the next one finds (dead)."""
+    built, so a run that dies leaves an entry the next one finds (dead_releases)."""
     if entry.status != STAGED or entry.built is not None or index.by_id(entry.id) is not None:
         raise ValueError("a new release is staged, unbuilt and not yet listed: %r" % (entry,))
     return replace(index, releases=index.releases + (entry,))
 
 
-def built(index: ReleaseIndex, release: str, now: datetime) -> ReleaseIndex:
+def with_built(index: ReleaseIndex, release: str, now: datetime) -> ReleaseIndex:
     """The index once the generation `release` is complete and durable: it may be activated."""
     entry = _listed(index, release)
     if entry.status != STAGED:
@@ -114,7 +138,18 @@ def built(index: ReleaseIndex, release: str, now: datetime) -> ReleaseIndex:
     return _with(index, replace(entry, built=format_rfc3339(now)))
 
 
-def activated(index: ReleaseIndex, release: str, now: datetime, rollback: bool = False) -> ReleaseIndex:
+def is_failed_or_unbuilt(entry: Release) -> bool:
+    """A release that failed or was never completely built: never switched to, and cleared by
+    what the records it was made from vouch for, not by its own alone."""
+    return entry.status == FAILED or entry.built is None
+
+
+def is_dead(entry: Release) -> bool:
+    """An attempt that died: `staged` and never built."""
+    return entry.status == STAGED and entry.built is None
+
+
+def with_active(index: ReleaseIndex, release: str, now: datetime, rollback: bool = False) -> ReleaseIndex:
     """The index once the link holds `release`: it is `active`, and the release active before
     is `superseded`, or `rolled_back` when this switch returns from it (never returned to
     again, removed at the next switch). Already active: the index unchanged. A release that
@@ -125,7 +160,7 @@ def activated(index: ReleaseIndex, release: str, now: datetime, rollback: bool =
                                % (index.bundle_path, visible(release)))
     if entry.status == ACTIVE:
         return index
-    if entry.status == FAILED or entry.built is None:
+    if is_failed_or_unbuilt(entry):
         why = "failed" if entry.status == FAILED else "was never completely built"
         raise DistributorError("invalid_config", "release %s of %s %s, so it cannot be activated; only a completely "
                                "built release can" % (release, index.bundle_path, why))
@@ -136,7 +171,7 @@ def activated(index: ReleaseIndex, release: str, now: datetime, rollback: bool =
     return _with(index, *changed)
 
 
-def failed(index: ReleaseIndex, ids) -> ReleaseIndex:
+def with_failed(index: ReleaseIndex, ids) -> ReleaseIndex:
     """The index with the attempts `ids` (dead ones, or one that failed now) marked `failed`:
     removed at the next switch, never activated, never counted as a good release."""
     entries = [_listed(index, release) for release in ids]
@@ -147,7 +182,7 @@ def failed(index: ReleaseIndex, ids) -> ReleaseIndex:
 
 def chosen(index: ReleaseIndex, release: str) -> Release:
     """The release distributor_release is asked for: `previous`, or an id the index lists. Its
-    status is judged by `activated` (a failed or unbuilt one is refused there)."""
+    status is judged by `with_active` (a failed or unbuilt one is refused there)."""
     if release == "previous":
         return previous(index)
     entry = index.by_id(release) if ID_PATTERN.match(release) else None
@@ -175,7 +210,7 @@ def previous(index: ReleaseIndex) -> Release:
     return found
 
 
-def removable(index: ReleaseIndex, keep: int) -> tuple[str, ...]:
+def removable_releases(index: ReleaseIndex, keep: int) -> tuple[str, ...]:
     """The releases to remove after a switch: every `failed` and `rolled_back` one, every
     `staged` one older than the active (a preview overtaken), and `superseded` ones beyond the
     newest `keep - 1`, so `keep` good releases stay with the active one. Never the active
@@ -192,17 +227,17 @@ def removable(index: ReleaseIndex, keep: int) -> tuple[str, ...]:
         or (entry.status == SUPERSEDED and entry.id not in kept)))
 
 
-def removed(index: ReleaseIndex, ids) -> ReleaseIndex:
+def without_releases(index: ReleaseIndex, ids) -> ReleaseIndex:
     """The index without the releases `ids`, once their generations are gone: an entry leaves
     with its generation, so the index stays as small as what is kept."""
     gone = set(ids)
     return replace(index, releases=tuple(entry for entry in index.releases if entry.id not in gone))
 
 
-def dead(index: ReleaseIndex) -> tuple[Release, ...]:
-    """Attempts that died: `staged` and never built. Found under the lock, where no other
-    attempt can be building, so each is marked failed and what it made is recovered."""
-    return tuple(entry for entry in index.releases if entry.status == STAGED and entry.built is None)
+def dead_releases(index: ReleaseIndex) -> tuple[Release, ...]:
+    """Attempts that died (is_dead). Found under the lock, where no other attempt can be
+    building, so each is marked failed and what it made is recovered."""
+    return tuple(entry for entry in index.releases if is_dead(entry))
 
 
 def earlier_good(index: ReleaseIndex) -> Release | None:
