@@ -18,7 +18,7 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.reco
 from ansible_collections.distributor.core.plugins.module_utils._distributor.records import manifest as manifest_module
 from ansible_collections.distributor.core.plugins.module_utils._distributor.records import state as state_module
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils._distributor.records.fastcheck import is_sha256
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.formats import is_sha256
 from ansible_collections.distributor.core.plugins.module_utils._distributor.records.config import Pipeline, Rule
 from ansible_collections.distributor.core.plugins.module_utils._distributor.records.manifest import Manifest, ManifestFile, parse_manifest
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import all_clean, path_problem

@@ -16,11 +16,11 @@ from types import MappingProxyType
 from typing import Mapping, NamedTuple
 from urllib.parse import quote
 
-from .carried import Carried, emptied, join_outputs, split_outputs
+from .carried import Carried, join_outputs
 from ..errors import DistributorError
 from .columns import Row, fields, manifest_columns, publishable, rows, shared_output_lines, single_owner_columns
 from .manifest import Manifest, file_to_dict, listed, parse_manifest, publishable_path_problem, recognised
-from .state_lines import LINE as _LINE, file_lines, output_lines
+from .state_lines import LINE as _LINE, emptied, file_lines, output_lines, split_outputs
 from .schemas import check_nesting, decode_json, only_scalars, validate
 from ..timestamps import parse_rfc3339
 from ..urls import recorded_url_problem, url_problem
