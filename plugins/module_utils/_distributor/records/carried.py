@@ -3,7 +3,7 @@
 
 One owner's publish needs the other owners' records only to write them back and to know who
 owns each path. Modelling every record of a 100,000-output root (decoding, an `Output` each)
-was most of what a publish of one owner cost, so state.parse_state keeps the records of a
+was most of what a publish of one owner cost, so state_parse.parse_state keeps the records of a
 schema-3 state that the column checks accept (columns.shared_output_lines) as their checked
 lines with two columns, path and owner. A record is modelled only when something asks for it
 (the same model the full path makes, from the same JSON), and a line nobody changed is written

@@ -3,7 +3,7 @@
 state record: each field of a large array is checked for every entry at once, by passes that run
 in C (map, set, join, one regular expression over a column joined by newlines) instead of a
 Python call per entry and field. They are the fast path of manifest.parse_manifest and
-state.parse_state.
+state_parse.parse_state.
 
 Like fastcheck.py's item checks, each is sufficient, never necessary: it accepts only what the
 full path (the schema, the path rules, the digest, the timestamps, the URLs) certainly accepts,
@@ -200,7 +200,7 @@ _SHAPES = 64
 def single_owner_columns(data: object, listed: list) -> dict | None:
     """The output columns of a schema-2 record (single owner) that the full path certainly
     accepts, given its embedded manifest's paths (`listed`, that manifest already checked:
-    state.py's), with None for a member an output does not have; None for any other record.
+    state_parse.py's), with None for a member an output does not have; None for any other record.
     The top level is checked here too; its values are read from `data`."""
     if not isinstance(data, dict) or not STATE_REQUIRED <= data.keys() <= STATE_KEYS:
         return None
@@ -295,7 +295,7 @@ _OPTIONAL_CHECKS = (
 def shared_output_lines(raw: bytes, start: int, end: int) -> dict | None:
     """The columns of the `outputs` lines of a schema-3 record (`raw[start:end]`: its lines, the
     last without its newline or a comma) when every line is a record as distributor writes it (state_lines.SHARED_LINE) that
-    the state schema and state.py's checks of a record alone certainly accept (timestamps, URL
+    the state schema and state_parse.py's checks of a record alone certainly accept (timestamps, URL
     against its path, attributes); None for any other. `line` holds each record's bytes, `path`
     its path (str, in ascending order: one record a path) and `owner` its owner's text, which
     `owners` maps to the owner's (pipeline_id, destination_id). What a record says of others

@@ -27,7 +27,7 @@ from .home import ReleaseRoot, SharedLinks, read_generation_journal, vouched_gen
 from .rules import (
     HOME, SWITCH_PREFIX, activated, begun, built, dead, failed, link_target, next_release_id, removable, removed)
 from ..execution.root import read_state
-from ..records.state import recorded_files
+from ..records.state_parse import recorded_files
 from ..storage.base import staging_dir
 from ..timestamps import format_rfc3339
 
@@ -170,7 +170,7 @@ def _named(root: ReleaseRoot, release: str, storage, dead: bool) -> dict:
 
 
 def _recorded(storage) -> dict:
-    """(size, sha256) by path of each output a generation's record names (state.recorded_files);
+    """(size, sha256) by path of each output a generation's record names (state_parse.recorded_files);
     none when it has no record or an invalid one, which vouches for nothing."""
     return read_state(storage, recorded_files)[0] or {}
 
