@@ -1,6 +1,6 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Other owners' records of a shared root carried as checked lines (carried.py,
-columns.shared_output_lines, state._carried): the fast path accepts only what the full path
+columns.shared_output_lines, state_parse._carried): the fast path accepts only what the full path
 accepts, models what it accepts the same way, writes carried lines back byte for byte, and every
 operation that reads other owners answers as it does on the modelled state."""
 
@@ -16,15 +16,15 @@ from urllib.parse import quote
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor.records import state as state_module
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records import state_parse as state_module
 from ansible_collections.distributor.core.plugins.module_utils._distributor.records.carried import Carried
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.records.manifest import Manifest, ManifestFile, compute_digest
 from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.prune import prune
 from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
 from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.reconcile import reconcile_state
-from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state import (
-    Output, Owner, OwnerKey, State, parse_state, serialize_state)
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state import Output, Owner, OwnerKey, State, serialize_state
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state_parse import parse_state
 from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.state_info import state_info
 
 from builders import LATER, MEMORY_STORAGE, NOW, sha, write_bundle

@@ -16,14 +16,15 @@ from hypothesis import strategies as st
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.records import columns
 from ansible_collections.distributor.core.plugins.module_utils._distributor.records import manifest as manifest_module
-from ansible_collections.distributor.core.plugins.module_utils._distributor.records import state as state_module
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records import state_parse as state_module
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
-from ansible_collections.distributor.core.plugins.module_utils._distributor.records.fastcheck import is_sha256
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.formats import is_sha256
 from ansible_collections.distributor.core.plugins.module_utils._distributor.records.config import Pipeline, Rule
 from ansible_collections.distributor.core.plugins.module_utils._distributor.records.manifest import Manifest, ManifestFile, parse_manifest
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import all_clean, path_problem
 from ansible_collections.distributor.core.plugins.module_utils._distributor.planning.plan import PlannedOutput, plan_outputs
-from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state import Output, State, parse_state, state_to_dict
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state import Output, State, state_to_dict
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state_parse import parse_state
 from ansible_collections.distributor.core.plugins.module_utils._distributor.urls import all_made, recorded_url_problem
 
 from builders import manifest, single_state
@@ -211,7 +212,7 @@ def files_of(found):
            ["schema_version", "pipeline_id", "published_at", "source", "outputs", "extra"]), VALUES)),
        files=st.lists(MUTATIONS, max_size=1))
 def test_the_files_a_record_vouches_for_are_those_the_full_path_reads_from_it(mutations, top, files):
-    """state.recorded_files, read from the columns without a model of each output, accepts and
+    """state_parse.recorded_files, read from the columns without a model of each output, accepts and
     refuses exactly the records parse_state does, and names the same files."""
     data = copy.deepcopy(STATE)
     data["outputs"] = mutated(data["outputs"], mutations)

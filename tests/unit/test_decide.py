@@ -12,7 +12,8 @@ from hypothesis import given, strategies as st
 from ansible_collections.distributor.core.plugins.module_utils._distributor.planning.decide import decide, decide_from_state
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import in_the_way
-from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state import OwnerKey, parse_state, state_to_dict
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state import OwnerKey, state_to_dict
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state_parse import parse_state
 
 from builders import destination, manifest, shared_state, single_state
 

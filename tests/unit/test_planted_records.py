@@ -23,7 +23,8 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.limi
 from ansible_collections.distributor.core.plugins.module_utils._distributor.records.manifest import parse_manifest
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import JOURNAL_NAME, STATE_NAME
 from ansible_collections.distributor.core.plugins.module_utils._distributor.records.schemas import load_json
-from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state import parse_state, serialize_state, state_to_dict
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state import serialize_state, state_to_dict
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state_parse import parse_state
 from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.state_info import state_info
 
 from builders import MEMORY_STORAGE, manifest, sha, shared_state, single_state, write_bundle

@@ -15,7 +15,7 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.reco
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import path_problem
 from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
 from ansible_collections.distributor.core.plugins.module_utils._distributor.releases.index import parse_index
-from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state import parse_state
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state_parse import parse_state
 
 from builders import LATER, MEMORY_STORAGE, NOW, write_bundle
 from memory_storage import MemoryStorage

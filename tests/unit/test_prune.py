@@ -12,7 +12,8 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.reco
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import LOCK_NAME, STATE_NAME
 from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.prune import prune, select_expired
-from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state import OwnerKey, parse_state, serialize_state
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state import OwnerKey, serialize_state
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state_parse import parse_state
 from ansible_collections.distributor.core.plugins.module_utils._distributor.timestamps import format_rfc3339
 
 from builders import MEMORY_STORAGE, NOW, manifest, shared_state, single_state

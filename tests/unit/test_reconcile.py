@@ -12,7 +12,8 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.oper
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.paths import JOURNAL_NAME, STATE_NAME
 from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.reconcile import reconcile_plan, reconcile_state
-from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state import OwnerKey, parse_state, serialize_state
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state import OwnerKey, serialize_state
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state_parse import parse_state
 
 from builders import LATER, LATER_S, MEMORY_STORAGE, NOW_S, manifest, shared_state, single_state
 from memory_storage import MemoryStorage

@@ -13,8 +13,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.limits import INDEX_LIMIT
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.formats import RELEASE_ID_PATTERN
 from ansible_collections.distributor.core.plugins.module_utils._distributor.releases.index import (
-    ID_PATTERN, Release, ReleaseIndex, parse_index, serialize_index)
+    Release, ReleaseIndex, parse_index, serialize_index)
 from ansible_collections.distributor.core.plugins.module_utils._distributor.releases.rules import (
     home_of, link_target, live_id, split_bundle_path)
 from ansible_collections.distributor.core.plugins.module_utils._distributor.records.schema_documents import SCHEMAS
@@ -189,5 +190,5 @@ def test_a_planted_index_is_refused_as_invalid_state_or_read_with_release_ids_on
     except DistributorError as error:
         assert error.reason == "invalid_state"
         return
-    assert all(ID_PATTERN.match(r.id) and (r.from_id is None or ID_PATTERN.match(r.from_id)) for r in index.releases)
+    assert all(RELEASE_ID_PATTERN.match(r.id) and (r.from_id is None or RELEASE_ID_PATTERN.match(r.from_id)) for r in index.releases)
     assert len([r for r in index.releases if r.status == "active"]) <= 1

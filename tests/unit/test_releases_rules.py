@@ -12,8 +12,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor import vocabulary
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.formats import RELEASE_ID_PATTERN
 from ansible_collections.distributor.core.plugins.module_utils._distributor.releases.index import (
-    ID_PATTERN, Release, ReleaseIndex, parse_index, serialize_index)
+    Release, ReleaseIndex, parse_index, serialize_index)
 from ansible_collections.distributor.core.plugins.module_utils._distributor.releases.rules import (
     dead_releases, is_dead, is_failed_or_unbuilt, next_release_id, previous, release_id, removable_releases,
     staged_release, switch_link_name, token_of, with_active, with_built, with_failed, with_staged, without_releases)
@@ -51,7 +52,7 @@ def test_a_release_id_sorts_by_time_and_matches_its_pattern():
     assert release_id(START, "0123456789ab") == "20261206T053000Z-0123456789ab"
     assert release_id(datetime(2026, 12, 6, 6, 30, tzinfo=timezone(timedelta(hours=1))), "0123456789ab") == \
         "20261206T053000Z-0123456789ab"
-    assert rid(1) < rid(2) < rid(100) and all(ID_PATTERN.match(rid(n)) for n in (0, 1, 4095))
+    assert rid(1) < rid(2) < rid(100) and all(RELEASE_ID_PATTERN.match(rid(n)) for n in (0, 1, 4095))
 
 
 @pytest.mark.parametrize("token", ["t", "0123456789AB", "../0123456789", "0123456789abc"])

@@ -15,7 +15,8 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.oper
 from ansible_collections.distributor.core.plugins.module_utils._distributor.records import transforms
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
-from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state import output_to_dict, parse_state, state_to_dict
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state import output_to_dict, state_to_dict
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state_parse import parse_state
 from ansible_collections.distributor.core.plugins.module_utils._distributor.records.transforms import Page, render_key
 
 from builders import LATER, NOW, manifest, single_state, write_bundle

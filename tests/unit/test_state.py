@@ -9,7 +9,8 @@ import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state import (
-    Output, OwnerKey, parse_state, readable_json, serialize_state, state_to_dict, to_shared)
+    Output, OwnerKey, readable_json, serialize_state, state_to_dict, to_shared)
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state_parse import parse_state
 
 from builders import manifest, shared_state, single_state
 

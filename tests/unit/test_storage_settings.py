@@ -13,7 +13,7 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.reco
 from ansible_collections.distributor.core.plugins.module_utils._distributor.records.config import parse_destination, parse_pipeline
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
-from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state import parse_state
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state_parse import parse_state
 
 from builders import write_bundle
 

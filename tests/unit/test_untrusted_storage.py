@@ -11,7 +11,7 @@ import pytest
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.limits import STATE_LIMIT
 from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
-from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state import parse_state
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state_parse import parse_state
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.lease import (
     describe_holder, lock_is_expired)
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.sftp.storage import SftpStorage

@@ -17,7 +17,8 @@ from ..errors import DistributorError
 from ..records.journal import Journal, parse_journal
 from ..limits import JOURNAL_LIMIT, STATE_LIMIT
 from ..paths import JOURNAL_NAME, STATE_NAME, is_reserved
-from ..records.state import State, parse_state
+from ..records.state import State
+from ..records.state_parse import parse_state
 from ..storage.base import Storage
 from ..storage.confined import ConfinedStorage
 from ..storage.select import new_token
@@ -66,7 +67,7 @@ def read_records(storage: Storage):
 def read_state(storage: Storage, parse=parse_state):
     """(state, state_error): the record, or the invalid_state error that says why it is unusable.
     `parse` is parse_state, or what it stands for when only part of the record is needed
-    (state.recorded_files)."""
+    (state_parse.recorded_files)."""
     return state_of(storage, storage.read_bytes(STATE_NAME, STATE_LIMIT), parse)
 
 

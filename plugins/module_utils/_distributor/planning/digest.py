@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from itertools import chain, repeat
 from operator import attrgetter
 from typing import Iterator
@@ -27,11 +26,11 @@ from ..budget import LISTS, Mapped
 from .changes import others_before
 from ..errors import DistributorError
 from .plan import Plan
+from ..records.formats import is_sha256
 from ..records.state import Output, OwnerKey, State
 
 # Bumped whenever the canonical form changes, so digests of different forms never compare equal.
 PLAN_FORMAT = 2
-_DIGEST = re.compile(r"sha256:[0-9a-f]{64}\Z")
 SHOWN = 5
 _by_path = attrgetter("path")
 
@@ -276,7 +275,7 @@ def check_expected(expected: str | None, facts: dict, digest: str, changes: list
     """Refuse a run whose plan is not the approved one, before it touches storage."""
     if expected is None:
         return
-    if not _DIGEST.match(expected):
+    if not is_sha256(expected):
         raise DistributorError("invalid_config", "expect_plan_digest %r is not a plan digest (sha256:<64 lowercase hex>); "
                                "pass the plan_digest a check-mode run returned" % expected)
     if expected != digest:

@@ -3,12 +3,13 @@
 
 One owner's publish needs the other owners' records only to write them back and to know who
 owns each path. Modelling every record of a 100,000-output root (decoding, an `Output` each)
-was most of what a publish of one owner cost, so state.parse_state keeps the records of a
+was most of what a publish of one owner cost, so state_parse.parse_state keeps the records of a
 schema-3 state that the column checks accept (columns.shared_output_lines) as their checked
 lines with two columns, path and owner. A record is modelled only when something asks for it
 (the same model the full path makes, from the same JSON), and a line nobody changed is written
 back byte for byte. Every rule that reads other owners asks the path-and-owner view
-(Carried.owners_by_path) or the records, and gets the answers the modelled state gives.
+(Carried.owners_by_path) or the records, and gets the answers the modelled state gives. Where
+the lines sit in the record's bytes is state_lines.py's, beside the format it writes them in.
 """
 
 from __future__ import annotations
@@ -17,40 +18,16 @@ from collections.abc import Mapping, Sequence
 from itertools import chain, compress
 from operator import and_, not_
 
-# Where the outputs block of a state distributor wrote begins and ends (state.serialize_state):
-# the last member of the record, one record a line. A JSON string holds no raw newline, so
-# these bytes are the record's own structure wherever they occur.
-OPENING = b'\n  "outputs": [\n'
-CLOSING = b"\n  ]\n}\n"
-_EMPTY = b'\n  "outputs": []\n}\n'
-_SEPARATOR = b",\n    "
-
-
-def split_outputs(raw: bytes) -> tuple[int, int] | None:
-    """Where the block of output lines starts and ends in `raw` (the lines, the last without its
-    newline) for a record laid out as distributor writes one; None for any other, which takes
-    the full path. The block is not copied: a shared root's state is tens of MiB."""
-    start, end = raw.rfind(OPENING) + len(OPENING), len(raw) - len(CLOSING)
-    if start < len(OPENING) or not raw.endswith(CLOSING) or start > end:
-        return None
-    return start, end
-
-
-def emptied(raw: bytes, start: int) -> bytes:
-    """The record with an empty outputs list in place of the block starting at `start`: the
-    same JSON up to the array's items, so it decodes as the record does less them."""
-    return raw[:start - len(OPENING)] + _EMPTY
+from .state_lines import with_outputs
 
 
 def join_outputs(head: str, outputs: Carried, encode) -> bytes:
     """The record's bytes: `head` (its JSON with an empty outputs list, as
     state.readable_json lays it out) with the outputs block put back, carried lines as read and
     `encode(records)` the lines of the modelled ones, in the order of their paths."""
-    if not head.endswith('"outputs": []\n}'):
-        raise ValueError("the outputs list is not the record's last member")
     made = sorted(outputs.records, key=_path)
     lines = sorted(chain(zip(outputs.paths, outputs.lines), zip(map(_path, made), map(str.encode, encode(made)))))
-    return head[:-len("[]\n}")].encode("utf-8") + b"[\n    " + _SEPARATOR.join([line for _path_, line in lines]) + CLOSING
+    return with_outputs(head, [line for _path_, line in lines])
 
 
 def _path(record) -> str:

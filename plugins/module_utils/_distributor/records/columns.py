@@ -3,7 +3,7 @@
 state record: each field of a large array is checked for every entry at once, by passes that run
 in C (map, set, join, one regular expression over a column joined by newlines) instead of a
 Python call per entry and field. They are the fast path of manifest.parse_manifest and
-state.parse_state.
+state_parse.parse_state.
 
 Like fastcheck.py's item checks, each is sufficient, never necessary: it accepts only what the
 full path (the schema, the path rules, the digest, the timestamps, the URLs) certainly accepts,
@@ -17,14 +17,14 @@ and the same models.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections import namedtuple
 from functools import partial
 from itertools import chain, compress, filterfalse, islice, repeat
 from operator import itemgetter
 
-from .fastcheck import is_http_url, is_sha256
+from .state_lines import LINE_COLUMNS, SHARED_LINE, canonical_attributes, line_values
+from .formats import HTTP_URL_LINES, SHA256_LENGTH, SHA256_PREFIX, is_http_url, is_id as _id, is_sha256
 from ..paths import RESERVED_PREFIX, all_clean, parents_of
 from ..timestamps import parse_rfc3339
 from ..urls import all_made, recorded_url_problem, url_problem
@@ -32,9 +32,6 @@ from ..vocabulary import OUTPUT_KINDS, RECONCILIATION_MODES, SINGLE_OWNER
 
 MANIFEST_KEYS = frozenset(("schema_version", "id", "digest", "created", "files"))
 FILE_KEYS = ("path", "sha256", "size")
-_PREFIX = b"sha256:"
-_SHA256_LENGTH = 71
-_HTTP_URL_LINES = re.compile(r"(?:[Hh][Tt][Tt][Pp][Ss]?://[^\s]+\n)*")
 _NONE = type(None)
 
 
@@ -84,10 +81,6 @@ def is_integer(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _id(value) -> bool:
-    return isinstance(value, str) and value != ""
-
-
 def _rfc3339(value) -> bool:
     try:
         parse_rfc3339(value)
@@ -106,23 +99,23 @@ def _sizes(column) -> bool:
 
 
 def sha256_column(column) -> bool:
-    """Every value `sha256:` and 64 lowercase hex digits (fastcheck.is_sha256), told over the
+    """Every value `sha256:` and 64 lowercase hex digits (formats.is_sha256), told over the
     values joined: each value 71 ASCII characters, so the n-th character of every value is every
     71st of the whole; the first seven of each `sha256:`; the rest, once those n prefixes are
     gone (and nothing else: 64 characters a value are left), lowercase hex digits. No prefix can
     start across two values: no suffix of `sha256:` starts with `s`."""
     if not column:
         return True
-    if not (_strings(column) and {_SHA256_LENGTH}.issuperset(map(len, column))):
+    if not (_strings(column) and {SHA256_LENGTH}.issuperset(map(len, column))):
         return False
     try:
         joined = "".join(column).encode("ascii")
     except UnicodeEncodeError:
         return False
     count = len(column)
-    if any(joined[i::_SHA256_LENGTH] != _PREFIX[i:i + 1] * count for i in range(len(_PREFIX))):
+    if any(joined[i::SHA256_LENGTH] != SHA256_PREFIX[i:i + 1] * count for i in range(len(SHA256_PREFIX))):
         return False
-    digits = joined.replace(_PREFIX, b"")
+    digits = joined.replace(SHA256_PREFIX, b"")
     return len(digits) == 64 * count and not digits.translate(None, b"0123456789abcdef")
 
 
@@ -207,7 +200,7 @@ _SHAPES = 64
 def single_owner_columns(data: object, listed: list) -> dict | None:
     """The output columns of a schema-2 record (single owner) that the full path certainly
     accepts, given its embedded manifest's paths (`listed`, that manifest already checked:
-    state.py's), with None for a member an output does not have; None for any other record.
+    state_parse.py's), with None for a member an output does not have; None for any other record.
     The top level is checked here too; its values are read from `data`."""
     if not isinstance(data, dict) or not STATE_REQUIRED <= data.keys() <= STATE_KEYS:
         return None
@@ -293,72 +286,36 @@ def _any(values: list) -> bool:
 # Each optional member: the type of its values, and the check of those not empty.
 _OPTIONAL_CHECKS = (
     ("transform", str, _any),
-    ("url", str, partial(_lines, _HTTP_URL_LINES)),
+    ("url", str, partial(_lines, HTTP_URL_LINES)),
     ("attributes", dict, _attributes),
     ("render_key", str, sha256_column),
 )
 
 
-# A shared-root output record (schema 3) exactly as distributor writes it (state.output_to_dict,
-# one line of state.serialize_state): its members in that order, every string of printable ASCII
-# without an escape (the encoder escapes everything else), a generated output with its transform,
-# a size of at most 18 digits (longer integers json.loads refuses past its digit limit), attributes
-# only when there are some; then a comma, or the end of the last line.
-# Groups: the record, its path, url, owner (pipeline and destination), timestamps, attributes.
-_TEXT = rb'[ !#-\[\]-~]'
-_LINE_ID = rb'"' + _TEXT + rb'+"'
-_LINE_SHA256 = rb'"sha256:[0-9a-f]{64}"'
-_LINE_ATTRIBUTE = rb'"' + _TEXT + rb'+": "' + _TEXT + rb'*"'
-_SHARED_LINE = re.compile(
-    rb'^    (\{"path": "(' + _TEXT + rb'*)", "kind": (?:"source", "source_path": "' + _TEXT + rb'*"(?:, "transform": ' + _LINE_ID
-    + rb')?|"generated", "source_path": "' + _TEXT + rb'*", "transform": ' + _LINE_ID + rb')(?:, "url": "(' + _TEXT + rb'+)")?, '
-    rb'"sha256": ' + _LINE_SHA256 + rb', "size": (?:0|[1-9][0-9]{0,17}), '
-    rb'"pipeline_id": (' + _LINE_ID + rb', "destination_id": ' + _LINE_ID + rb'), "source_id": ' + _LINE_ID + rb', '
-    rb'"source_digest": ' + _LINE_SHA256 + rb', "source_created": (' + _LINE_ID + rb', "created_at": ' + _LINE_ID
-    + rb', "updated_at": ' + _LINE_ID + rb')(?:, "attributes": (\{' + _LINE_ATTRIBUTE + rb'(?:, ' + _LINE_ATTRIBUTE + rb')*\}))?'
-    rb'(?:, "render_key": ' + _LINE_SHA256 + rb')?\})(?:,$|\Z)', re.M)
-_LINE_COLUMNS = ("line", "path", "url", "owner", "times", "attributes")
-
-
 def shared_output_lines(raw: bytes, start: int, end: int) -> dict | None:
     """The columns of the `outputs` lines of a schema-3 record (`raw[start:end]`: its lines, the
-    last without its newline or a comma) when every line is a record as distributor writes it (_SHARED_LINE) that
-    the state schema and state.py's checks of a record alone certainly accept (timestamps, URL
+    last without its newline or a comma) when every line is a record as distributor writes it (state_lines.SHARED_LINE) that
+    the state schema and state_parse.py's checks of a record alone certainly accept (timestamps, URL
     against its path, attributes); None for any other. `line` holds each record's bytes, `path`
     its path (str, in ascending order: one record a path) and `owner` its owner's text, which
     `owners` maps to the owner's (pipeline_id, destination_id). What a record says of others
     (that its owner is recorded, that its path is one that owner's manifest lists or a
     publishable one) is the caller's to check."""
-    if _SHARED_LINE.match(raw, start, end) is None:  # a single-owner record, or a line of another form at once
+    if SHARED_LINE.match(raw, start, end) is None:  # a single-owner record, or a line of another form at once
         return None
-    found = _SHARED_LINE.findall(raw, start, end)
+    found = SHARED_LINE.findall(raw, start, end)
     if not found or len(found) != raw.count(b"\n", start, end) + 1 or raw.endswith(b",", start, end):
         return None
-    columns = dict(zip(_LINE_COLUMNS, map(list, zip(*found))))
+    columns = dict(zip(LINE_COLUMNS, map(list, zip(*found))))
     paths = columns["path"] = list(map(bytes.decode, columns["path"]))
-    columns["owners"] = {text: tuple(map(bytes.decode, _values(text))) for text in set(columns["owner"])}
-    stamps = set(chain.from_iterable(map(_values, set(columns.pop("times")))))
+    columns["owners"] = {text: tuple(map(bytes.decode, line_values(text))) for text in set(columns["owner"])}
+    stamps = set(chain.from_iterable(map(line_values, set(columns.pop("times")))))
     if not (ascending(paths) and all(map(_rfc3339, map(bytes.decode, stamps)))
-            and all(map(_canonical_attributes, set(columns.pop("attributes"))))):
+            and all(map(canonical_attributes, set(columns.pop("attributes"))))):
         return None
     urls = columns.pop("url")
     if any(urls):
         made, named = list(map(bytes.decode, filter(None, urls))), list(compress(paths, urls))
-        if not (_lines(_HTTP_URL_LINES, made) and (all_made(made, named) or not any(map(recorded_url_problem, made, named)))):
+        if not (_lines(HTTP_URL_LINES, made) and (all_made(made, named) or not any(map(recorded_url_problem, made, named)))):
             return None
     return columns
-
-
-def _values(members: bytes) -> list:
-    """The values of `"a", "name": "b", ...` (the text of a group of _SHARED_LINE, which holds no
-    quote but those around its strings): every fourth piece between quotes."""
-    return members.split(b'"')[1::4]
-
-
-def _canonical_attributes(text: bytes) -> bool:
-    """An output's attributes as state.output_to_dict writes them (absent: empty): an object of
-    strings, names in order and each once, so the line is the one writing its record makes."""
-    if not text:
-        return True
-    attributes = json.loads(text)
-    return list(attributes) == sorted(attributes) and json.dumps(attributes, separators=(", ", ": ")).encode() == text

@@ -17,32 +17,16 @@ import re
 from numbers import Number
 from typing import Iterator
 
+from .formats import is_http_url, is_id as _id, is_sha256
 from ..vocabulary import RECONCILIATION_MODES
-
-_SHA256 = re.compile(r"sha256:[0-9a-f]{64}")
-_HTTP_URL = re.compile(r"[Hh][Tt][Tt][Pp][Ss]?://[^\s]+")
 
 
 def _text(value) -> bool:
     return isinstance(value, str)
 
 
-def _id(value) -> bool:
-    return isinstance(value, str) and value != ""
-
-
-def is_sha256(value) -> bool:
-    """`sha256:` and 64 lowercase hex digits, as the schemas' SHA256 accepts."""
-    return isinstance(value, str) and _SHA256.fullmatch(value) is not None
-
-
 def _size(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def is_http_url(value) -> bool:
-    """An http(s) URL without white space, as the schemas' HTTP_URL accepts (no trailing newline)."""
-    return isinstance(value, str) and _HTTP_URL.fullmatch(value) is not None
 
 
 def _attributes(value) -> bool:

@@ -11,15 +11,12 @@ it is still read, and none of its paths is ever deleted.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 
 from ..errors import DistributorError
+from .formats import JOURNAL_TOKEN_PATTERN, is_sha256
 from .manifest import publishable_path_problem
 from .schemas import load_json, show
-
-_SHA256 = re.compile(r"sha256:[0-9a-f]{64}")
-_TOKEN = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 @dataclass(frozen=True)
@@ -60,7 +57,7 @@ def parse_journal(raw: bytes, where: str) -> Journal:
     if not isinstance(data, dict) or not isinstance(data.get("writes"), list):
         raise _bad_journal(where, "writes", "must be an array of the writes the attempt planned")
     token = data.get("token")
-    if not isinstance(token, str) or not _TOKEN.fullmatch(token):
+    if not isinstance(token, str) or not JOURNAL_TOKEN_PATTERN.fullmatch(token):
         raise _bad_journal(where, "token %s" % show(token), "must be an attempt token (letters, digits, - and _)")
     return Journal(token, tuple(_entry(item, "writes[%d]" % index, where) for index, item in enumerate(data["writes"])))
 
@@ -74,7 +71,7 @@ def _entry(item: object, field: str, where: str) -> Entry:
     if not isinstance(item, dict):
         return Entry(path)
     digest, size = item.get("sha256"), item.get("size")
-    if not isinstance(digest, str) or not _SHA256.fullmatch(digest):
+    if not is_sha256(digest):
         raise _bad_journal(where, "%s.sha256 %s" % (field, show(digest)), "is not sha256: and 64 lowercase hex digits")
     if not isinstance(size, int) or isinstance(size, bool) or size < 0:
         raise _bad_journal(where, "%s.size %s" % (field, show(size)), "is not a size in bytes")

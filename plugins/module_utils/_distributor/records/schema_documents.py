@@ -10,21 +10,21 @@ the two in step. schemas.py validates with them.
 from __future__ import annotations
 
 from .. import vocabulary
+from . import formats
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 SHA256 = {
     "type": "string",
-    "pattern": "^sha256:[0-9a-f]{64}$",
+    "pattern": "^%s$" % formats.SHA256,
     # JSON Schema's `$` also matches before a trailing newline; the length closes that gap.
-    "maxLength": 71,
+    "maxLength": formats.SHA256_LENGTH,
     "description": "sha256: followed by 64 lowercase hex digits",
 }
 TIMESTAMP = {"type": "string", "minLength": 1}
 ID = {"type": "string", "minLength": 1}
-HTTP_URL = {"type": "string", "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://[^\\s]+$"}
-# The URL output paths are joined to (links.base_url, placeholders and all): a query or fragment
-# would end up in the middle of every output's URL.
-BASE_URL = {"type": "string", "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://[^\\s?#]+$",
+HTTP_URL = {"type": "string", "pattern": "^%s$" % formats.HTTP_URL}
+# The URL output paths are joined to (links.base_url, placeholders and all): formats.BASE_URL.
+BASE_URL = {"type": "string", "pattern": "^%s$" % formats.BASE_URL,
             "description": "an absolute http:// or https:// URL without spaces, a query ('?') or a fragment ('#')"}
 
 MANIFEST = {
@@ -169,7 +169,7 @@ JOURNAL = {
     "required": ["token", "writes"],
     "properties": {
         # `$` also matches before a trailing newline (Python's re, which jsonschema uses): `not` closes that gap.
-        "token": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$", "not": {"pattern": "\\n"}},
+        "token": {"type": "string", "pattern": "^%s$" % formats.JOURNAL_TOKEN, "not": {"pattern": "\\n"}},
         "writes": {
             "type": "array",
             "items": {
@@ -192,9 +192,8 @@ JOURNAL = {
     },
 }
 
-# A release id: the UTC second of the publish, then its attempt's token (releases.release_id).
-# `$` also matches before a trailing newline; the length closes that gap.
-RELEASE_ID = {"type": "string", "pattern": "^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{12}$", "maxLength": 29,
+# A release id (formats.RELEASE_ID). `$` also matches before a trailing newline; the length closes that gap.
+RELEASE_ID = {"type": "string", "pattern": "^%s$" % formats.RELEASE_ID, "maxLength": formats.RELEASE_ID_LENGTH,
               "description": "a release id (YYYYMMDDTHHMMSSZ- and 12 lowercase hex digits)"}
 _OPT_TIMESTAMP = {"type": ["string", "null"], "minLength": 1}
 

@@ -1,16 +1,22 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The lines a state record's output records and manifest file entries are written as
-(state.serialize_state), made from their columns: one format per record over columns whose
-strings json's own C escaping writes, where a dict a record for the C encoder cost 5 µs a
-record. Each line is the bytes LINE.encode of the record's dict (state.output_to_dict,
-manifest.file_to_dict) makes: tests/unit/test_state_lines.py holds them to it on generated
-records."""
+(state.serialize_state), where a shared root's output lines sit in the record's bytes, and the
+form those lines are read back in (columns.shared_output_lines): one home for the line format,
+so writing, cutting and reading it change together.
+
+Lines are made from their columns: one format per record over columns whose strings json's own
+C escaping writes, where a dict a record for the C encoder cost 5 µs a record. Each line is the
+bytes LINE.encode of the record's dict (state.output_to_dict, manifest.file_to_dict) makes:
+tests/unit/test_state_lines.py holds them to it on generated records."""
 
 from __future__ import annotations
 
 import json
+import re
 from itertools import repeat
 from operator import attrgetter
+
+from .formats import SHA256
 
 # The encoder of a record's line and of everything readable_json writes compactly: one made once
 # (json.dumps with separators makes one per call).
@@ -70,3 +76,72 @@ def file_lines(files) -> list:
     files = list(files)
     return list(map('{"path": %s, "sha256": %s, "size": %d}'.__mod__, zip(
         map(STRING, map(_path, files)), map(STRING, map(_sha256, files)), map(_size, files))))
+
+
+# Where the outputs block of a state distributor wrote begins and ends (state.serialize_state):
+# the last member of the record, one record a line. A JSON string holds no raw newline, so
+# these bytes are the record's own structure wherever they occur.
+OPENING = b'\n  "outputs": [\n'
+CLOSING = b"\n  ]\n}\n"
+_EMPTY = b'\n  "outputs": []\n}\n'
+_SEPARATOR = b",\n    "
+
+
+def split_outputs(raw: bytes) -> tuple[int, int] | None:
+    """Where the block of output lines starts and ends in `raw` (the lines, the last without its
+    newline) for a record laid out as distributor writes one; None for any other, which takes
+    the full path. The block is not copied: a shared root's state is tens of MiB."""
+    start, end = raw.rfind(OPENING) + len(OPENING), len(raw) - len(CLOSING)
+    if start < len(OPENING) or not raw.endswith(CLOSING) or start > end:
+        return None
+    return start, end
+
+
+def emptied(raw: bytes, start: int) -> bytes:
+    """The record with an empty outputs list in place of the block starting at `start`: the
+    same JSON up to the array's items, so it decodes as the record does less them."""
+    return raw[:start - len(OPENING)] + _EMPTY
+
+
+def with_outputs(head: str, lines: list) -> bytes:
+    """`head` (a record's JSON with an empty outputs list, as state.readable_json lays it out)
+    with `lines` (each record's bytes, in order) put back as its outputs block."""
+    if not head.endswith('"outputs": []\n}'):
+        raise ValueError("the outputs list is not the record's last member")
+    return head[:-len("[]\n}")].encode("utf-8") + b"[\n    " + _SEPARATOR.join(lines) + CLOSING
+
+
+# A shared-root output record (schema 3) exactly as distributor writes it (output_lines,
+# one line of state.serialize_state): its members in that order, every string of printable ASCII
+# without an escape (the encoder escapes everything else), a generated output with its transform,
+# a size of at most 18 digits (longer integers json.loads refuses past its digit limit), attributes
+# only when there are some; then a comma, or the end of the last line.
+# Groups: the record, its path, url, owner (pipeline and destination), timestamps, attributes.
+_TEXT = rb'[ !#-\[\]-~]'
+_LINE_ID = rb'"' + _TEXT + rb'+"'
+_LINE_SHA256 = b'"' + SHA256.encode() + b'"'
+_LINE_ATTRIBUTE = rb'"' + _TEXT + rb'+": "' + _TEXT + rb'*"'
+SHARED_LINE = re.compile(
+    rb'^    (\{"path": "(' + _TEXT + rb'*)", "kind": (?:"source", "source_path": "' + _TEXT + rb'*"(?:, "transform": ' + _LINE_ID
+    + rb')?|"generated", "source_path": "' + _TEXT + rb'*", "transform": ' + _LINE_ID + rb')(?:, "url": "(' + _TEXT + rb'+)")?, '
+    rb'"sha256": ' + _LINE_SHA256 + rb', "size": (?:0|[1-9][0-9]{0,17}), '
+    rb'"pipeline_id": (' + _LINE_ID + rb', "destination_id": ' + _LINE_ID + rb'), "source_id": ' + _LINE_ID + rb', '
+    rb'"source_digest": ' + _LINE_SHA256 + rb', "source_created": (' + _LINE_ID + rb', "created_at": ' + _LINE_ID
+    + rb', "updated_at": ' + _LINE_ID + rb')(?:, "attributes": (\{' + _LINE_ATTRIBUTE + rb'(?:, ' + _LINE_ATTRIBUTE + rb')*\}))?'
+    rb'(?:, "render_key": ' + _LINE_SHA256 + rb')?\})(?:,$|\Z)', re.M)
+LINE_COLUMNS = ("line", "path", "url", "owner", "times", "attributes")
+
+
+def line_values(members: bytes) -> list:
+    """The values of `"a", "name": "b", ...` (the text of a group of SHARED_LINE, which holds no
+    quote but those around its strings): every fourth piece between quotes."""
+    return members.split(b'"')[1::4]
+
+
+def canonical_attributes(text: bytes) -> bool:
+    """An output's attributes as state.output_to_dict writes them (absent: empty): an object of
+    strings, names in order and each once, so the line is the one writing its record makes."""
+    if not text:
+        return True
+    attributes = json.loads(text)
+    return list(attributes) == sorted(attributes) and LINE.encode(attributes).encode() == text

@@ -28,7 +28,7 @@ from .rules import (
     HOME, dead_releases, is_failed_or_unbuilt, link_target, next_release_id, removable_releases, staged_release,
     switch_link_name, token_of, with_active, with_built, with_failed, with_staged, without_releases)
 from ..execution.root import read_state
-from ..records.state import recorded_files
+from ..records.state_parse import recorded_files
 from ..storage.base import staging_dir
 
 
@@ -179,7 +179,7 @@ def _named(root: ReleaseRoot, release: str, storage, unfinished: bool) -> dict:
 
 
 def _recorded(storage) -> dict:
-    """(size, sha256) by path of each output a generation's record names (state.recorded_files);
+    """(size, sha256) by path of each output a generation's record names (state_parse.recorded_files);
     none when it has no record or an invalid one, which vouches for nothing."""
     return read_state(storage, recorded_files)[0] or {}
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Mapping
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Iterator
 
 from ..records.config import Destination
+from ..records.formats import ATTEMPT_TOKEN_PATTERN
 from ..planning.dryrun import with_dry_run_hint
 from ..errors import DistributorError
 from ..limits import INDEX_LIMIT, LOCK_LIMIT
@@ -32,9 +32,6 @@ from ..storage.confined import ConfinedStorage
 from ..storage.refusals import CHANGED_DURING_RUN
 from ..storage.select import new_token
 from ..timestamps import parse_rfc3339
-
-TOKEN = re.compile(r"[0-9a-f]{12}")  # an attempt's token (storage.select.new_token)
-
 
 @dataclass
 class ReleaseRoot:
@@ -204,7 +201,7 @@ def last_holder(home: Storage) -> str | None:
         token = json.loads(raw)["token"] if raw else None
     except (DistributorError, ValueError, TypeError, KeyError):
         return None
-    return token if isinstance(token, str) and TOKEN.fullmatch(token) else None
+    return token if isinstance(token, str) and ATTEMPT_TOKEN_PATTERN.fullmatch(token) else None
 
 
 def read_release_root(parent: Storage, home: Storage, bundle_path: str, name: str) -> ReleaseRoot:

@@ -9,19 +9,15 @@ move a release from one status to another are releases.rules'; this module only 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from ..errors import DistributorError
 from ..limits import INDEX_LIMIT
-from ..records.schema_documents import RELEASE_ID
 from ..records.schemas import load_json, show, validate
 from ..records.state import OwnerKey, readable_json
 from ..timestamps import parse_rfc3339
 from ..vocabulary import RELEASE_STATUSES
 
-# The schema's pattern ends in `$`, which also matches before a trailing newline; `\Z` does not.
-ID_PATTERN = re.compile(RELEASE_ID["pattern"].replace("$", r"\Z"))
 STAGED, ACTIVE, SUPERSEDED, FAILED, ROLLED_BACK = RELEASE_STATUSES
 
 

@@ -19,9 +19,10 @@ from datetime import datetime, timedelta
 from ..errors import DistributorError
 from ..limits import SHOWN_LIMIT
 from ..paths import join
+from ..records.formats import RELEASE_ID_PATTERN
 from ..records.manifest import Manifest
 from ..records.state import State
-from .index import ACTIVE, FAILED, ID_PATTERN, ROLLED_BACK, STAGED, SUPERSEDED, Release, ReleaseIndex
+from .index import ACTIVE, FAILED, ROLLED_BACK, STAGED, SUPERSEDED, Release, ReleaseIndex
 from ..timestamps import format_compact, format_rfc3339, parse_compact
 from ..visible import visible
 
@@ -33,7 +34,7 @@ def release_id(now: datetime, token: str) -> str:
     """The id of the release an attempt builds: its UTC second, so ids sort as releases were
     made, then the attempt's token (storage.select.new_token), so two attempts never share one."""
     made = "%s-%s" % (format_compact(now), token)
-    if not ID_PATTERN.match(made):
+    if not RELEASE_ID_PATTERN.match(made):
         raise ValueError("a release id needs a token of 12 lowercase hex digits, not %r" % (token,))
     return made
 
@@ -100,7 +101,7 @@ def live_id(target: str, name: str, where: str) -> str:
     deleted."""
     prefix = "%s/%s/" % (HOME, name)
     found = target[len(prefix):] if target.startswith(prefix) else ""
-    if ID_PATTERN.match(found):
+    if RELEASE_ID_PATTERN.match(found):
         return found
     shown = visible(target[:SHOWN_LIMIT]) + ("…" if len(target) > SHOWN_LIMIT else "")
     raise DistributorError(
@@ -185,7 +186,7 @@ def chosen(index: ReleaseIndex, release: str) -> Release:
     status is judged by `with_active` (a failed or unbuilt one is refused there)."""
     if release == "previous":
         return previous(index)
-    entry = index.by_id(release) if ID_PATTERN.match(release) else None
+    entry = index.by_id(release) if RELEASE_ID_PATTERN.match(release) else None
     if entry is None:
         raise DistributorError("invalid_config", "release: %s is not a release of %s (an id such as %s, or previous); "
                                "distributor_state_info lists those it holds" % (
