@@ -72,12 +72,11 @@ EXAMPLES = r"""
   distributor.core.distributor_manifest:
     path: /srv/bundles/reports
     id: reports.example
-  register: built
 
-- name: Publish it with the manifest just built (check mode predicts the run)
+- name: Publish it as just described (check mode, which wrote nothing, describes it again here and predicts the run)
   distributor.core.distributor_publish:
     source: /srv/bundles/reports
-    manifest: "{{ built.manifest }}"
+    manifest_id: reports.example
     pipeline:
       id: reports
     destination:

@@ -30,11 +30,14 @@ options:
         M(distributor.core.distributor_manifest) returns, so that a play that builds the manifest
         and publishes predicts the publish in check mode, where the manifest is not written.
       - Validated exactly like C(manifest.json); every file is verified against it while it is read.
+      - That result lists the first O(distributor.core.distributor_manifest#module:result_limit) files only; for a bundle of
+        more, register it with O(distributor.core.distributor_manifest#module:result_limit=-1), or give O(manifest_id) instead,
+        which hands no manifest from task to task.
     type: dict
     version_added: 0.2.0
   manifest_id:
     description:
-      - Describe the bundle as it is now, with this source id, in place of reading its C(manifest.json):
+      - Describe the bundle as it is now, with this source id, in place of reading its C(manifest.json);
         the manifest M(distributor.core.distributor_manifest) would write with O(distributor.core.distributor_manifest#module:id)
         (C(created) derived the same way from the bundle and the C(manifest.json) it has), built where the publish runs.
       - For a check after a C(distributor_manifest) task that wrote nothing (check mode), without handing its

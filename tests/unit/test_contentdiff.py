@@ -232,6 +232,16 @@ def test_manifest_id_describes_the_bundle_as_it_is_now_as_distributor_manifest_w
     assert both.value.reason == "invalid_config" and "manifest_id" in both.value.message
 
 
+def test_a_manifest_cut_to_result_limit_is_refused_saying_how_to_publish_without_handing_it_on(tmp_path):
+    bundle = write_bundle(tmp_path / "b", {"a.txt": b"a\n", "b.txt": b"b\n"})
+    whole = ensure_manifest(bundle, manifest_id="reports.example", created=None, paths=None, check_mode=True)["manifest"]
+    with pytest.raises(DistributorError) as caught:
+        publish(bundle, PIPELINE, DEST, check_mode=True, now=NOW, opener=memory({}), manifest_option=dict(whole, files=whole["files"][:1]))
+    assert caught.value.reason == "invalid_manifest"
+    assert "does not match its files" in caught.value.message
+    assert "give this publish manifest_id with the same id in place of manifest, or that task result_limit: -1" in caught.value.message
+
+
 @pytest.mark.parametrize("field, value, words", [
     ("digest", "sha256:" + "0" * 64, ["manifest option", "digest", "does not match"]),
     ("files", [{"path": "../x", "sha256": "sha256:" + "0" * 64, "size": 1}], ["manifest option", "files[0].path"]),
