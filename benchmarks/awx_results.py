@@ -2,13 +2,20 @@
 """Results a job can hold: a site of N tiny files published with `ansible-playbook --check --diff`
 and then for real, as AWX runs a review job and a run job.
 
-    python benchmarks/awx_results.py [--counts 10000,50000] [--phases check,publish] [--quick] [--seed N]
+    python benchmarks/awx_results.py [--counts 10000,50000] [--phases check,publish] [--quick] [--seed N] [--role]
 
 For each N: the wall time and the peak resident set size of the whole ansible-playbook run
 (controller, worker and module process: the largest of them), and the size of the module's result
 as JSON and as `str()`, which is what ansible-runner's `awx_display` callback compares with
 MAX_EVENT_RES (700,000) before it drops a result. Issue #31's target: 50,000 files under 60 s and
 300 MiB. Writes benchmarks/results/<time>-awx.json and .md.
+
+With --role, also the role (playbooks/publish.yml) as AWX runs it: ansible_runner.run with
+ansible-runner's AWX callback, once reading the bundle's manifest.json and once with
+distributor_build_manifests (issue 41), each a check --diff and its run into a root of its own;
+for each the wall time, the largest `str(res)` of any of the role's job events (MAX_EVENT_RES is
+raised so that the callback keeps each whole to be measured) and of the publish event, and the
+digest and counts that event keeps, beside the module process alone.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import sys
 import tempfile
 import time
 
+import ansible_runner
 import yaml
 
 from harness import COLLECTIONS, REPO_ROOT, create_manifest, write_results
@@ -118,9 +126,43 @@ def run_module(source: str, root: str, check: bool, workdir: str) -> dict:
 
 
 PHASES = {"check": ("check --diff", True), "publish": ("publish", False)}
+PUBLISH_TASK = "Publish each bundle to its pipeline's destinations"
+MAX_EVENT_RES = 700000
 
 
-def measure(count: int, workdir: str, seed: int, phases: list) -> list[dict]:
+def run_role(source: str, root: str, build: bool, check: bool, workdir: str) -> dict:
+    """The role as an AWX job runs it: wall time, the largest result of its events and which task's, the publish event."""
+    publication = {"pipeline": "site", "source": source, "source_id": "site.bundle"}
+    host = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    inventory = {"all": {"children": {"distributor_publishers": {"hosts": {"localhost": host}, "vars": {
+        "distributor_destinations": {"web": {key: value for key, value in destination(root).items() if key != "id"}},
+        "distributor_pipelines": {"site": {"outputs": PIPELINE["outputs"], "destinations": ["web"]}},
+        "distributor_publications": [publication], "distributor_build_manifests": build}}}}}
+    private = tempfile.mkdtemp(dir=workdir)
+    started = time.perf_counter()
+    runner = ansible_runner.run(
+        private_data_dir=private, project_dir=os.path.join(REPO_ROOT, "playbooks"), playbook="publish.yml", inventory=inventory,
+        cmdline="--check --diff" if check else "", quiet=True,
+        envvars={"ANSIBLE_COLLECTIONS_PATH": COLLECTIONS, "MAX_EVENT_RES": str(10 ** 9),
+                 "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")})
+    seconds = time.perf_counter() - started
+    if (runner.status, runner.rc) != ("successful", 0):
+        raise RuntimeError("the role failed:\n%s" % runner.stdout.read()[-3000:])
+    sizes = {}
+    for event in runner.events:
+        data = event.get("event_data", {})
+        if "res" in data and event["event"] != "playbook_on_stats":
+            sizes[data["task"]] = max(sizes.get(data["task"], 0), len(str(data["res"])))
+    [published] = [e["event_data"]["res"] for e in runner.events if e["event"] == "runner_on_ok" and e["event_data"]["task"] == PUBLISH_TASK]
+    [result] = published["results"]
+    largest = max(sizes, key=sizes.get)
+    shutil.rmtree(private, ignore_errors=True)
+    return dict(seconds=round(seconds, 2), largest_event=sizes[largest], largest_task=largest, publish_event=sizes[PUBLISH_TASK],
+                over_limit=sorted(task for task, size in sizes.items() if size > MAX_EVENT_RES),
+                plan_digest=result["plan_digest"], written_count=result["written_count"], changes_count=result["changes_count"])
+
+
+def measure(count: int, workdir: str, seed: int, phases: list, role: bool) -> list[dict]:
     base = os.path.join(workdir, str(count))
     source = site(os.path.join(base, "bundle"), count, seed)
     roots = {name: os.path.join(base, name) for name in ("playbook", "module")}
@@ -141,6 +183,19 @@ def measure(count: int, workdir: str, seed: int, phases: list) -> list[dict]:
                   count, phase, row["seconds"], row["cpu"], row["rss_mib"], "{:,}".format(row["stdout_bytes"]),
                   row["module_seconds"], row["module_rss_mib"], "{:,}".format(row["result_json"]),
                   "{:,}".format(row["result_str"]), row["parts"]), flush=True)
+    for build in (False, True) if role else ():
+        root = os.path.join(base, "role-build" if build else "role")
+        os.makedirs(root)
+        for phase, check in (PHASES[name] for name in phases):
+            alone = next(r["module_seconds"] for r in rows if r["phase"] == phase)
+            row = dict(files=count, phase=phase, role="build_manifests" if build else "manifest.json", module_seconds=alone,
+                       **run_role(source, root, build, check, base))
+            rows.append(row)
+            print("%6d %-13s role (%s) %6.1f s (module alone %.1f s), largest event %s (%s), publish event %s, over %d: %s, "
+                  "%s written %d changes %d" % (count, phase, row["role"], row["seconds"], alone, "{:,}".format(row["largest_event"]),
+                                                row["largest_task"], "{:,}".format(row["publish_event"]), MAX_EVENT_RES,
+                                                row["over_limit"] or "none", row["plan_digest"][:19], row["written_count"],
+                                                row["changes_count"]), flush=True)
     shutil.rmtree(base, ignore_errors=True)
     return rows
 
@@ -149,9 +204,18 @@ def markdown(rows: list[dict]) -> str:
     lines = ["| files | ansible-playbook | wall s | CPU s | peak RSS MiB | stdout bytes | module process s | module peak MiB "
              "| result JSON bytes | result str() bytes |", "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in rows:
-        lines.append("| {:,} | {} | {:.1f} | {:.1f} | {} | {:,} | {:.1f} | {} | {:,} | {:,} |".format(
-            r["files"], r["phase"], r["seconds"], r["cpu"], r["rss_mib"], r["stdout_bytes"], r["module_seconds"],
-            r["module_rss_mib"], r["result_json"], r["result_str"]))
+        if "role" not in r:
+            lines.append("| {:,} | {} | {:.1f} | {:.1f} | {} | {:,} | {:.1f} | {} | {:,} | {:,} |".format(
+                r["files"], r["phase"], r["seconds"], r["cpu"], r["rss_mib"], r["stdout_bytes"], r["module_seconds"],
+                r["module_rss_mib"], r["result_json"], r["result_str"]))
+    roles = [r for r in rows if "role" in r]
+    if roles:
+        lines += ["", "| files | role (AWX callback) | wall s | module alone s | largest event str() | its task | publish event str() "
+                  "| over 700,000 | written / changes |", "| ---: | --- | ---: | ---: | ---: | --- | ---: | --- | ---: |"]
+        for r in roles:
+            lines.append("| {:,} | {} {} | {:.1f} | {:.1f} | {:,} | {} | {:,} | {} | {:,} / {:,} |".format(
+                r["files"], r["phase"], r["role"], r["seconds"], r["module_seconds"], r["largest_event"], r["largest_task"],
+                r["publish_event"], ", ".join(r["over_limit"]) or "none", r["written_count"], r["changes_count"]))
     return "\n".join(lines) + "\n"
 
 
@@ -161,11 +225,12 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="10,000 files only")
     parser.add_argument("--phases", default="check,publish", help="check (--check --diff), publish, or both in order")
     parser.add_argument("--seed", type=int, default=20260101)
+    parser.add_argument("--role", action="store_true", help="also the role through ansible-runner's AWX callback")
     args = parser.parse_args(argv)
     counts = [int(c) for c in args.counts.split(",") if not args.quick or int(c) <= 10000]
     workdir = tempfile.mkdtemp(prefix="distributor-awx-")
     try:
-        rows = [row for count in counts for row in measure(count, workdir, args.seed, args.phases.split(","))]
+        rows = [row for count in counts for row in measure(count, workdir, args.seed, args.phases.split(","), args.role)]
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     write_results("awx", {"rows": rows, "repo": REPO_ROOT, "at": time.strftime("%Y-%m-%dT%H:%M:%S")}, markdown(rows))

@@ -40,6 +40,7 @@ options:
     elements: str
 extends_documentation_fragment:
   - distributor.core._distributor.ATTRIBUTES
+  - distributor.core._distributor.RESULT
 attributes:
   check_mode:
     description: Computes the manifest without writing it.
@@ -71,12 +72,11 @@ EXAMPLES = r"""
   distributor.core.distributor_manifest:
     path: /srv/bundles/reports
     id: reports.example
-  register: built
 
-- name: Publish it with the manifest just built (check mode predicts the run)
+- name: Publish it as just described (check mode, which wrote nothing, describes it again here and predicts the run)
   distributor.core.distributor_publish:
     source: /srv/bundles/reports
-    manifest: "{{ built.manifest }}"
+    manifest_id: reports.example
     pipeline:
       id: reports
     destination:
@@ -102,11 +102,45 @@ reason:
   type: str
   sample: invalid_config
 manifest:
-  description: The manifest as written (or as it would be written in check mode).
+  description:
+    - The manifest as written (or as it would be written in check mode).
+    - Its C(files) hold the first O(result_limit) entries (RV(truncated) says how many are left out), so that a bundle
+      of 50,000 files keeps the result within what an AWX job event holds; RV(files_count) counts them all and the
+      C(manifest.json) written (or O(record_file)) holds every one.
   returned: success
   type: dict
   sample: {schema_version: 1, id: reports.example, created: "2026-06-04T11:55:00Z",
            digest: "sha256:7d5f0b3c9e1a2d4f6b8a0c2e4f6a8b0d2f4a6c8e0b2d4f6a8c0e2a4b6d8f0a2c", files: []}
+digest:
+  description: The manifest's C(digest), over every file it lists.
+  returned: success
+  type: str
+  sample: "sha256:7d5f0b3c9e1a2d4f6b8a0c2e4f6a8b0d2f4a6c8e0b2d4f6a8c0e2a4b6d8f0a2c"
+  version_added: 0.2.0
+files_count:
+  description: How many files the manifest lists.
+  returned: success
+  type: int
+  sample: 50000
+  version_added: 0.2.0
+truncated:
+  description: Each list of the result that O(result_limit) cut (C(manifest.files)) and how many entries it left out.
+  returned: success
+  type: dict
+  sample: {manifest.files: 49900}
+  version_added: 0.2.0
+record_file:
+  description: The absolute path of the O(record_file) written.
+  returned: when O(record_file) is set
+  type: str
+  sample: /var/lib/distributor/records/reports.manifest.jsonl
+  version_added: 0.2.0
+record_sha256:
+  description: C(sha256:<64 hex>) of the bytes of the O(record_file) written.
+  returned: when O(record_file) is set
+  type: str
+  sample: sha256:2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae
+  version_added: 0.2.0
 path:
   description: Where C(manifest.json) is.
   returned: success
@@ -115,11 +149,13 @@ path:
 """
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.adapter import run_module
+from ansible_collections.distributor.core.plugins.module_utils._distributor.argspec import RESULT
 from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.ensure_manifest import ensure_manifest
 
 
 def main():
     argument_spec = dict(
+        RESULT,
         path=dict(type="path", required=True),
         id=dict(type="str", required=True),
         created=dict(type="str"),

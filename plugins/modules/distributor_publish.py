@@ -30,7 +30,20 @@ options:
         M(distributor.core.distributor_manifest) returns, so that a play that builds the manifest
         and publishes predicts the publish in check mode, where the manifest is not written.
       - Validated exactly like C(manifest.json); every file is verified against it while it is read.
+      - That result lists the first O(distributor.core.distributor_manifest#module:result_limit) files only; for a bundle of
+        more, register it with O(distributor.core.distributor_manifest#module:result_limit=-1), or give O(manifest_id) instead,
+        which hands no manifest from task to task.
     type: dict
+    version_added: 0.2.0
+  manifest_id:
+    description:
+      - Describe the bundle as it is now, with this source id, in place of reading its C(manifest.json);
+        the manifest M(distributor.core.distributor_manifest) would write with O(distributor.core.distributor_manifest#module:id)
+        (C(created) derived the same way from the bundle and the C(manifest.json) it has), built where the publish runs.
+      - For a check after a C(distributor_manifest) task that wrote nothing (check mode), without handing its
+        RV(distributor.core.distributor_manifest#module:manifest), one entry per file, from task to task; the role's
+        C(distributor_build_manifests) uses it. Not with O(manifest).
+    type: str
     version_added: 0.2.0
   source:
     description: Directory of the source bundle (holding C(manifest.json)).
@@ -493,6 +506,7 @@ def main():
         lock_timeout=dict(type="float", default=60.0),
         return_records=dict(type="bool", default=False),
         manifest=dict(type="dict"),
+        manifest_id=dict(type="str"),
         expect_plan_digest=dict(type="str"),
         verify=VERIFY,
     )
@@ -503,7 +517,7 @@ def main():
             check_mode=check_mode, full_result=diff_mode or params["return_records"] or bool(params["record_file"]),
             manifest_option=params["manifest"],
             diff_contents=diff_mode, expect_plan_digest=params["expect_plan_digest"], verify=params["verify"],
-            result_limit=params["result_limit"],
+            result_limit=params["result_limit"], manifest_id=params["manifest_id"],
         ),
         diff_aware=True,
     )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import sys
 
 import ansible_runner
@@ -43,7 +44,7 @@ def job(tmp_path, make_bundle):
     runs = iter(range(100))
     publications = inventory["all"]["children"]["distributor_publishers"]["vars"]["distributor_publications"]
 
-    def run(cmdline: str = ""):
+    def run(cmdline: str = "", envvars: dict | None = None):
         private_data_dir = tmp_path / ("job-%d" % next(runs))
         private_data_dir.mkdir()
         runner = ansible_runner.run(
@@ -52,7 +53,7 @@ def job(tmp_path, make_bundle):
             playbook="publish.yml",
             inventory=inventory,
             envvars={"ANSIBLE_COLLECTIONS_PATH": collections_path(),
-                     "PATH": VENV_BIN + os.pathsep + os.environ.get("PATH", "")},
+                     "PATH": VENV_BIN + os.pathsep + os.environ.get("PATH", ""), **(envvars or {})},
             cmdline=cmdline,
             quiet=True,
         )
@@ -174,3 +175,56 @@ def test_a_manifest_given_as_an_option_comes_back_in_the_job_event_cut_to_result
     [result] = res["results"]
     assert result["written_count"] == 300
     assert result["invocation"]["module_args"]["manifest"]["files"] == job.publication["manifest"]["files"][:100]
+
+
+# awx_display keeps every result whole under this limit, so a test sees each event's real size.
+WHOLE_EVENTS = {"MAX_EVENT_RES": str(10 ** 9)}
+
+
+def role_events(runner) -> dict:
+    """The largest `str(res)` of each task's events, as awx_display measures them, and the
+    distinct files of the bundle that the task's events name (by their stem: page00010, image00011)
+    outside `invalidation_paths`, which `links.invalidation_limit` bounds instead (1,000 URLs)."""
+    sizes, named = {}, {}
+    for event in runner.events:
+        data = event.get("event_data", {})
+        if "res" in data and event["event"] != "playbook_on_stats":
+            sizes[data["task"]] = max(sizes.get(data["task"], 0), len(str(data["res"])))
+            named.setdefault(data["task"], set()).update(re.findall(r"(?:page|image)\d{5}", str(_without_urls(data["res"]))))
+    return {"sizes": sizes, "named": {task: len(stems) for task, stems in named.items()}}
+
+
+def _without_urls(value):
+    if isinstance(value, dict):
+        return {key: _without_urls(item) for key, item in value.items() if key != "invalidation_paths"}
+    if isinstance(value, list):
+        return [_without_urls(item) for item in value]
+    return value
+
+
+@pytest.mark.parametrize("build", [False, True], ids=["manifest.json", "distributor_build_manifests"])
+def test_every_event_of_the_role_names_at_most_result_limit_files_with_or_without_built_manifests(job, build):
+    """Issue 41 item 1: with distributor_build_manifests the manifest task's result and every
+    publish loop item carried the whole manifest (125 characters a file), so the manifest, publish
+    and wait events of 6,000 files passed MAX_EVENT_RES and AWX kept `{}` of them. Now no event
+    names more of the bundle's files than the result_limit (100) of each of its lists, whatever
+    the bundle's size; the 50,000-file sizes are in benchmarks/awx_results.py."""
+    job.files(site(6000))
+    extra = ""
+    if build:
+        job.publication["source_id"] = "site.example"
+        with open(os.path.join(job.publication["source"], "d000", "page00000.md"), "ab") as handle:
+            handle.write(b"Edited after its manifest was written.\n")
+        extra = " -e distributor_build_manifests=true"
+    for cmdline in ("--check --diff" + extra, extra):
+        runner = job(cmdline, envvars=WHOLE_EVENTS)
+        events = role_events(runner)
+        assert max(events["sizes"].values()) <= MAX_EVENT_RES, events["sizes"]
+        assert max(events["named"].values()) <= 300, [item for item in events["named"].items() if item[1] > 300]
+        [result] = event_res(runner)["results"]
+        assert result["plan_digest"].startswith("sha256:") and result["action"] == "publish"
+        assert (result["written_count"], result["changes_count"]) == (6000, 6000)
+        if cmdline.startswith("--check"):
+            approved = result["plan_digest"]
+        else:
+            assert result["plan_digest"] == approved, "the run publishes the bundle the check reviewed"

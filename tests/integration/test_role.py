@@ -225,6 +225,24 @@ def test_a_check_prints_each_plan_digest_and_the_extra_vars_that_publish_exactly
     assert "3 of 3 publishes failed: reports -> web failed (plan_changed): the approved plan" in output
 
 
+def test_an_approval_covers_the_whole_run_and_a_pair_it_does_not_name_publishes_nothing(role, site, tmp_path):
+    """Issue 41 item 2: a destination added between the check and the run was published unreviewed."""
+    output, _checked = role(site, check=True)
+    approval = tuple(shlex.split(APPROVAL.search(output).group(1)))
+    site["distributor_destinations"]["mirror"] = {"storage": {"type": "local", "root": str(tmp_path / "mirror")}, "path": "reports"}
+    site["distributor_pipelines"]["reports"]["destinations"].append("mirror")
+
+    output, _results = role(site, extra=approval, expect_rc=2)
+    assert ("reports/mirror is not approved: distributor_expected_plans names reports/archive, reports/web, sources/archive "
+            "only, so its plan was never reviewed; run the check (--check --diff, without distributor_expected_plans) "
+            "again and approve the plan digest it prints for reports/mirror") in " ".join(output.split())
+    assert not (tmp_path / "www").exists() and not (tmp_path / "mirror").exists(), "an unapproved run publishes nothing"
+
+    output, _checked = role(site, check=True)
+    _output, published = role(site, extra=tuple(shlex.split(APPROVAL.search(output).group(1))))
+    assert {r["action"] for r in published} == {"publish"} and (tmp_path / "mirror" / "reports" / "report.html").exists()
+
+
 def test_with_build_manifests_a_bundle_edited_after_its_manifest_is_reviewed_and_published_as_it_is(role, site, tmp_path):
     bundle = site["distributor_publications"][0]["source"]
     for publication in site["distributor_publications"]:

@@ -13,6 +13,7 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.plan
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError, Unreadable
 from ansible_collections.distributor.core.plugins.module_utils._distributor.records.manifest_build import build_manifest
 from ansible_collections.distributor.core.plugins.module_utils._distributor.planning.plan import Content, Write
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.ensure_manifest import ensure_manifest
 from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
 from ansible_collections.distributor.core.plugins.module_utils._distributor.records.transforms import BUILTIN_STYLESHEET, Page, render_markdown
 
@@ -215,6 +216,30 @@ def test_the_manifest_option_is_used_in_place_of_a_stale_manifest_json(tmp_path)
     built = build_manifest(bundle, "reports.example", "2026-06-04T11:55:00Z").to_dict()
     result = publish(bundle, PIPELINE, DEST, check_mode=True, now=NOW, opener=memory({}), manifest_option=built)
     assert result["action"] == "publish" and result["state"]["source"]["manifest"] == built
+
+
+def test_manifest_id_describes_the_bundle_as_it_is_now_as_distributor_manifest_would_write_it(tmp_path):
+    """What the role's check passes in place of a manifest of every file (issue 41 item 1)."""
+    bundle = write_bundle(tmp_path / "b", {"notes.txt": b"one\n"})
+    with open(os.path.join(bundle, "notes.txt"), "wb") as handle:
+        handle.write(b"changed since the manifest was written\n")
+    result = publish(bundle, PIPELINE, DEST, check_mode=True, now=NOW, opener=memory({}), manifest_id="reports.example")
+    wanted = ensure_manifest(bundle, manifest_id="reports.example", created=None, paths=None, check_mode=True)["manifest"]
+    assert result["action"] == "publish" and result["state"]["source"]["manifest"] == wanted
+    with pytest.raises(DistributorError) as both:
+        publish(bundle, PIPELINE, DEST, check_mode=True, now=NOW, opener=memory({}), manifest_id="reports.example",
+                manifest_option=wanted)
+    assert both.value.reason == "invalid_config" and "manifest_id" in both.value.message
+
+
+def test_a_manifest_cut_to_result_limit_is_refused_saying_how_to_publish_without_handing_it_on(tmp_path):
+    bundle = write_bundle(tmp_path / "b", {"a.txt": b"a\n", "b.txt": b"b\n"})
+    whole = ensure_manifest(bundle, manifest_id="reports.example", created=None, paths=None, check_mode=True)["manifest"]
+    with pytest.raises(DistributorError) as caught:
+        publish(bundle, PIPELINE, DEST, check_mode=True, now=NOW, opener=memory({}), manifest_option=dict(whole, files=whole["files"][:1]))
+    assert caught.value.reason == "invalid_manifest"
+    assert "does not match its files" in caught.value.message
+    assert "give this publish manifest_id with the same id in place of manifest, or that task result_limit: -1" in caught.value.message
 
 
 @pytest.mark.parametrize("field, value, words", [

@@ -7,7 +7,12 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
+from ansible.module_utils import basic
+from ansible.module_utils.common import warnings
+
 from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.ensure_manifest import ensure_manifest
+from ansible_collections.distributor.core.plugins.modules import distributor_manifest
 
 FIRST = "2026-06-04T12:00:00Z"
 MTIME = 1780574400  # 2026-06-04T12:00:00Z
@@ -94,3 +99,19 @@ def test_listed_paths_limit_the_manifest(tmp_path):
     source = bundle(tmp_path, {"a.md": b"# A\n", "draft.md": b"wip"})
     result = run(source, paths=["a.md"])
     assert [f["path"] for f in result["manifest"]["files"]] == ["a.md"]
+
+
+def test_the_module_result_lists_the_first_result_limit_files_with_the_digest_and_count(tmp_path, capsys, monkeypatch):
+    """A 50,000-file manifest in a task result was dropped by AWX, and the role handed it on (issue 41)."""
+    source = bundle(tmp_path, {"f%03d.txt" % n: b"%d" % n for n in range(130)})
+    arguments = {"path": source, "id": "reports.daily", "_ansible_check_mode": True}
+    monkeypatch.setattr(basic, "_ANSIBLE_ARGS", json.dumps({"ANSIBLE_MODULE_ARGS": arguments}).encode())
+    monkeypatch.setattr(basic, "_ANSIBLE_PROFILE", "legacy")
+    monkeypatch.setattr(warnings, "_global_warnings", {})
+    with pytest.raises(SystemExit):
+        distributor_manifest.main()
+    out = json.loads(capsys.readouterr().out)
+    whole = run(source, check_mode=True)["manifest"]
+    assert out["manifest"]["files"] == whole["files"][:100] and out["truncated"] == {"manifest.files": 30}
+    assert (out["digest"], out["files_count"]) == (whole["digest"], 130)
+    assert not (tmp_path / "manifest.json").exists()

@@ -3,13 +3,9 @@
 
 from __future__ import annotations
 
-import os
 from typing import Iterable
 
-from ..records.bundle import read_manifest_json
-from ..errors import DistributorError
-from ..records.manifest import MANIFEST_NAME, parse_manifest
-from ..records.manifest_build import build_manifest, write_manifest
+from ..records.manifest_build import described, write_manifest
 
 
 def ensure_manifest(source_dir: str, *, manifest_id: str, created: str | None, paths: Iterable[str] | None,
@@ -19,15 +15,9 @@ def ensure_manifest(source_dir: str, *, manifest_id: str, created: str | None, p
     Without `created` it is derived from the bundle (derive_created), in check mode and in a
     run alike: a play re-run on an unchanged bundle changes nothing, and a check predicts the run.
     """
-    where = os.path.join(os.path.abspath(source_dir), MANIFEST_NAME)
-    current = None
-    if os.path.exists(where):
-        try:
-            current = parse_manifest(read_manifest_json(where), where)
-        except DistributorError:
-            current = None
-    wanted = build_manifest(source_dir, manifest_id, created, paths, previous=current)
+    wanted, current, where = described(source_dir, manifest_id, created, paths)
     changed = wanted != current
     if changed and not check_mode:
         write_manifest(source_dir, wanted)
-    return {"changed": changed, "manifest": wanted.to_dict(), "path": where}
+    return {"changed": changed, "manifest": wanted.to_dict(), "digest": wanted.digest, "files_count": len(wanted.files),
+            "path": where}

@@ -21,6 +21,7 @@ from ..planning.authorship import check_authorship, overwritten_or_deleted
 from ..budget import Mapped
 from ..records.bundle import Bundle
 from ..planning.changes import publish_changes
+from ..errors import DistributorError
 from ..records.config import Destination, Pipeline, parse_destination, parse_pipeline, render_bundle_path, render_url
 from ..planning.contentdiff import content_diffs
 from ..planning.decide import decide, decide_from_state
@@ -30,6 +31,7 @@ from ..execution.execute import Leftovers, execute, find_leftovers, output_chunk
 from ..planning.guards import check_delete_limit, first_paths
 from ..planning.invalidation import changed_urls, invalidation_paths
 from ..limits import UNLIMITED
+from ..records.manifest_build import described
 from ..paths import STATE_NAME
 from ..planning.plan import Content, Plan, plan, plan_outputs, with_data
 from ..releases.publish import publish_release
@@ -114,7 +116,7 @@ def pages_rendered(make_plan, contents: dict, bundle: Bundle, page: Page) -> Pla
 def publish(source: str, pipeline: dict, destination: dict, *, force: bool = False, lock_timeout: float = 60.0,
             check_mode: bool = False, now: datetime | None = None, opener=open_storage, full_result: bool = True,
             manifest_option: dict | None = None, diff_contents: bool = False, expect_plan_digest: str | None = None,
-            verify: str = "none", result_limit: int = UNLIMITED) -> dict:
+            verify: str = "none", result_limit: int = UNLIMITED, manifest_id: str | None = None) -> dict:
     """Publish one bundle to one destination; `opener` lets tests hand in a fault-injecting backend.
     With `expect_plan_digest` a run whose plan digest differs fails (plan_changed) before it
     touches storage, recovery of an interrupted attempt included: recovery runs after the check.
@@ -123,6 +125,8 @@ def publish(source: str, pipeline: dict, destination: dict, *, force: bool = Fal
     output record (the state the whole manifest too): Ansible copies and scans a result several
     times, so for 10,000 files they cost more than the publish. The module asks for them only
     with --diff or return_records. `manifest_option` is used in place of the bundle's manifest.json;
+    with `manifest_id` the bundle is described as it is now (what distributor_manifest would write),
+    here, so that no task hands a manifest of every file to this one;
     `diff_contents` (--diff) adds content diffs of the outputs written to the `diff`. `verify`
     (size, sha256) also rewrites this owner's kept outputs that drifted at the destination, even
     when the decision is `skip` (drift.py); the result lists them in `repaired`. `result_limit`
@@ -133,6 +137,11 @@ def publish(source: str, pipeline: dict, destination: dict, *, force: bool = Fal
     pipeline_cfg = parse_pipeline(pipeline)
     destination_cfg = parse_destination(destination)
     page = page_of(pipeline_cfg)
+    if manifest_id is not None:
+        if manifest_option is not None:
+            raise DistributorError("invalid_config", "give either manifest (a manifest to publish with) or manifest_id "
+                                   "(describe the bundle as it is now with that source id), not both")
+        manifest_option = described(source, manifest_id)[0].to_dict()
     bundle = Bundle.load(source, manifest_option)
     manifest = bundle.manifest
     planned = plan_outputs(manifest, pipeline_cfg)

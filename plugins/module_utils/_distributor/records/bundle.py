@@ -15,7 +15,7 @@ import stat
 from typing import Iterator
 
 from ..errors import DistributorError
-from .manifest import MANIFEST_NAME, Manifest, parse_manifest, short_digest
+from .manifest import DIGEST_MISMATCH, MANIFEST_NAME, Manifest, parse_manifest, short_digest
 from ..regular import NotRegularFile, kind_of, open_looked_at, open_regular, open_regular_fd
 from .schemas import check_density, show
 
@@ -42,10 +42,10 @@ class Bundle:
         root = os.path.abspath(source_dir)
         if manifest is None:
             where = os.path.join(root, MANIFEST_NAME)
-            manifest = read_manifest_json(where)
+            bundle = cls(root, parse_manifest(read_manifest_json(where), where))
         else:
             where = "%s (manifest option)" % root
-        bundle = cls(root, parse_manifest(manifest, where))
+            bundle = cls(root, _option_manifest(manifest, where))
         bundle._real = bundle._inside.regular_files(bundle.manifest.files, where)
         return bundle
 
@@ -85,6 +85,20 @@ class Bundle:
 
     def _location(self, path: str) -> str:
         return self._real.get(path) or self._inside.resolve(path, self.root)[0]
+
+
+def _option_manifest(manifest: dict, where: str) -> Manifest:
+    """The publish option parsed like manifest.json. A digest that does not match the files given
+    is most often a manifest registered from distributor_manifest, whose result lists only the
+    first result_limit files: the message says so, and how to publish without handing it on."""
+    try:
+        return parse_manifest(manifest, where)
+    except DistributorError as error:
+        if DIGEST_MISMATCH not in error.message:
+            raise
+        raise DistributorError(error.reason, "%s; if it is a distributor_manifest result (which lists the first result_limit "
+                               "files, see its truncated), give this publish manifest_id with the same id in place of "
+                               "manifest, or that task result_limit: -1" % error.message, error.details) from None
 
 
 def _verify(path: str, entry, size: int, hasher) -> None:

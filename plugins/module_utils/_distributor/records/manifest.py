@@ -217,8 +217,12 @@ def _check_paths(files: tuple[ManifestFile, ...], where: str, reason: str) -> No
             parent = parent.rpartition("/")[0]
 
 
+# The words of a digest that does not match the files listed, which a caller may add a cause to.
+DIGEST_MISMATCH = "does not match its files"
+
+
 def _check_digest(manifest: Manifest, where: str, reason: str) -> None:
     computed = compute_digest(manifest.files)
     if computed != manifest.digest:
-        raise DistributorError(reason, "%s: digest %s does not match its files (computed %s); regenerate the manifest"
-                               % (where, short_digest(manifest.digest), short_digest(computed)))
+        raise DistributorError(reason, "%s: digest %s %s (computed %s); regenerate the manifest"
+                               % (where, short_digest(manifest.digest), DIGEST_MISMATCH, short_digest(computed)))

@@ -15,7 +15,7 @@ import tempfile
 from datetime import datetime, timezone
 from typing import Iterable, Iterator
 
-from .bundle import InsideBundle, listed_file, read_chunks
+from .bundle import InsideBundle, listed_file, read_chunks, read_manifest_json
 from ..errors import DistributorError
 from .manifest import (MANIFEST_NAME, SCHEMA_VERSION, Manifest, ManifestFile, compute_digest, parse_manifest,
                        publishable_path_problem)
@@ -43,6 +43,22 @@ def build_manifest(source_dir: str, manifest_id: str, created: str | None, paths
                                  previous)
     manifest = Manifest(SCHEMA_VERSION, manifest_id, compute_digest(files), created, files)
     return parse_manifest(manifest.to_dict(), os.path.join(root, MANIFEST_NAME))
+
+
+def described(source_dir: str, manifest_id: str, created: str | None = None,
+              paths: Iterable[str] | None = None) -> tuple[Manifest, Manifest | None, str]:
+    """The bundle as it is now (build_manifest, `created` moving on from the manifest.json it
+    has), that manifest.json (None when missing or invalid) and where it is: what
+    distributor_manifest writes, and what a publish given `manifest_id` describes in place of
+    reading the file, so a check, which writes nothing, publishes what the run will."""
+    where = os.path.join(os.path.abspath(source_dir), MANIFEST_NAME)
+    current = None
+    if os.path.exists(where):
+        try:
+            current = parse_manifest(read_manifest_json(where), where)
+        except DistributorError:
+            current = None
+    return build_manifest(source_dir, manifest_id, created, paths, previous=current), current, where
 
 
 def derive_created(manifest_id: str, files: tuple[ManifestFile, ...], mtimes: list[float],
