@@ -445,9 +445,9 @@ def test_same_size_tampering_is_a_sha256_mismatch(tmp_path):
     bundle = Bundle.load(str(tmp_path))
     (tmp_path / "report.md").write_bytes(b"tampered")
     error = drain(bundle, "report.md")
-    assert error.message.startswith("report.md: sha256 mismatch (manifest %s…, file %s…); the bundle changed after its manifest was written: "
-                                    "when the change is meant, write the manifest again (distributor_manifest" % (
-        sha(b"original")[:19], sha(b"tampered")[:19]))
+    said = "report.md: sha256 mismatch (manifest %s…, file %s…); the bundle changed after its manifest was written: " % (
+        sha(b"original")[:19], sha(b"tampered")[:19])
+    assert error.message.startswith(said + "when the change is meant, write the manifest again (distributor_manifest")
 
 
 def test_a_file_that_grew_fails_before_the_extra_bytes_are_handed_out(tmp_path):
