@@ -483,11 +483,19 @@ options:
           template:
             description:
               - Absolute path of an HTML page template on the host that runs the module, used instead of the
-                built-in page. Each C({title}), C({content}) and C({stylesheet}) in it is replaced (plain
+                built-in page. Each C({title}), C({content}), C({stylesheet}) and C({lang}) in it is replaced (plain
                 placeholders, not Jinja2); C({content}) is required, every other brace stays as written.
-              - The file is read at every publish; a changed template changes the pages rendered from then on,
-                but an unchanged bundle is still a skip (see the configuration reference).
+              - The file is read at every publish. A changed template changes the render key of every page, so the
+                next publish renders every page again, an unchanged bundle included (see the configuration reference).
             type: path
+            version_added: 0.2.0
+          lang:
+            description:
+              - The language of the pages, a BCP 47 tag such as C(en), C(de) or C(pt-BR), written as
+                C(<html lang="...">) by the built-in page and in place of C({lang}) in a template.
+              - Part of the render key like the other page options, so a change renders every page again.
+            type: str
+            default: en
             version_added: 0.2.0
       destinations:
         description: Destination ids, used by the C(distributor) role; ignored by the modules.

@@ -24,9 +24,10 @@ description:
     publish's switch. In a shared root the whole tree switches, every owner's outputs with it;
     RV(owners) names the owners whose published source differs between the two releases.
   - Takes the lock of the release home, the one lock that publishes of this bundle path take too.
-  - Fails with C(invalid_config) when the destination has no O(destination.releases), when there is no
-    earlier good release to return to, or when the release named is not held or cannot be activated
-    (it failed, or was never completely built); C(invalid_state) when the link or the release index is
+  - Fails with C(invalid_config) when the destination has no O(destination.releases), or when the release
+    named is not held or cannot be activated (it failed, or was never completely built); C(no_release) when
+    there is no earlier good release to return to, or the bundle path is a plain directory not yet converted to
+    release mode (the message says how); C(invalid_state) when the link or the release index is
     not what distributor writes; C(storage_error) when an SFTP server lacks C(posix-rename@openssh.com).
   - Check mode changes nothing, not even a lock, and makes the same checks as a run. With C(--diff) the
     result shows the release the bundle path holds before and after.
@@ -143,11 +144,13 @@ RETURN = r"""
 reason:
   description:
     - On failure, the machine-readable cause, one of the following.
-    - V(invalid_config) - a destination setting is wrong, the destination has no C(releases), there is no earlier good
-      release to return to, or the release named is not held or failed (the message says which).
+    - V(invalid_config) - a destination setting is wrong, the destination has no C(releases), or the release named is
+      not held or failed (the message says which).
     - V(invalid_state) - the bundle path's link, the release index or the release's C(.distributor.json) is not what
       distributor writes.
     - V(locked) - a publisher held the bundle path for longer than O(lock_timeout).
+    - V(no_release) - there is no earlier good release to return to, or the bundle path is a plain directory not in
+      release mode (the message says how to convert it); nothing in the configuration is wrong.
     - V(plan_changed) - O(expect_plan_digest) was given and this run's plan differs; nothing was switched.
     - V(storage_error) - the storage refused or failed an operation, the release is not whole, or an SFTP server cannot
       switch a link atomically (the message names the location).

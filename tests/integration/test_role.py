@@ -90,6 +90,18 @@ def test_an_unknown_pipeline_id_fails_naming_it_before_anything_is_published(rol
     assert not (tmp_path / "www").exists() and not (tmp_path / "archive").exists()
 
 
+def test_a_misspelt_role_variable_is_named_with_the_one_meant_and_the_play_runs_on(role, site, tmp_path):
+    """A warning, not a failure: the play publishes as it would without the variable."""
+    output, _results = role(site)
+    assert "is not a variable of the distributor role" not in output
+    site.update(distributor_opration="prune", distributor_colour="blue")
+    output, results = role(site)
+    assert "WARNING: distributor_opration is not a variable of the distributor role and is ignored; did you mean " \
+           "distributor_operation?" in output
+    assert "WARNING: distributor_colour is not a variable of the distributor role and is ignored\"" in output
+    assert jobs(results) == [("reports", "archive", False), ("reports", "web", False), ("sources", "archive", False)]
+
+
 def test_a_pipeline_without_a_destinations_list_is_refused(role, site):
     del site["distributor_pipelines"]["sources"]["destinations"]
     output, _results = role(site, expect_rc=2)

@@ -135,6 +135,8 @@ def test_every_choice_is_documented_in_config_md(name):
     ({"template": "templates/page.html"}, "markdown.template 'templates/page.html' must be an absolute path"),
     ({"template": ""}, "pipeline: markdown.template must not be empty"),
     ({"stylesheet": 1}, "pipeline: markdown.stylesheet must be a string, not an integer"),
+    ({"lang": "en\" onload=\"x"}, "pipeline: markdown.lang"),
+    ({"lang": ""}, "pipeline: markdown.lang"),
 ])
 def test_page_options_are_checked_naming_the_field(markdown, message):
     with pytest.raises(DistributorError) as caught:
@@ -145,6 +147,8 @@ def test_page_options_are_checked_naming_the_field(markdown, message):
 def test_page_options_are_kept():
     parsed = parse_pipeline({"id": "site", "markdown": {"stylesheet": "/css/site.css", "template": "/etc/page.html"}})
     assert (parsed.stylesheet, parsed.template, parsed.allow_raw_html) == ("/css/site.css", "/etc/page.html", False)
+    assert parsed.lang == "en"
+    assert parse_pipeline({"id": "site", "markdown": {"lang": "pt-BR"}}).lang == "pt-BR"
 
 
 def test_release_mode_is_off_unless_given_and_defaults_to_keep_3_activate_no_convert():

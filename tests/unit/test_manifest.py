@@ -301,6 +301,14 @@ def test_missing_manifest_is_refused(tmp_path):
     assert error.message.startswith("%s does not exist" % (tmp_path / "manifest.json"))
 
 
+def test_a_missing_bundle_directory_is_named_as_the_directory(tmp_path):
+    """A mistyped bundle path: the directory is missing, not a file in it."""
+    error = fails_to_load(tmp_path / "bundel")
+    assert error.reason == "invalid_manifest"
+    assert error.message.startswith("the bundle directory %s does not exist (nothing at that path, or not a directory); "
+                                    "check the bundle path" % (tmp_path / "bundel"))
+
+
 def test_broken_json_names_line_and_column(tmp_path):
     (tmp_path / "manifest.json").write_text('{\n  "id": "x",\n  "files": [}\n')
     error = fails_to_load(tmp_path)
@@ -346,7 +354,9 @@ def test_a_file_whose_size_changed_before_load_fails_verification(tmp_path):
     error = fails_to_load(tmp_path)
     assert error.reason == "verification_failed"
     assert error.message == ("a.md: size mismatch (manifest 3 bytes, file 4 bytes); "
-                             "the bundle changed after its manifest was written")
+                             "the bundle changed after its manifest was written: when the change is meant, write the manifest "
+                             "again (distributor_manifest, or the role's distributor_build_manifests: true); when the "
+                             "producer is still writing, publish once it has finished")
 
 
 def test_a_symlink_pointing_outside_the_bundle_is_refused(tmp_path):
@@ -435,8 +445,9 @@ def test_same_size_tampering_is_a_sha256_mismatch(tmp_path):
     bundle = Bundle.load(str(tmp_path))
     (tmp_path / "report.md").write_bytes(b"tampered")
     error = drain(bundle, "report.md")
-    assert error.message == "report.md: sha256 mismatch (manifest %s…, file %s…); the bundle changed after its manifest was written" % (
+    said = "report.md: sha256 mismatch (manifest %s…, file %s…); the bundle changed after its manifest was written: " % (
         sha(b"original")[:19], sha(b"tampered")[:19])
+    assert error.message.startswith(said + "when the change is meant, write the manifest again (distributor_manifest")
 
 
 def test_a_file_that_grew_fails_before_the_extra_bytes_are_handed_out(tmp_path):
@@ -448,8 +459,8 @@ def test_a_file_that_grew_fails_before_the_extra_bytes_are_handed_out(tmp_path):
         for chunk in bundle.chunks("big.bin"):
             received.append(chunk)
     assert caught.value.reason == "verification_failed"
-    assert caught.value.message == ("big.bin: size mismatch (manifest 1048576 bytes, file more than 1048576 bytes); "
-                                    "the bundle changed after its manifest was written")
+    assert caught.value.message.startswith("big.bin: size mismatch (manifest 1048576 bytes, file more than 1048576 bytes); "
+                                           "the bundle changed after its manifest was written: ")
     assert sum(map(len, received)) == MIB
 
 

@@ -260,7 +260,7 @@ def test_rollback_to_previous_skips_releases_rolled_back_from(tmp_path):
     assert live(store) == ids[0]
     with pytest.raises(DistributorError) as refused:
         switch_release("site", destination(), "previous", opener=opener(store))
-    assert refused.value.reason == "invalid_config"
+    assert refused.value.reason == "no_release"
 
 
 def test_unmanaged_content_in_the_live_generation_makes_a_release_publish_refuse(tmp_path):
@@ -283,6 +283,12 @@ def test_a_plain_bundle_path_is_converted_only_when_asked(tmp_path):
     with pytest.raises(DistributorError) as refused:
         publish_files(tmp_path, store, "two", {"index.html": b"two"}, now=LATER)
     assert refused.value.reason == "conflict" and "convert" in str(refused.value)
+    for release in ("previous", "20260604T115500Z-0123456789ab"):
+        with pytest.raises(DistributorError) as refused:
+            switch_release("site", destination(), release, opener=opener(store))
+        assert refused.value.reason == "no_release" and refused.value.message.endswith(
+            "/site is a plain directory, not in release mode: it holds no release to switch to. Publish once with "
+            "releases.convert: true to make the directory the first release (docs/config.md, releases)")
     result = publish_files(tmp_path, store, "two", {"index.html": b"two"}, dest=destination(convert=True), now=LATER)
     assert result["release"]["converted"]["id"] in statuses(store)
     assert read(store, "%s/%s/index.html" % (HOME, live(store))) == b"two"

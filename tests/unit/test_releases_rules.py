@@ -133,13 +133,15 @@ def test_previous_skips_rolled_back_and_failed_releases():
 
 @pytest.mark.parametrize("statuses, words", [
     (("failed", "rolled_back", "active"), "no earlier good release to return to"),
-    (("staged", "superseded"), "no release of it is active"),
+    (("staged", "superseded"), "no release of it is active; name the one to activate by id (distributor_state_info lists them)"),
     (("active", "superseded"), "no earlier good release to return to"),
+    ((), "it holds no release yet; a publish with releases makes the first one"),
 ])
 def test_without_a_good_release_before_the_active_one_previous_is_refused(statuses, words):
+    """Nothing in the configuration is wrong: the destination holds no such release (no_release)."""
     with pytest.raises(DistributorError) as caught:
         previous(index_of(*statuses))
-    assert caught.value.reason == "invalid_config" and words in caught.value.message
+    assert caught.value.reason == "no_release" and words in caught.value.message
 
 
 def test_five_failed_publishes_then_one_success_still_leave_the_active_and_the_previous_good_one():

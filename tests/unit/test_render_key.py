@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 
 import markdown
 import pytest
@@ -77,6 +78,7 @@ def test_the_same_inputs_give_the_same_key_in_the_documented_form():
     ("markdown_to_html", SHA, "docs/a.md", Page(allow_raw_html=True)),
     ("markdown_to_html", SHA, "docs/a.md", Page(stylesheet="/site.css")),
     ("markdown_to_html", SHA, "docs/a.md", Page(template=transforms.DEFAULT_TEMPLATE + " ")),
+    ("markdown_to_html", SHA, "docs/a.md", Page(lang="de")),
 ])
 def test_each_input_of_the_rendering_changes_the_key(other):
     assert render_key(*other) != render_key("markdown_to_html", SHA, "docs/a.md", Page())
@@ -142,6 +144,42 @@ def test_a_changed_stylesheet_rewrites_the_pages_of_an_unchanged_bundle_in_check
     assert ran["written"] == check["written"]
     assert b"/2.css" in (tmp_path / "www" / "p0.html").read_bytes()
     assert publish(bundle, second, local(tmp_path / "www"), now=LATER)["action"] == "skip"
+
+
+DOCS = os.path.join(os.path.dirname(__file__), "..", "..", "docs")
+
+
+def doc_text(name: str) -> str:
+    """A document of docs/ with its lines joined, so a sentence is found across a line break."""
+    with open(os.path.join(DOCS, name), encoding="utf-8") as handle:
+        return " ".join(handle.read().split())
+
+
+def test_the_docs_say_what_the_test_above_shows():
+    """The statements of the render-key behaviour drifted from the code once (issue 41): docs/config.md
+    said both that a stylesheet change renders every page of an unchanged bundle and that an
+    unchanged bundle is a skip that keeps its pages; the architecture notes called the render key
+    coming. What the tests above show is what the docs say."""
+    config, architecture = doc_text("config.md"), doc_text("internal/architecture.md")
+    assert ("so changing one of them renders every page again at the next publish, an unchanged bundle included: its "
+            "publish is a `replace` that writes the pages, in check mode too, not a `skip`") in config
+    assert "A page recorded without a render key (state written before render keys existed, schema 1 included) is a match" in config
+    assert "an unchanged bundle is a skip and keeps its pages" not in config
+    assert "the pages take the new template with the next changed bundle" not in config
+    assert "a recorded key that differs makes an unchanged bundle no `skip` and renders that page again" in architecture
+    assert "coming render_key" not in architecture and "What it does not do yet" not in architecture
+
+
+def test_a_changed_language_renders_every_page_of_an_unchanged_bundle(tmp_path, renders):
+    bundle = write_bundle(tmp_path / "b1", PAGES, created="2026-06-04T11:55:00Z")
+    publish(bundle, PIPELINE, local(tmp_path / "www"), now=NOW)
+    assert (tmp_path / "www" / "p0.html").read_bytes().startswith(b'<!DOCTYPE html>\n<html lang="en">')
+    renders.clear()
+    german = dict(PIPELINE, markdown={"lang": "de"})
+    ran = publish(bundle, german, local(tmp_path / "www"), now=LATER)
+    assert ran["action"] == "replace" and sorted(renders) == sorted(PAGES)
+    assert (tmp_path / "www" / "p0.html").read_bytes().startswith(b'<!DOCTYPE html>\n<html lang="de">')
+    assert publish(bundle, german, local(tmp_path / "www"), now=LATER)["action"] == "skip"
 
 
 def without_keys(root, schema: int) -> None:
@@ -282,6 +320,11 @@ GOLDEN_PAGES = {  # RENDERER_VERSION -> sha256 of each sample page's bytes, as t
     # third sample, a title in a template's attributes, was added with it.
     2: ("4deead37ab9fc2c38ecec100c1b177473adc88a56edeacded9848823043bad40",
         "2967778554d6a6ed6fe9d68c3f08b3e17078c089c50e5da491c206886011eaee",
+        "728788d84b06f774bc71fea97f3663e5c7c251229d4cddc7500a1d4a226a80da"),
+    # 3 writes the page's language (<html lang="en">): the built-in page's samples changed, the
+    # template's (which has no {lang}) kept its bytes.
+    3: ("798c2e1a86c00a694bbeab0ac075fe0f4bce757c304a91b37ca9751ee7eb0531",
+        "2c3c44ffe5a2e1d53a263f91f5e72c48ae97c4ae2fa25e201116e59829ea7d37",
         "728788d84b06f774bc71fea97f3663e5c7c251229d4cddc7500a1d4a226a80da"),
 }
 SAMPLES = (

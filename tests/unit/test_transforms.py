@@ -67,7 +67,7 @@ def test_unknown_transform_is_a_config_error(call):
 
 def test_output_is_a_complete_utf8_html5_document():
     document = render("# Caf\u00e9\n\nText.\n")
-    assert document.startswith("<!DOCTYPE html>\n<html>\n<head>\n<meta charset=\"utf-8\">\n")
+    assert document.startswith("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n")
     assert "<title>Caf\u00e9</title>" in document
     assert "<p>Text.</p>" in document
     assert document.endswith("</body>\n</html>\n")
@@ -299,6 +299,13 @@ def test_a_template_is_filled_once_and_keeps_every_other_brace():
                                Page(stylesheet="/site.css", template=template)).decode()
     assert document == ('<html><head><title>A &amp; B</title><style>p{color:red}</style><link rel="stylesheet" href="/site.css">'
                         '</head><main><h1 id="a-b">A &amp; B</h1>\n<p>says {title} and {content}</p></main>{other}</html>')
+
+
+def test_the_page_carries_its_language_in_the_built_in_page_and_in_a_template():
+    assert render_markdown(b"# T\n", "a.md", Page(lang="pt-BR")).startswith(b'<!DOCTYPE html>\n<html lang="pt-BR">\n<head>')
+    template = "<html lang={lang} data-lang='{lang}'><main>{content}</main></html>"
+    assert render_markdown(b"# T\n", "a.md", Page(template=template, lang="de")) == (
+        b'<html lang=de data-lang=\'de\'><main><h1 id="t">T</h1></main></html>')
 
 
 def test_the_template_changes_the_page_bytes():

@@ -16,6 +16,7 @@ REASONS = (
     "plan_changed",
     "delete_limit",
     "missing_library",
+    "no_release",
 )
 
 

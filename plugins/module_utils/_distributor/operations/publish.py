@@ -48,8 +48,9 @@ def page_of(pipeline: Pipeline) -> Page:
     """The pipeline's page options with its template read now, before the destination is
     opened: a template that cannot be used fails before anything is locked or read there."""
     if pipeline.template is None:
-        return Page(pipeline.allow_raw_html, pipeline.stylesheet)
-    return Page(pipeline.allow_raw_html, pipeline.stylesheet, read_template(pipeline.template, "pipeline %s" % pipeline.id))
+        return Page(pipeline.allow_raw_html, pipeline.stylesheet, lang=pipeline.lang)
+    return Page(pipeline.allow_raw_html, pipeline.stylesheet, read_template(pipeline.template, "pipeline %s" % pipeline.id),
+                pipeline.lang)
 
 
 def reusable(state, key: OwnerKey) -> dict:

@@ -36,6 +36,10 @@ def switch_release(pipeline_id: str, destination: dict, release: str, *, selecto
                                "the releases of a destination in release mode" % destination_cfg.id)
     bundle_path = render_bundle_path(destination_cfg, pipeline_id, selector.source_id, parse_created(selector.created))
     with opened_release(destination_cfg, bundle_path, lock_timeout, check_mode, opener) as root:
+        if root.plain:
+            raise DistributorError("no_release", "%s is a plain directory, not in release mode: it holds no release to switch to. "
+                                   "Publish once with releases.convert: true to make the directory the first release "
+                                   "(docs/config.md, releases)" % root.parent.describe(root.name))
         target = chosen(root.index, release)
         rollback = root.live is not None and target.id < root.live
         owners = affected_owners(root, target.id)

@@ -113,12 +113,26 @@ def _verify(path: str, entry, size: int, hasher) -> None:
             path, short_digest(entry.sha256), short_digest(actual), _CHANGED))
 
 
-_CHANGED = "the bundle changed after its manifest was written"
+_CHANGED = ("the bundle changed after its manifest was written: when the change is meant, write the manifest again "
+            "(distributor_manifest, or the role's distributor_build_manifests: true); when the producer is still "
+            "writing, publish once it has finished")
 
 
 def _size_mismatch(path: str, expected: int, actual: str) -> DistributorError:
     return DistributorError("verification_failed", "%s: size mismatch (manifest %d bytes, file %s); %s" % (
         path, expected, actual, _CHANGED))
+
+
+def _no_manifest(where: str) -> DistributorError:
+    """A missing bundle directory (a mistyped path, an unpacked bundle elsewhere) said as such,
+    not as a missing file in it."""
+    directory = os.path.dirname(where)
+    if directory and not os.path.isdir(directory):
+        return DistributorError("invalid_manifest", "the bundle directory %s does not exist (nothing at that path, or not "
+                                "a directory); check the bundle path: a bundle is a directory holding manifest.json and the "
+                                "files it lists" % directory)
+    return DistributorError("invalid_manifest", "%s does not exist; a bundle is a directory holding manifest.json and the "
+                            "files it lists (distributor_manifest writes one)" % where)
 
 
 def read_manifest_json(where: str) -> object:
@@ -128,8 +142,7 @@ def read_manifest_json(where: str) -> object:
         with open_regular(where) as handle:
             raw = handle.read()
     except FileNotFoundError:
-        raise DistributorError("invalid_manifest", "%s does not exist; a bundle is a directory holding "
-                               "manifest.json and the files it lists" % where) from None
+        raise _no_manifest(where) from None
     except NotRegularFile as exc:
         raise _not_regular(exc) from None
     except OSError as exc:

@@ -18,7 +18,7 @@ from ..paths import is_reserved, path_problem
 from .schema_documents import HTTP_URL
 from .schemas import validate
 from ..timestamps import format_rfc3339
-from .transforms import is_script_url
+from .transforms import DEFAULT_LANG, is_script_url
 from ..urls import url_problem
 from ..vocabulary import SHARED_ROOT, SINGLE_OWNER
 
@@ -52,6 +52,7 @@ class Pipeline:
     exclude: tuple[str, ...] = ()
     stylesheet: str | None = None
     template: str | None = None
+    lang: str = DEFAULT_LANG
 
 
 @dataclass(frozen=True)
@@ -145,6 +146,7 @@ def parse_pipeline(data: object) -> Pipeline:
         exclude=tuple(data.get("exclude", ())),
         stylesheet=markdown.get("stylesheet"),
         template=markdown.get("template"),
+        lang=markdown.get("lang", DEFAULT_LANG),
     )
     _check_page_options(pipeline)
     return pipeline

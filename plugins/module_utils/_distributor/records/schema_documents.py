@@ -268,7 +268,9 @@ PIPELINE = {
                                "description": "URL of the operator's stylesheet, linked instead of the built-in one"},
                 "template": {"type": "string", "minLength": 1,
                              "description": "absolute path of an HTML page template with {title}, {content} "
-                                            "and optionally {stylesheet} placeholders"},
+                                            "and optionally {stylesheet} and {lang} placeholders"},
+                "lang": {"type": "string", "pattern": "^[A-Za-z]{1,8}(-[A-Za-z0-9]{1,8})*$",
+                         "description": "the pages' language, a BCP 47 tag such as en, de or pt-BR (<html lang>)"},
             },
             "additionalProperties": False,
         },

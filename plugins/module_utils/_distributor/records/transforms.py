@@ -37,7 +37,7 @@ _HAS_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 # The page every rendered document is: the built-in template. An operator's template
 # (pipeline markdown.template) takes its place and is filled the same way, by fill_template.
 DEFAULT_TEMPLATE = """<!DOCTYPE html>
-<html>
+<html lang="{lang}">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -49,7 +49,8 @@ DEFAULT_TEMPLATE = """<!DOCTYPE html>
 </body>
 </html>
 """
-PLACEHOLDERS = ("title", "content", "stylesheet")
+PLACEHOLDERS = ("title", "content", "stylesheet", "lang")
+DEFAULT_LANG = "en"
 _PLACEHOLDER = re.compile(r"\{(%s)\}" % "|".join(PLACEHOLDERS))
 # One attribute of a start tag as written: its name, then its value with the quotes it has.
 _ATTRIBUTE = re.compile(r"""([^\s/>"'=][^\s/>"'=]*)(?:\s*=\s*("[^"]*"|'[^']*'|[^\s>]*))?""")
@@ -112,8 +113,9 @@ BUILTIN_STYLESHEET = (
 # and options of the renderer, the link rewriting, the title rule. Bump it with every change that
 # changes what render_markdown returns for the same input, or outputs recorded with an older key
 # keep the old bytes (render_key reuses a record's digest without rendering). 2: the title is
-# escaped with its quotes (`'` is `&#x27;`, `"` is `&quot;`).
-RENDERER_VERSION = 2
+# escaped with its quotes (`'` is `&#x27;`, `"` is `&quot;`). 3: the page's language
+# (`<html lang="en">`, markdown.lang).
+RENDERER_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,7 @@ class Page:
     allow_raw_html: bool = False
     stylesheet: str | None = None
     template: str = DEFAULT_TEMPLATE
+    lang: str = DEFAULT_LANG
 
 
 def read_template(path: str, where: str) -> str:
@@ -147,7 +150,8 @@ def read_template(path: str, where: str) -> str:
         raise DistributorError("invalid_config", "%s is not UTF-8 (byte %d); save it as UTF-8" % (field, exc.start)) from None
     if "{content}" not in text:
         raise DistributorError("invalid_config", "%s has no {content} placeholder, so pages would lose their text; "
-                               "put {content} where the rendered Markdown goes ({title} and {stylesheet} are optional)"
+                               "put {content} where the rendered Markdown goes ({title}, {stylesheet} and {lang} are "
+                               "optional)"
                                % field)
     problem = _TagPlaceholders.problem(text)
     if problem:
@@ -177,6 +181,8 @@ class _TagPlaceholders(HTMLParser):
         raw = self.get_starttag_text() or ""
         for name, value in _ATTRIBUTE.findall(raw[len(tag) + 1:]):
             for placeholder in _PLACEHOLDER.findall(name + value):
+                if placeholder == "lang":
+                    continue  # letters, digits and hyphens (the schema's pattern): safe in any value
                 if placeholder != "title":
                     self._found("puts {%s} inside the tag %s; it is HTML and goes only where elements go" % (
                         placeholder, raw))
@@ -198,13 +204,14 @@ def stylesheet_element(url: str | None) -> str:
     return '<link rel="stylesheet" href="%s">' % html.escape(url, quote=True)
 
 
-def fill_template(template: str, title: str, content: str, stylesheet: str) -> str:
-    """Each `{title}`, `{content}` and `{stylesheet}` replaced in one pass, so a page whose text
+def fill_template(template: str, title: str, content: str, stylesheet: str, lang: str = DEFAULT_LANG) -> str:
+    """Each `{title}`, `{content}`, `{stylesheet}` and `{lang}` replaced in one pass, so a page whose text
     says `{title}` keeps saying it; every other brace (CSS, scripts) stays as written. `title` is
     a producer's text and is escaped here, quotes too: an operator's template may put it in an
     attribute (`content='{title}'`), where a heading `It's' onload='…` must stay one value.
     `content` and `stylesheet` are HTML (read_template keeps them out of tags)."""
-    values = {"title": html.escape(title, quote=True), "content": content, "stylesheet": stylesheet}
+    values = {"title": html.escape(title, quote=True), "content": content, "stylesheet": stylesheet,
+              "lang": html.escape(lang, quote=True)}
     return _PLACEHOLDER.sub(lambda match: values[match.group(1)], template)
 
 
@@ -252,7 +259,7 @@ def render_markdown(source: bytes, source_path: str, page: Page = Page()) -> byt
         raise DistributorError("invalid_manifest", "%s nests Markdown markup too deeply to render; flatten it or "
                                "publish it with the copy transform" % source_path) from None
     title = _first_heading(renderer) or posixpath.basename(source_path)
-    return fill_template(page.template, title, body, stylesheet_element(page.stylesheet)).encode("utf-8")
+    return fill_template(page.template, title, body, stylesheet_element(page.stylesheet), page.lang).encode("utf-8")
 
 
 def render_key(transform: str, source_sha256: str, source_path: str, page: Page) -> str:
@@ -276,6 +283,7 @@ def _page_facts(page: Page) -> dict:
         "pygments": PYGMENTS_VERSION,
         "allow_raw_html": page.allow_raw_html,
         "stylesheet": page.stylesheet,
+        "lang": page.lang,
         "template_sha256": "sha256:" + hashlib.sha256(page.template.encode("utf-8")).hexdigest(),
     }
 

@@ -198,16 +198,18 @@ def chosen(index: ReleaseIndex, release: str) -> Release:
 def previous(index: ReleaseIndex) -> Release:
     """The release `release: previous` returns to: the newest `superseded` one older than the
     active one. A release rolled back from is `rolled_back`, a failed one `failed`: neither
-    is ever returned to. None to return to is invalid_config."""
+    is ever returned to. None to return to is no_release: nothing in the configuration is wrong,
+    the destination holds no such release."""
     found = earlier_good(index)
     if found is None:
         active = index.active
-        raise DistributorError(
-            "invalid_config",
-            "%s has no earlier good release to return to: %s" % (
-                index.bundle_path, "no release of it is active" if active is None else
-                "every release older than the active %s failed, was rolled back from or was removed" % active.id),
-        )
+        if not index.releases:
+            why = "it holds no release yet; a publish with releases makes the first one"
+        elif active is None:
+            why = "no release of it is active; name the one to activate by id (distributor_state_info lists them)"
+        else:
+            why = "every release older than the active %s failed, was rolled back from or was removed" % active.id
+        raise DistributorError("no_release", "%s has no earlier good release to return to: %s" % (index.bundle_path, why))
     return found
 
 

@@ -9,15 +9,21 @@ more than the operations of a publish.
 
 from __future__ import annotations
 
+import errno
 import posixpath
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Iterator
 
 from ...errors import DistributorError
 from ...paths import join
 from ..refusals import relative_root, root_refused
 from .chain import cause, check_endpoints
-from .wire import session_class
+from .wire import STATVFS, filesystem, session_class
+
+# SFTP version 3 has three statuses for a failed request that paramiko tells apart: no such file
+# and permission denied (raised with their errno) and the generic failure (its text alone), which
+# OpenSSH's server sends for every other errno: a read-only or full filesystem among them.
+GENERIC_FAILURE = "Failure"
 
 
 class SftpConnection:
@@ -40,10 +46,37 @@ class SftpConnection:
         try:
             yield
         except self._sdk_errors as exc:
-            message = "cannot %s %s: %s" % (action, self._url(remote), cause(exc))
+            message = "cannot %s %s: %s" % (action, self._url(remote), self._explained(exc, remote))
             error = DistributorError("storage_error", self._chain.redact(message))
             # A cause quoting the password would print it in a traceback: the message says enough.
             raise error from (None if self._chain.mentions_secret(exc) else exc)
+
+    def _explained(self, exc: BaseException, remote: str) -> str:
+        """The server's status as a sentence naming its cause and fix; a generic failure is
+        explained by the filesystem holding `remote` when the server can say what it is."""
+        said = cause(exc)
+        if isinstance(exc, OSError) and exc.errno == errno.ENOENT:
+            return "%s: no such file or directory on the server at that path or on the way to it; check the destination's " \
+                   "root and path" % said
+        if isinstance(exc, OSError) and exc.errno == errno.EACCES:
+            return "%s: the server refuses the account %s; give it permission there (read and search on the way, write on " \
+                   "the directory it writes in) or choose a root it may write" % (said, self.username)
+        if said != GENERIC_FAILURE:
+            return said
+        return "%s: %s" % (said, failure_cause(self._filesystem(remote), self.username))
+
+    def _filesystem(self, remote: str) -> tuple[bool, bool] | None:
+        """(read-only, full) of the filesystem holding `remote` or, when it does not exist, its
+        nearest existing directory; None when the server cannot tell (no statvfs@openssh.com)."""
+        if self._session is None or STATVFS not in self._extensions:
+            return None
+        candidate = remote
+        while True:
+            with suppress(Exception):
+                return filesystem(self._session, candidate)
+            if candidate == posixpath.dirname(candidate):
+                return None
+            candidate = posixpath.dirname(candidate)
 
     # -- connection -----------------------------------------------------------------------
 
@@ -93,3 +126,16 @@ def check_config(storage) -> None:
         raise relative_root(storage.root, "remote path")
     if posixpath.normpath(storage.root) in ("/", "//"):
         raise root_refused()
+
+
+def failure_cause(filesystem: tuple[bool, bool] | None, username: str) -> str:
+    """What a generic SFTP failure means, from the filesystem's state where it is known."""
+    read_only, full = filesystem or (False, False)
+    if read_only:
+        return "the filesystem that holds it is mounted read-only on the server; remount it read-write or choose a root " \
+               "on a writable filesystem"
+    if full:
+        return "the filesystem that holds it is full (no free blocks or inodes for %s); free space there or choose a " \
+               "root with room" % username
+    return "the server gave no detail (SSH_FX_FAILURE: OpenSSH's sends it for a read-only or full filesystem, a name " \
+           "already taken, or any error without its own SFTP status); the server's log names the cause"

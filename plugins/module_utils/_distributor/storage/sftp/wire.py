@@ -7,7 +7,9 @@ link at the name. OpenSSH's server offers what confinement needs as extensions:
 `lsetstat@openssh.com` (set attributes without following a link at the name) and
 `users-groups-by-id@openssh.com` (the account name of a uid, to tell the SFTP account's own
 directories from another account's), `fsync@openssh.com` (a file's bytes on the disk before
-its rename), and for releases `hardlink@openssh.com` and `posix-rename@openssh.com`. These
+its rename), `statvfs@openssh.com` (whether a filesystem is read-only or full, which SFTP
+version 3 reports only as a generic failure), and for releases `hardlink@openssh.com` and
+`posix-rename@openssh.com`. These
 helpers send them through paramiko's own request helper, so one session serves all requests;
 paramiko stays a lazy import.
 """
@@ -26,6 +28,8 @@ POSIX_RENAME = "posix-rename@openssh.com"  # rename(2): replaces the target, whi
 HARDLINK = "hardlink@openssh.com"  # link(2), which does not follow a link at the source's name
 USERS_GROUPS_BY_ID = "users-groups-by-id@openssh.com"
 FSYNC = "fsync@openssh.com"  # fsync(2) of an open handle: SFTP version 3 has no other way to make bytes durable
+STATVFS = "statvfs@openssh.com"
+ST_RDONLY = 0x1  # SSH2_FXE_STATVFS_ST_RDONLY in the f_flag of a statvfs reply
 
 
 def wire(remote: str) -> bytes:
@@ -107,6 +111,19 @@ def user_names(sftp, uids: list[int]) -> list[str]:
         raise SFTPError("Expected extended reply")
     names = Message(message.get_binary())
     return [names.get_string().decode("utf-8", "replace") for _uid in uids]
+
+
+def filesystem(sftp, remote: str) -> tuple[bool, bool]:
+    """(read-only, full) of the filesystem holding `remote`: statvfs(2) as OpenSSH's server
+    replies, eleven 64-bit numbers with the flags tenth and the blocks and inodes free to the
+    account fifth and eighth."""
+    from paramiko.sftp import CMD_EXTENDED, CMD_EXTENDED_REPLY, SFTPError
+
+    kind, message = sftp._request(CMD_EXTENDED, STATVFS, wire(remote))
+    if kind != CMD_EXTENDED_REPLY:
+        raise SFTPError("Expected extended reply")
+    numbers = [message.get_int64() for _field in range(11)]
+    return bool(numbers[9] & ST_RDONLY), numbers[4] == 0 or numbers[7] == 0
 
 
 def readlink(sftp, remote: str) -> bytes:
