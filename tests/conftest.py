@@ -34,7 +34,19 @@ for _path in (COLLECTIONS_PATH, os.path.dirname(os.path.abspath(__file__))):
         sys.path.insert(0, _path)
 
 from network import JumpNetwork  # noqa: E402  (needs the sys.path set just above)
-from services import start_s3, start_sshd  # noqa: E402
+from services import DROP_ROOT_PERMISSIONS, start_s3, start_sshd  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def unprivileged_sshd():
+    """An sshd whose SFTP server runs without root's power over permissions (DAC override): what
+    an SFTP account that is not root meets."""
+    command = "internal-sftp"
+    if os.geteuid() == 0:
+        command = " ".join(DROP_ROOT_PERMISSIONS + ("/usr/lib/openssh/sftp-server",))
+    server = start_sshd(command)
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from conftest import Backend, Playbook
-from services import DROP_ROOT_PERMISSIONS, start_sshd
+from services import DROP_ROOT_PERMISSIONS
 from snapshots import snapshot
 from test_hostile_state import assert_refused
 
@@ -62,17 +62,6 @@ def make_place(request, tmp_path, sshd_fixture="sshd_server") -> Place:
 @pytest.fixture(params=["local", "sftp"])
 def place(request, tmp_path):
     return make_place(request, tmp_path)
-
-
-@pytest.fixture(scope="module")
-def unprivileged_sshd():
-    """An sshd whose SFTP server runs without root's power over permissions."""
-    command = "internal-sftp"
-    if os.geteuid() == 0:
-        command = " ".join(DROP_ROOT_PERMISSIONS + ("/usr/lib/openssh/sftp-server",))
-    server = start_sshd(command)
-    yield server
-    server.stop()
 
 
 @pytest.fixture(params=["local", "sftp"])

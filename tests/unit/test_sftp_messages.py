@@ -4,7 +4,6 @@ only "No such file", "Permission denied" or "Failure", and a read-only filesyste
 
 from __future__ import annotations
 
-import os
 import subprocess
 
 import pytest
@@ -15,7 +14,6 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.stor
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.sftp.connect import failure_cause
 
 from builders import NOW, write_bundle
-from services import DROP_ROOT_PERMISSIONS, start_sshd
 
 PIPELINE = {"id": "reports"}
 
@@ -43,17 +41,6 @@ def test_a_read_only_filesystem_is_named_with_the_fix(tmp_path, sshd_server, rea
     message = refused(write_bundle(tmp_path / "b", {"index.html": b"x"}), sshd_server.storage(str(read_only)))
     assert "cannot create directory sftp://" in message and "/ro/site: Failure: " in message
     assert "mounted read-only on the server; remount it read-write or choose a root on a writable filesystem" in message
-
-
-@pytest.fixture(scope="module")
-def unprivileged_sshd():
-    """An sshd whose SFTP server runs without root's power over permissions."""
-    command = "internal-sftp"
-    if os.geteuid() == 0:
-        command = " ".join(DROP_ROOT_PERMISSIONS + ("/usr/lib/openssh/sftp-server",))
-    server = start_sshd(command)
-    yield server
-    server.stop()
 
 
 def test_permission_denied_names_the_account_and_the_fix(tmp_path, unprivileged_sshd):
