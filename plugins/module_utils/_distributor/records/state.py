@@ -22,6 +22,7 @@ from .state_lines import LINE as _LINE, file_lines, output_lines
 from .schemas import only_scalars
 from ..vocabulary import SHARED_ROOT, SINGLE_OWNER
 
+
 class OwnerKey(NamedTuple):
     """Shared-root ownership is keyed by pipeline and destination: one pipeline may publish
     different output sets to different destinations."""
@@ -37,7 +38,7 @@ class OwnerKey(NamedTuple):
 # (attributes.output_attributes); `render_key`: for generated outputs, schemas 2 and 3, what their
 # bytes were rendered from (transforms.render_key).
 OUTPUT_FIELDS = ("path", "kind", "source_path", "transform", "url", "sha256", "size", "created_at", "updated_at", "owner",
-           "source_id", "source_digest", "source_created", "attributes", "render_key")
+                 "source_id", "source_digest", "source_created", "attributes", "render_key")
 
 
 class Output(Row, fields("Output", *OUTPUT_FIELDS, defaults=((), None))):

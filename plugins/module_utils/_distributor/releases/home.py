@@ -33,6 +33,7 @@ from ..storage.refusals import CHANGED_DURING_RUN
 from ..storage.select import new_token
 from ..timestamps import parse_rfc3339
 
+
 @dataclass
 class ReleaseRoot:
     """One bundle path's release home, read under its lock. `live` is the id the link names;
