@@ -55,8 +55,8 @@ from test_race_local import _snapshot, _unread, bundles_and_swapper
 
 GENERATIONS = os.path.join(HOME, "2*")
 # A rollback, or a switch forward whose round made no release (it then asks for `previous`), may
-# find nothing to switch to once the swapper has made the round's publishes fail: invalid_config.
-OUTCOMES = (" ok", " storage_error", " unmanaged", " invalid_state", "rollback invalid_config", "forward invalid_config")
+# find nothing to switch to once the swapper has made the round's publishes fail: no_release.
+OUTCOMES = (" ok", " storage_error", " unmanaged", " invalid_state", "rollback no_release", "forward no_release")
 OPERATIONS = {"settle", "republish", "check", "prune", "publish", "rollback", "forward", "reconcile", "state_info"}
 
 

@@ -143,7 +143,7 @@ def test_the_rollback_playbook_prints_each_switch_and_the_extra_vars_that_approv
     # The same command again switches nothing more: the release rolled back from is never
     # returned to, and nothing older is left to return to.
     output, _refused = role(site, operation="rollback", extra=approval, expect_rc=2)
-    assert "1 of 1 switches failed: site -> web failed (invalid_config)" in output
+    assert "1 of 1 switches failed: site -> web failed (no_release)" in output
     assert live(backend) == first
 
 
