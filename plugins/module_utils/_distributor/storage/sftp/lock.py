@@ -71,15 +71,20 @@ class SftpLock(LockFile):
     def _create(self, remote: str, action: str):
         """An exclusive create (never through a link planted at the name); None when something is
         there. SFTP reports an existing file only as a generic failure, so a failed create is judged
-        by looking, and a failure with nothing there is raised."""
+        by looking. One with nothing there may have met a name removed in between (a lock released,
+        the guard of another publisher breaking the same dead lock), so it is tried again a few
+        times; a failure with nothing there each time is raised."""
         self._way_checked()
-        try:
-            with self.storage._errors(action, remote):
-                return self._sftp().open(remote, "wx")
-        except DistributorError:
-            if self._lstat(remote) is not None:
-                return None
-            raise
+        for attempt in range(LOCK_CREATE_ATTEMPTS):
+            try:
+                with self.storage._errors(action, remote):
+                    return self._sftp().open(remote, "wx")
+            except DistributorError:
+                if self._lstat(remote) is not None:
+                    return None
+                if attempt == LOCK_CREATE_ATTEMPTS - 1:
+                    raise
+        return None
 
     def _remove(self, remote: str, action: str) -> None:
         self._way_checked()
@@ -88,28 +93,21 @@ class SftpLock(LockFile):
                 self._sftp().remove(remote)
 
     def create(self, record: bytes) -> object | None:
-        """Exclusive create, then the record. A create that fails with nothing there may have
-        met a lock released in the meantime, so it is tried again a few times."""
-        for attempt in range(LOCK_CREATE_ATTEMPTS):
-            try:
-                handle = self._create(self.remote, "create lock")
-            except DistributorError:
-                if attempt == LOCK_CREATE_ATTEMPTS - 1:
-                    raise
-                continue
-            if handle is None:
-                return None
-            try:
-                with self.storage._errors("write lock", self.remote):
-                    with handle:
-                        handle.write(record)
-                        self._account = handle.stat().st_uid
-            except BaseException:
-                # Our own empty lock would otherwise block everyone until its age expires it.
-                with suppress(Exception):
-                    self._sftp().remove(self.remote)
-                raise
-            return record
+        """Exclusive create (_create), then the record."""
+        handle = self._create(self.remote, "create lock")
+        if handle is None:
+            return None
+        try:
+            with self.storage._errors("write lock", self.remote):
+                with handle:
+                    handle.write(record)
+                    self._account = handle.stat().st_uid
+        except BaseException:
+            # Our own empty lock would otherwise block everyone until its age expires it.
+            with suppress(Exception):
+                self._sftp().remove(self.remote)
+            raise
+        return record
         return None
 
     def read(self) -> Seen | None:
