@@ -108,7 +108,6 @@ class SftpLock(LockFile):
                 self._sftp().remove(self.remote)
             raise
         return record
-        return None
 
     def read(self) -> Seen | None:
         """At most LOCK_LIMIT + 1 bytes. The name is looked at first: the server would block
