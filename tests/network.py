@@ -182,4 +182,3 @@ class WebFleet:
             server.stop()
         for namespace in reversed(self.namespaces):
             namespace.stop()
-
