@@ -353,7 +353,7 @@ options:
           shared:
             description:
               - Paths kept once in C(.distributor-releases/<name>/shared/) and linked into every release at their path by
-                a relative symbolic link (for example V(.well-known/acme-challenge), V(uploads)): what a web server or another
+                a relative symbolic link, for example V(.well-known/acme-challenge) or V(uploads). What a web server or another
                 job writes there survives every release and rollback. Never an output, never read, carried or cleared by
                 distributor; a bundle holding one (or anything under one) fails with C(invalid_config). A conversion moves what
                 the plain directory holds there into the shared place. The web server must follow links below the document
