@@ -153,10 +153,12 @@ class LocalLinks:
     def make_directory(self, path: str) -> None:
         """mkdirat of each missing component, walked from the root as every directory is (a link
         on the way is refused), then synced with its parents."""
+        head, name = self._split(path)
+        made = join(head, name)
         try:
-            self._directory(path, True, self.describe(path))
-            self._check_in_place({path})
-            self._made_durable({path}, FsyncEach())
+            self._directory(made, True, self.describe(path))
+            self._check_in_place({made})
+            self._made_durable({made}, FsyncEach())
         finally:
             self._release()
 
