@@ -13,6 +13,7 @@ import pytest
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.reconcile import reconcile_state
 from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.switch import switch_release
 from ansible_collections.distributor.core.plugins.module_utils._distributor.records.config import parse_destination
 
@@ -60,6 +61,14 @@ def test_what_is_written_into_a_shared_path_survives_publishes_a_rollback_and_cl
     assert store[UPLOAD] == b"a visitor's photo"
     assert not [(op, path) for op, path in touched if "shared/" in path and op != "mkdir" and op != "entry"], touched
     assert isinstance(store["%s/%s/uploads" % (HOME, live(store))], Symlink)
+
+
+def test_reconcile_state_does_not_report_the_live_release_s_shared_links_as_unmanaged(tmp_path):
+    store = {}
+    publish_files(tmp_path, store, "one", {"index.html": b"one"}, sharing())
+    store[UPLOAD] = b"a visitor's photo"
+    result = reconcile_state("site", sharing(), opener=opener(store))
+    assert result["unmanaged"] == [] and result["changed"] is False
 
 
 @pytest.mark.parametrize("path", ["uploads", "uploads/2026/photo.jpg", ".well-known/acme-challenge/token"])
