@@ -350,6 +350,17 @@ options:
                 example V(https://preview.example.com/{release}/) served from C(.distributor-releases/<name>/) by a
                 web server only reviewers reach. A publish returns it filled in as RV(distributor.core.distributor_publish#module:release.preview_url).
             type: str
+          shared:
+            description:
+              - Paths kept once in C(.distributor-releases/<name>/shared/) and linked into every release at their path by
+                a relative symbolic link, for example V(.well-known/acme-challenge) or V(uploads). What a web server or another
+                job writes there survives every release and rollback. Never an output, never read, carried or cleared by
+                distributor; a bundle holding one (or anything under one) fails with C(invalid_config). A conversion moves what
+                the plain directory holds there into the shared place. The web server must follow links below the document
+                root (nginx C(disable_symlinks if_not_owner) or C(off)).
+            type: list
+            elements: str
+            version_added: 0.2.0
 """
 
     MANAGED_ROOT = r"""

@@ -36,6 +36,7 @@ from ..paths import STATE_NAME
 from ..planning.plan import Content, Plan, plan, plan_outputs, with_data
 from ..releases.publish import publish_release
 from ..releases.home import opened_release, vouched_read
+from ..releases.rules import outside_shared
 from ..execution.root import opened, present_in, read_records
 from ..records.state import OwnerKey, output_to_dict, state_to_dict
 from ..storage.select import open_storage
@@ -210,7 +211,8 @@ def _made(job: Job, storage, diff_contents: bool, expect_plan_digest: str | None
     file the plan deletes or writes over must be distributor's (authorship.py), before the run
     writes its journal. `release_facts` (release mode, where the live generation is neither
     deleted from nor written to: its files go when it is cleared, releases.build.clear) lists the
-    whole tree (every kept output is linked into the new generation) and adds to the digest what
+    whole tree (every kept output is linked into the new generation) but its shared paths (the
+    links to what a web server keeps, releases.rules.outside_shared), and adds to the digest what
     the release part of the run does, from the plan."""
     manifest = job.bundle.manifest
     state, state_error, journal = read_records(storage)
@@ -221,7 +223,7 @@ def _made(job: Job, storage, diff_contents: bool, expect_plan_digest: str | None
     present, listing, found = None, None, Leftovers()
     whole = release_facts is not None and (decision is None or decision.action != "skip")
     if decision is None or job.verify != "none" or whole:
-        listing = frozenset(storage.list_files())
+        listing = outside_shared(storage.list_files(), job.destination.releases.shared if release_facts else ())
         present = present_in(listing)
         if state_error is None:
             found = find_leftovers(storage, journal, set(state.by_path()) if state else set(), listing)

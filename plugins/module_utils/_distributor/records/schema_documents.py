@@ -436,6 +436,7 @@ DESTINATION = {
                 "activate": {"type": "boolean"},
                 "convert": {"type": "boolean"},
                 "preview_url": {"type": "string", "minLength": 1, "maxLength": 2048},
+                "shared": {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 4096}},
             },
             "additionalProperties": False,
         },

@@ -25,8 +25,8 @@ from ..regular import UnprovenLinks
 from .index import Release, ReleaseIndex
 from .home import ReleaseRoot, SharedLinks, read_generation_journal, vouched_generation
 from .rules import (
-    HOME, dead_releases, is_failed_or_unbuilt, link_target, next_release_id, removable_releases, staged_release,
-    switch_link_name, token_of, with_active, with_built, with_failed, with_staged, without_releases)
+    HOME, SHARED, dead_releases, is_failed_or_unbuilt, link_target, next_release_id, removable_releases, shared_target,
+    staged_release, switch_link_name, token_of, with_active, with_built, with_failed, with_staged, without_releases)
 from ..execution.root import read_state
 from ..records.state_parse import recorded_files
 from ..storage.base import staging_dir
@@ -104,7 +104,8 @@ def clear(root: ReleaseRoot, release: str) -> str | None:
     them), as crash recovery requires of what it deletes; each file of a complete one must be
     distributor's (Storage.doubt_files: a regular file of a trusted account, with the names the
     generations share), as every delete requires (authorship.py): a record is no proof of who
-    put the file at its name since. A dead build is asked as distributor's own (`own_build`):
+    put the file at its name since. A link at a path no record names that holds exactly what
+    _link_shared makes there is a shared path's: only the link goes, never what it leads to. A dead build is asked as distributor's own (`own_build`):
     its names are links distributor made, so over SFTP, which cannot tell a file's other names,
     one with several is vouched for by its size, never read."""
     entry = root.index.by_id(release)
@@ -118,6 +119,9 @@ def clear(root: ReleaseRoot, release: str) -> str | None:
     named = _named(root, release, storage, unfinished)
     storage.shared_links = SharedLinks(root, release, {p: digest for p, (_size, digest) in named.items()})
     unknown = [p for p in listing if p not in named and not _own_record(p)]
+    links = [p for p in unknown if storage.entry(p) == ("link", shared_target(p))]
+    unknown = [p for p in unknown if p not in links]
+    listing = [p for p in listing if p not in links]
     if unknown:
         return "holds %d file(s) no record names, such as %s" % (len(unknown), sorted(unknown)[0])
     if unfinished:
@@ -129,7 +133,7 @@ def clear(root: ReleaseRoot, release: str) -> str | None:
         return "%s %s" % doubts[0]
     records = [p for p in listing if RESERVED_PREFIX in p and is_reserved(p)]  # the prefix first: one test in C a path
     reserved = frozenset(records)
-    outputs = [p for p in listing if p not in reserved]
+    outputs = [p for p in listing if p not in reserved] + links
     within = release + "/"  # a listed path is clean, and so is an id: joined by a slash
     root.home.delete_many([within + p for p in outputs])
     if unfinished or not listed.issuperset(named):
@@ -195,6 +199,7 @@ def build(root: ReleaseRoot, the_plan: Plan, bundle, manifest, present: frozense
     root.write_index(with_staged(root.index, staged_release(release, manifest, the_plan.after, now, root.live)))
     try:
         _build(root, the_plan, bundle, present, own_sources, release)
+        link_shared(root, release)
         made = root.home.directory_at(release)
     except DistributorError:
         _abandon(root, release)
@@ -230,6 +235,18 @@ def _build(root: ReleaseRoot, the_plan: Plan, bundle, present: frozenset, own_so
             "release mode in a shared root needs hardlink@openssh.com" % (root.home.describe(), refused[0]))
     writes = the_plan.writes + the_plan.repairs + the_plan.resettles + tuple(own[p] for p in again)
     execute(replace(the_plan, writes=writes, repairs=(), resettles=(), deletes=()), root.generation(release), bundle)
+
+
+def link_shared(root: ReleaseRoot, release: str) -> None:
+    """Each shared path of the generation `release` a relative link to its place in the release
+    home (releases.rules.shared_target), made as the bundle path's link is (Storage.switch, its
+    new link first at this attempt's name in the release home); the place made when absent, so
+    a web server can write into it at once. What is there is never looked into."""
+    for path in root.shared:
+        place = join(SHARED, path)
+        if root.home.entry(place)[0] == "absent":
+            root.home.make_directory(place)
+        root.home.switch(join(release, path), shared_target(path), switch_link_name(root.home.token))
 
 
 def switch(root: ReleaseRoot, release: str, now: datetime, rollback: bool = False) -> None:

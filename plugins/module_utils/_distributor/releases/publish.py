@@ -17,10 +17,12 @@ from ..errors import DistributorError
 from ..planning.guards import first_paths
 from ..paths import join
 from ..planning.plan import Content, Write
-from .build import build, check_whole, clear_old, point_link, recover_dead, switch, would_clear
+from .build import build, check_whole, clear_old, link_shared, point_link, recover_dead, switch, would_clear
 from .index import Release
 from .home import ReleaseRoot
-from .rules import HOME, earlier_good, next_release_id, staged_release, with_active, with_built, with_staged, without_releases
+from .rules import (
+    HOME, SHARED, earlier_good, next_release_id, outside_shared, refuse_shared_outputs, staged_release, with_active, with_built,
+    with_staged, without_releases)
 from ..execution.root import list_present, read_state
 from ..storage.base import DirectorySeen
 from ..storage.refusals import CHANGED_DURING_RUN
@@ -36,6 +38,7 @@ def publish_release(job, root: ReleaseRoot, make) -> tuple:
             "conflict", "%s is a plain directory, and release mode keeps a symbolic link there. Publish once with "
             "releases.convert: true to make the directory the first release (docs/releases.md, converting an existing destination)"
             % root.parent.describe(root.name))
+    refuse_shared_outputs([item.path for item in job.planned], settings.shared, "destination %s" % job.destination.id)
     recovered = recover_dead(root, job.check_mode)
     index_before = root.index
 
@@ -48,7 +51,7 @@ def publish_release(job, root: ReleaseRoot, make) -> tuple:
         made = make(root.storage, release_facts)
     except DistributorError as error:
         if error.reason == "unmanaged":
-            _refuse_unmanaged(list_present(root.storage), read_state(root.storage)[0], root)
+            _refuse_unmanaged(outside_shared(list_present(root.storage), root.shared), read_state(root.storage)[0], root)
         raise
     if made.present is not None:
         _refuse_unmanaged(made.present, made.plan.before, root)
@@ -150,7 +153,8 @@ def convert(root: ReleaseRoot, the_plan, now, judged: DirectorySeen) -> dict:
     """The plain bundle path becomes the first release: its directory is renamed into the
     release home, then a link takes its place. Between the two renames the bundle path does not
     exist (readers get ENOENT, a web server 404); the result reports the window. What the rename
-    moved must be the directory `judged` (adoptable), see _as_judged."""
+    moved must be the directory `judged` (adoptable), see _as_judged; its shared paths' content
+    moves to the shared place before the link is put in place (_share)."""
     before = the_plan.before
     first = next_release_id(root.index, now, new_token())
     manifest = before.owners[0].manifest if before and before.owners else None
@@ -163,12 +167,24 @@ def convert(root: ReleaseRoot, the_plan, now, judged: DirectorySeen) -> dict:
             root.write_index(without_releases(root.index, [first]))
         raise
     _as_judged(root, first, judged)
+    _share(root, first)
     point_link(root, first)
     window = time.monotonic() - started
     root.live = first
     root.write_index(with_active(root.index, first, now))
     root.storage = root.generation(first)
     return {"id": first, "window_seconds": round(window, 6)}
+
+
+def _share(root: ReleaseRoot, first: str) -> None:
+    """What the plain directory held at each shared path moves to the shared place, then the
+    first release links there as every release does (build.link_shared). adoptable judged all
+    of it first: only entries of accounts distributor trusts are moved. A shared place that
+    already holds something is never written over: the rename refuses (storage_error)."""
+    for path in root.shared:
+        if root.home.entry(join(first, path))[0] != "absent":
+            root.home.rename(join(first, path), join(SHARED, path))
+    link_shared(root, first)
 
 
 def _as_judged(root: ReleaseRoot, first: str, judged: DirectorySeen) -> None:

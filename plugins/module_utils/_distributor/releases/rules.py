@@ -27,6 +27,7 @@ from ..timestamps import format_compact, format_rfc3339, parse_compact
 from ..visible import visible
 
 HOME = ".distributor-releases"
+SHARED = "shared"  # the release home's directory of shared paths (releases.shared), beside the generations
 SWITCH_PREFIX = ".distributor.switch."  # + an attempt token: the new link in the release home before its rename
 
 
@@ -86,6 +87,39 @@ def home_of(bundle_path: str) -> str:
 def link_target(name: str, release: str) -> str:
     """What the link `name` holds to serve `release`: relative to the link's directory."""
     return "%s/%s/%s" % (HOME, name, release)
+
+
+def shared_target(path: str) -> str:
+    """What the link at the shared path `path` of a generation holds: its place in the release
+    home's shared directory, relative to the link's own directory (up out of the generation), so
+    it works under a chroot and moves with the release home."""
+    return "../" * (path.count("/") + 1) + join(SHARED, path)
+
+
+def under_shared(path: str, shared) -> str | None:
+    """The shared path `path` is, or is under, or None."""
+    return next((place for place in shared if path == place or path.startswith(place + "/")), None)
+
+
+def outside_shared(listing, shared) -> frozenset:
+    """A generation's listing without its shared paths (the links to the shared place) and what
+    is under them (a plain directory's content there, which a conversion moves): never an
+    output, so never an unmanaged file either."""
+    return frozenset(listing) if not shared else frozenset(p for p in listing if under_shared(p, shared) is None)
+
+
+def refuse_shared_outputs(outputs, shared, where: str) -> None:
+    """A bundle whose outputs hold a shared path, or anything under one, is refused naming it:
+    the release's entry there is the link to what the web server keeps, which a publish never
+    writes over nor fills."""
+    for path in sorted(outputs):
+        place = under_shared(path, shared)
+        if place is not None:
+            raise DistributorError(
+                "invalid_config", "the bundle holds %s, %s the shared path %s of %s (releases.shared): every release "
+                "links that path to what is kept once beside the releases, so a publish writes nothing there. Leave it "
+                "out of the bundle (pipeline exclude) or out of releases.shared"
+                % (visible(path), "which is" if path == place else "under", visible(place), where))
 
 
 def switch_link_name(token: str) -> str:
