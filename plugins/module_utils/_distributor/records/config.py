@@ -66,12 +66,16 @@ class Retention:
 @dataclass(frozen=True)
 class Releases:
     """Release mode (releases.rules): how many good releases stay, whether a publish switches to
-    what it built, and whether a plain bundle path may become the first release."""
+    what it built, and whether a plain bundle path may become the first release. `id` names the
+    release a publish builds and `build: always` builds one even when nothing changed: what a
+    fleet needs to hold one release id on every destination (docs/releases.md)."""
 
     keep: int = DEFAULT_KEEP
     activate: bool = True
     convert: bool = False
     preview_url: str | None = None
+    id: str | None = None
+    build: str = "changed"
 
 
 @dataclass(frozen=True)
