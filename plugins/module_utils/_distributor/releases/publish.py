@@ -55,7 +55,12 @@ def publish_release(job, root: ReleaseRoot, make) -> Released:
     index_before = root.index
 
     def release_facts(the_plan, present) -> dict:
-        new = _placeholder(job, the_plan, index_before) if _builds(settings, the_plan, root.live) else None
+        builds = _builds(settings, the_plan, root.live)
+        if builds and named is not None and named == root.live:
+            raise DistributorError(
+                "conflict", "releases.id %s is the live release of %s, and this publish changes what it holds, so it builds "
+                "a new release, which needs a later id" % (named, root.parent.describe(root.name)))
+        new = _placeholder(job, the_plan, index_before) if builds else None
         clears = would_clear(index_before, settings.keep, new, job.now)
         facts = {"activate": settings.activate, "convert": root.plain, "from": root.live,
                  "clears": clears if settings.activate else [], "failed": list(recovered.failed)}
@@ -71,10 +76,6 @@ def publish_release(job, root: ReleaseRoot, make) -> Released:
             _refuse_unmanaged(list_present(root.storage), read_state(root.storage)[0], root)
         raise
     builds = _builds(settings, made.plan, root.live)
-    if builds and named is not None and named == root.live:
-        raise DistributorError(
-            "conflict", "releases.id %s is the live release of %s, and this publish changes what it holds, so it builds a "
-            "new release, which needs a later id" % (named, root.parent.describe(root.name)))
     if made.present is not None:
         _refuse_unmanaged(made.present, made.plan.before, root)
     if root.plain and (made.found.token is not None or made.staging):
