@@ -351,7 +351,7 @@ release:
       then RV(release.status) is V(null), RV(release.id) is C(releases.id) in check mode when a run would build it
       (else V(null)), and RV(release.from), RV(release.failed), RV(release.removed) and RV(release.previous) say what
       a run would start from and do.
-    - With C(--diff), the second diff is the release part: the release built and the one it is built from, the switch
+    - With C(--diff), the second diff is the release part, which names the release built and the one it is built from, the switch
       (or that the release is staged, not switched), and each release removed with its status (a C(staged) one as a
       preview, with its preview URL).
   returned: when O(destination.releases) is set
