@@ -67,13 +67,17 @@ class Retention:
 class Releases:
     """Release mode (releases.rules): how many good releases stay, whether a publish switches to
     what it built, whether a plain bundle path may become the first release, and the paths kept
-    once in the release home for every release (`shared`: what a web server writes there)."""
+    once in the release home for every release (`shared`: what a web server writes there). `id`
+    names the release a publish builds and `build: always` builds one even when nothing changed:
+    what a fleet needs to hold one release id on every destination (docs/releases.md)."""
 
     keep: int = DEFAULT_KEEP
     activate: bool = True
     convert: bool = False
     preview_url: str | None = None
     shared: tuple[str, ...] = ()
+    id: str | None = None
+    build: str = "changed"
 
 
 @dataclass(frozen=True)

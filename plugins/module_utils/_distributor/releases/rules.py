@@ -64,6 +64,26 @@ def next_release_id(index: ReleaseIndex, now: datetime, token: str) -> str:
                                % (index.bundle_path, newest)) from None
 
 
+def named_release(index: ReleaseIndex, release: str, where: str) -> str:
+    """The id the caller named (releases.id) for the release a publish builds: one id on every
+    destination of a fleet, chosen once. It must sort after every release `index` lists, of any
+    status, as next_release_id's do, or `previous`, keep-N and a rollback's direction would read
+    the order wrongly; refused otherwise (conflict), naming both ids and the bundle path `where`."""
+    newest = index.releases[-1].id if index.releases else None
+    if newest is not None and release <= newest:
+        raise DistributorError(
+            "conflict", "releases.id %s does not sort after %s, the newest release of %s; release ids sort as releases "
+            "were made, so a publish names a later one (the form is %s, the UTC time first)"
+            % (release, newest, where, "20261206T053000Z-0123456789ab"))
+    return release
+
+
+def removed_at_switch(index: ReleaseIndex, release: str, keep: int, now: datetime) -> list[str]:
+    """The releases a switch to the built release `release` of `index` removes: what keep-N no
+    longer keeps once it is active (removable_releases), which a publish that stages reports."""
+    return [r for r in removable_releases(with_active(index, release, now), keep) if r != release]
+
+
 def split_bundle_path(bundle_path: str) -> tuple[str, str]:
     """(parent, name) of a bundle path: the link `name` sits in the directory `parent` ("" is
     the root). The root itself cannot be replaced by a link, so "" is invalid_config."""
