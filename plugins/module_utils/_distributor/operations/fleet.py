@@ -26,7 +26,7 @@ from ..releases.rules import fleet_target, split_bundle_path
 from ..storage.select import new_token, open_storage
 from ..timestamps import utc_now
 from .managed_root import Selector, parse_created
-from .switch import cleared, outcome, planned, release_destination, require_releases
+from .switch import cleared, outcome, planned, release_destination, require_releases, switch_release
 
 
 def switch_fleet(pipeline_id: str, fleet: list, release: str, *, selector: Selector = Selector(), check_mode: bool = False,
@@ -81,6 +81,18 @@ def switch_fleet(pipeline_id: str, fleet: list, release: str, *, selector: Selec
                  for where, step in steps.items()],
         "warnings": warnings,
     }
+
+
+def release_operation(params: dict, check_mode: bool) -> dict:
+    """distributor_release's operation: one destination (operations.switch) or a fleet, never both."""
+    if (params["destination"] is None) == (params["fleet"] is None):
+        raise DistributorError("invalid_config", "distributor_release takes either destination (one) or fleet (several "
+                               "switched together), and exactly one of them")
+    options = dict(selector=Selector(params["source_id"], params["created"]), check_mode=check_mode,
+                   lock_timeout=params["lock_timeout"], expect_plan_digest=params["expect_plan_digest"])
+    if params["fleet"] is not None:
+        return switch_fleet(params["pipeline_id"], params["fleet"], params["release"], **options)
+    return switch_release(params["pipeline_id"], params["destination"], params["release"], **options)
 
 
 def _configs(fleet: list) -> list:
