@@ -43,10 +43,12 @@ class Step:
 
     @property
     def changed(self) -> bool:
+        """Whether the link moves: a switch to the release already active changes nothing."""
         return self.target != self.before
 
     @property
     def changes(self) -> list:
+        """The review's one entry per switch, as plan_changed reports it."""
         return [{"release": self.target, "change": "rollback" if self.rollback else "activate"}] if self.changed else []
 
 
@@ -93,6 +95,7 @@ def release_destination(destination: dict) -> Destination:
 
 
 def require_releases(root: ReleaseRoot) -> None:
+    """A plain directory holds no release: converting it is a publish's, never a switch's."""
     if root.plain:
         raise DistributorError("no_release", "%s is a plain directory, not in release mode: it holds no release to switch to. "
                                "Publish once with releases.convert: true to make the directory the first release "
