@@ -81,7 +81,7 @@ options:
         anything. The digest covers the bundle path, the release switched from and to, whether it is a
         rollback and the owners it affects, so a publish of that bundle path in between (a new live
         release) changes it.
-      - With O(fleet), the fleet's RV(plan_digest): a change on any destination fails the run before any switch.
+      - With O(fleet), the fleet's RV(plan_digest); a change on any destination fails the run before any switch.
       - A form C(sha256:<64 hex digits>); anything else is C(invalid_config).
     type: str
 extends_documentation_fragment:
