@@ -191,3 +191,17 @@ def test_fleet_refuses_a_destination_listed_twice_or_without_releases():
     with pytest.raises(DistributorError) as refused:
         switch_fleet("site", [member("web1"), plain], "previous")
     assert refused.value.reason == "invalid_config" and "fleet[1]: destination web2 has no releases" in refused.value.message
+
+
+def test_check_mode_of_a_switch_does_not_list_a_release_the_run_keeps_because_it_holds_what_no_record_names(tmp_path, stores):
+    for hour in (1, 2, 3):
+        active_everywhere(tmp_path, stores, "v%d" % hour, hour)
+    new = same_id(tmp_path, stores, "v4", 4)
+    oldest = sorted(generations(stores["web2"]))[0]
+    stores["web2"]["%s/%s/planted.txt" % (HOME, oldest)] = b"not distributor's"
+    check = switch_fleet("site", fleet(keep=2), new, check_mode=True, opener=fleet_opener(stores))
+    single = switch_release("site", member("web2", keep=2), new, check_mode=True, opener=fleet_opener(stores))
+    result = switch_fleet("site", fleet(keep=2), new, opener=fleet_opener(stores))
+    removed = {d["id"]: d["removed"] for d in result["destinations"]}
+    assert oldest in generations(stores["web2"]) and oldest not in removed["web2"] and len(removed["web2"]) == 1
+    assert {d["id"]: d["removed"] for d in check["destinations"]} == removed and single["removed"] == removed["web2"]

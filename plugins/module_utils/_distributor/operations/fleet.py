@@ -26,7 +26,7 @@ from ..releases.rules import fleet_target, split_bundle_path
 from ..storage.select import new_token, open_storage
 from ..timestamps import utc_now
 from .managed_root import Selector, parse_created
-from .switch import cleared, outcome, planned, release_destination, require_releases, switch_release
+from .switch import cleared, outcome, planned, release_destination, require_releases, switch_release, would_clear
 
 
 def switch_fleet(pipeline_id: str, fleet: list, release: str, *, selector: Selector = Selector(), check_mode: bool = False,
@@ -65,7 +65,8 @@ def switch_fleet(pipeline_id: str, fleet: list, release: str, *, selector: Selec
                 with _named(cfg.id):
                     removed[cfg.id], kept = cleared(roots[cfg.id], steps[cfg.id], cfg)
                     warnings += kept
-        destinations = [dict(outcome(roots[cfg.id], steps[cfg.id], removed.get(cfg.id, []) if not check_mode else steps[cfg.id].clears),
+        destinations = [dict(outcome(roots[cfg.id], steps[cfg.id],
+                                     would_clear(roots[cfg.id], steps[cfg.id]) if check_mode else removed.get(cfg.id, [])),
                              id=cfg.id, plan_digest=plan_digest(steps[cfg.id].facts)) for cfg in configs]
         warnings = [w for cfg in configs for w in roots[cfg.id].parent.warnings] + warnings
     return {
