@@ -182,10 +182,14 @@ def test_a_forward_single_destination_switch_clears_what_keep_no_longer_keeps(tm
     assert result["removed"] == check["removed"] and len(generations(store)) == 2
 
 
-def test_fleet_refuses_a_destination_listed_twice_or_without_releases():
+def test_fleet_refuses_a_destination_listed_twice_under_one_id_or_two_or_without_releases(tmp_path):
+    opener = fleet_opener({"web1": {}})
     with pytest.raises(DistributorError) as refused:
         switch_fleet("site", [member("web1"), member("web1")], "previous")
     assert refused.value.reason == "invalid_config" and "web1 is listed more than once" in refused.value.message
+    with pytest.raises(DistributorError) as refused:
+        switch_fleet("site", [member("web1"), dict(member("web1"), id="web0")], "previous", lock_timeout=0.5, opener=opener)
+    assert refused.value.reason == "invalid_config" and "destinations web0 and web1 are the same bundle path site" in refused.value.message
     plain = dict(member("web2"))
     del plain["releases"]
     with pytest.raises(DistributorError) as refused:
