@@ -38,14 +38,14 @@ def fleet_opener(stores, fault=None):
     return opener
 
 
-def staged_everywhere(tmp_path, stores, name, hour):
-    """One release built on each destination, not switched; their ids by destination."""
-    made = {}
+def same_id(tmp_path, stores, name, hour) -> str:
+    """One release id staged on every destination (releases.id), as the role stages a fleet: its id chosen once."""
+    shared = "%s-%012x" % ((LATER + timedelta(hours=hour)).strftime("%Y%m%dT%H%M%SZ"), 0xf1ee7 + hour)
     for where in WEB:
         result = publish_files(tmp_path, stores[where], "%s-%s" % (name, where), {"index.html": name.encode()},
-                               dest=member(where, activate=False), now=LATER + timedelta(hours=hour))
-        made[where] = result["release"]["id"]
-    return made
+                               dest=member(where, activate=False, id=shared), now=LATER + timedelta(hours=hour))
+        assert result["release"]["id"] == shared
+    return shared
 
 
 def active_everywhere(tmp_path, stores, name, hour) -> dict:
@@ -54,20 +54,6 @@ def active_everywhere(tmp_path, stores, name, hour) -> dict:
         publish_files(tmp_path, stores[where], "%s-%s" % (name, where), {"index.html": name.encode()}, dest=member(where),
                       now=LATER + timedelta(hours=hour))
     return {where: live(stores[where]) for where in WEB}
-
-
-def same_id(tmp_path, stores, name, hour) -> str:
-    """One release id staged on every destination, as the role stages a fleet (its id chosen once):
-    each destination's own staged release, renamed in its index and home to the fleet's id."""
-    made = staged_everywhere(tmp_path, stores, name, hour)
-    shared = "%s-%012x" % ((LATER + timedelta(hours=hour)).strftime("%Y%m%dT%H%M%SZ"), 0xf1ee7 + hour)
-    for where, own in made.items():
-        store = stores[where]
-        for key in [k for k in store if k.startswith("%s/%s/" % (HOME, own))]:
-            store[key.replace("/%s/" % own, "/%s/" % shared, 1)] = store.pop(key)
-        key = HOME + "/.distributor-releases.json"
-        store[key] = store[key].replace(own.encode(), shared.encode())
-    return shared
 
 
 @pytest.fixture
