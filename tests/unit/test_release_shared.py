@@ -159,3 +159,29 @@ def test_a_conversion_refuses_a_shared_directory_of_another_account_naming_it_an
     assert "nothing was moved" in refused.value.message
     assert not os.path.islink(site) and (site / "uploads" / "photo.jpg").read_bytes() == b"photo"
     assert not (place.root / HOME / "shared").exists()
+
+
+@pytest.mark.parametrize("planted", ["a directory of another account at the shared path", "a link at the shared place"])
+def test_a_conversion_to_a_taken_shared_place_is_refused_before_anything_moves_and_the_site_stays(place, tmp_path, planted):
+    """Refused after the directory moved into the release home, the bundle path was gone."""
+    publish(write_bundle(tmp_path / "plain", {"index.html": b"plain"}), PIPELINE, place.destination, now=NOW)
+    site = place.root / "site"
+    (site / "uploads").mkdir()
+    (site / "uploads" / "photo.jpg").write_bytes(b"photo")
+    home = place.root / HOME
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    if planted.startswith("a directory"):
+        (home / "shared" / "uploads").mkdir(parents=True)
+        os.chown(home / "shared" / "uploads", 1000, 1000)
+    else:
+        home.mkdir(parents=True)
+        os.symlink(str(victim), str(home / "shared"))
+    for check_mode in (True, False):
+        with pytest.raises(DistributorError) as refused:
+            bundle = write_bundle(tmp_path / ("v%s" % check_mode), {"index.html": b"v1"}, created="2026-06-04T12:01:00Z")
+            publish(bundle, PIPELINE, released(place, convert=True), now=LATER, check_mode=check_mode)
+        assert refused.value.reason == "storage_error" and "shared" in refused.value.message
+    assert not os.path.islink(site) and (site / "uploads" / "photo.jpg").read_bytes() == b"photo"
+    assert (site / "index.html").read_bytes() == b"plain" and os.listdir(victim) == []
+    assert sorted(os.listdir(home)) in (["shared"], [".distributor-releases.json", "shared"])
