@@ -98,6 +98,20 @@ def test_a_rename_failing_on_the_third_destination_switches_the_first_two_back_a
     assert indexes != staged
 
 
+def test_a_rename_that_took_effect_and_still_failed_is_switched_back_with_the_others(tmp_path, stores):
+    before = {where: live(stores[where]) for where in WEB}
+    new = same_id(tmp_path, stores, "two", 1)
+    staged = {where: index(stores[where]) for where in WEB}
+
+    def fault(where, op, path):
+        if where == "web2" and op == "switched":
+            raise OSError("the reply was lost")
+    with pytest.raises(DistributorError) as failed:
+        switch_fleet("site", fleet(), new, opener=fleet_opener(stores, fault))
+    assert failed.value.details == {"switched_back": ["web1", "web2"], "not_switched_back": []}
+    assert all(live(stores[w]) == before[w] and index(stores[w]) == staged[w] for w in WEB)
+
+
 def test_a_destination_that_cannot_be_prepared_leaves_every_destination_unswitched(tmp_path, stores):
     before = {where: live(stores[where]) for where in WEB}
     new = same_id(tmp_path, stores, "two", 1)

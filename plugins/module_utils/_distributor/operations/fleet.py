@@ -24,7 +24,7 @@ from ..planning.digest import PLAN_FORMAT, check_expected, plan_digest
 from ..records.config import render_bundle_path
 from ..releases.build import abandon_switch, check_whole, finish_switch, point_link, prepare_switch
 from ..releases.home import opened_release
-from ..releases.rules import fleet_target, split_bundle_path
+from ..releases.rules import fleet_target, link_target, split_bundle_path
 from ..storage.select import new_token, open_storage
 from ..timestamps import utc_now
 from .managed_root import Selector, parse_created
@@ -177,6 +177,8 @@ def _switched(roots: dict, steps: dict, moving: list, now: datetime) -> float:
     except DistributorError as error:
         failed = moving[len(renamed)].id
         _abandon(roots, [where for where in prepared if where not in renamed and where != failed])
+        if _serves(roots[failed], steps[failed].target):
+            renamed.append(failed)
         raise _undone(roots, steps, renamed, failed, error) from None
     window = time.monotonic() - started
     for cfg in moving:
@@ -192,6 +194,17 @@ def _abandon(roots: dict, ids: list) -> None:
             abandon_switch(roots[where])
         except DistributorError:
             pass
+
+
+def _serves(root, release: str) -> bool:
+    """Whether the bundle path holds `release` after all: a rename can take effect and still
+    fail (a later fsync locally, a lost reply over SFTP), and that destination is switched back
+    with the others. One that cannot be looked at is taken to have switched: switching back to
+    the release it left is right either way, and a failure to do so is named."""
+    try:
+        return root.parent.entry(root.name) == ("link", link_target(root.name, release))
+    except DistributorError:
+        return True
 
 
 def _undone(roots: dict, steps: dict, renamed: list, failed: str, error: DistributorError) -> DistributorError:
