@@ -63,6 +63,20 @@ def test_what_is_written_into_a_shared_path_survives_publishes_a_rollback_and_cl
     assert isinstance(store["%s/%s/uploads" % (HOME, live(store))], Symlink)
 
 
+def test_a_link_like_a_shared_one_at_a_path_that_is_not_shared_is_never_removed_and_keeps_its_release(tmp_path):
+    """Only the links link_shared makes, at the paths releases.shared names, go with a release:
+    one planted elsewhere with the same form of target is nobody's to delete."""
+    store = {}
+    publish_files(tmp_path, store, "one", {"index.html": b"one"}, sharing())
+    first = live(store)
+    publish_files(tmp_path, store, "v2", {"index.html": b"v2"}, sharing(), now=LATER.replace(minute=2))
+    planted = "%s/%s/other/x" % (HOME, first)
+    store[planted] = Symlink("../../shared/other/x")
+    for n in range(3, 6):
+        publish_files(tmp_path, store, "v%d" % n, {"index.html": b"v%d" % n}, sharing(), now=LATER.replace(minute=n))
+    assert isinstance(store.get(planted), Symlink) and first in generations(store)
+
+
 def test_reconcile_state_does_not_report_the_live_release_s_shared_links_as_unmanaged(tmp_path):
     store = {}
     publish_files(tmp_path, store, "one", {"index.html": b"one"}, sharing())
