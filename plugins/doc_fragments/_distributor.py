@@ -350,6 +350,37 @@ options:
                 example V(https://preview.example.com/{release}/) served from C(.distributor-releases/<name>/) by a
                 web server only reviewers reach. A publish returns it filled in as RV(distributor.core.distributor_publish#module:release.preview_url).
             type: str
+          shared:
+            description:
+              - Paths kept once in C(.distributor-releases/<name>/shared/) and linked into every release at their path by
+                a relative symbolic link, for example V(.well-known/acme-challenge) or V(uploads). What a web server or another
+                job writes there survives every release and rollback. Never an output, never read, carried or cleared by
+                distributor; a bundle holding one (or anything under one) fails with C(invalid_config). A conversion moves what
+                the plain directory holds there into the shared place. The web server must follow links below the document
+                root (nginx C(disable_symlinks if_not_owner) or C(off)).
+            type: list
+            elements: str
+            version_added: 0.2.0
+          id:
+            description:
+              - The id of the release this publish builds, in the form C(YYYYMMDDTHHMMSSZ-) then 12 lowercase hex
+                digits (for example V(20261206T053000Z-0123456789ab)); another form fails with C(invalid_config).
+                One id named on every destination of a fleet makes one release across them.
+              - It must sort after every release the destination holds, of any status, else the publish fails with
+                C(conflict) naming both, before anything is written (check mode too). Naming the live release while the
+                publish would change it fails with C(conflict) too.
+              - Unset, the publish makes an id from the time and a random token.
+            type: str
+            version_added: 0.2.0
+          build:
+            description:
+              - V(changed) (when unset) builds a release only when the plan changes something.
+              - V(always) builds one even when nothing changed (every output a hard link to the live release's file,
+                and its record), so that every destination of a fleet holds the same release id; nothing is built
+                when the live release is already the one I(id) names.
+            type: str
+            choices: [changed, always]
+            version_added: 0.2.0
 """
 
     MANAGED_ROOT = r"""

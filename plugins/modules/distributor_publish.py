@@ -346,9 +346,14 @@ state:
   sample: {schema_version: 2, pipeline_id: reports, destination_id: archive}
 release:
   description:
-    - In release mode, what the publish did with releases. A publish that changes nothing (C(skip)) builds no release,
-      and check mode builds none; then RV(release.id) and RV(release.status) are V(null), and RV(release.from),
-      RV(release.failed) and RV(release.previous) say what a run would start from.
+    - In release mode, what the publish did with releases. A publish that changes nothing (C(skip)) builds no release
+      unless C(releases.build=always) (then RV(changed) is true though RV(action) is C(skip)), and check mode builds none;
+      then RV(release.status) is V(null), RV(release.id) is C(releases.id) in check mode when a run would build it
+      (else V(null)), and RV(release.from), RV(release.failed), RV(release.removed) and RV(release.previous) say what
+      a run would start from and do.
+    - With C(--diff), the second diff is the release part, which names the release built and the one it is built from, the switch
+      (or that the release is staged, not switched), and each release removed with its status (a C(staged) one as a
+      preview, with its preview URL).
   returned: when O(destination.releases) is set
   type: dict
   contains:
@@ -370,9 +375,19 @@ release:
           C(window_seconds), how long the bundle path did not exist between the two renames; V(null) otherwise.
       type: dict
     removed:
-      description: Releases removed by this run (dead attempts cleared, and those keep-N no longer keeps after the switch).
+      description:
+        - Releases removed by this run (dead attempts cleared, and those keep-N no longer keeps after the switch). In check
+          mode exactly those the run removes, each judged as the run judges it (one it would keep whole is in RV(release.kept)).
       type: list
       elements: str
+    removes_at_switch:
+      description:
+        - With C(releases.activate=false) only, in check mode too; the releases a switch to the release this publish
+          staged would remove (keep-N after that switch, M(distributor.core.distributor_release)); the plan digest
+          covers them. V([]) when no release was built.
+      type: list
+      elements: str
+      version_added: 0.2.0
     failed:
       description: Attempts that died before they were built, marked C(failed) by this run (in check mode, that would be).
       type: list

@@ -155,3 +155,33 @@ def test_the_rollback_playbook_refuses_a_destination_without_releases_before_swi
     assert "destination 'plain' has no releases setting" in output and results is None
     output, _results = role(dict(site, distributor_rollback_pipeline=""), operation="rollback", expect_rc=2)
     assert "rollback needs distributor_rollback_pipeline" in output
+
+
+def test_check_mode_lists_the_releases_the_run_removes_and_its_diff_names_them_previews_by_name(backend, playbook, make_bundle):
+    """Issue 40 item 8: `--check --diff` predicted `removed: []` where the run then removed three."""
+    ids = ["2026060%dT120000Z-0123456789ab" % day for day in range(1, 5)]
+    preview = "https://preview.example.com/{release}/"
+
+    def publish_v(day: int, check: bool = False, diff: bool = False, **releases) -> dict:
+        files = {"index.md": b"# Version %d\n" % day, "logo.png": b"\x89PNG logo"}
+        dest = dict(destination(backend), releases=dict({"keep": 2, "id": ids[day - 1], "preview_url": preview}, **releases))
+        task = {"distributor.core.distributor_publish": {
+            "source": make_bundle(files, id="site.example", created="2026-06-0%dT11:55:00Z" % day), "pipeline": PIPELINE,
+            "destination": dest}}
+        [done] = playbook.run([task], check=check, diff=diff)
+        assert not done.get("failed"), done
+        return done
+    publish_v(1)
+    publish_v(2)
+    staged = publish_v(3, activate=False)
+    assert staged["release"]["status"] == "staged" and staged["release"]["removes_at_switch"] == [ids[0]]
+    before = (index(backend), tree(backend.local_root))
+    checked = publish_v(4, check=True, diff=True)
+    assert (index(backend), tree(backend.local_root)) == before
+    done = publish_v(4)
+    assert checked["release"]["removed"] == done["release"]["removed"] == [ids[0], ids[2]]
+    assert checked["release"]["id"] == done["release"]["id"] == ids[3] == live(backend)
+    after = checked["diff"][1]["after"]
+    assert "built: %s from %s" % (ids[3], ids[1]) in after and "switch: %s -> %s" % (ids[1], ids[3]) in after
+    assert "removed: %s (superseded)" % ids[0] in after
+    assert "removed: %s (staged: a preview at https://preview.example.com/%s/)" % (ids[2], ids[2]) in after

@@ -67,7 +67,7 @@ class MemoryStorage(Storage):
     test can also fail a renewal, or replace the lock record there to steal the lock. The
     release primitives are the operations `entry`, `symlink` (the temporary link of a switch),
     `switch` (its rename over the path; a failure there removes the temporary link through a
-    `delete`, which a killed run never makes), `rename` (path: the source), `link` (each
+    `delete`, which a killed run never makes), `rename` (path: the source), `mkdir`, `link` (each
     target of link_many), `directory` (directory_at) and `survey`. `clock` (a StorageClock) dates lock records as a real storage does;
     without one, none is dated. `foreign` holds the keys of files another account owns (planted
     by a test, shared like `store`; a key with files below it is a directory of that account):
@@ -268,6 +268,10 @@ class MemoryStorage(Storage):
                 self.fault("delete", temporary)
                 self.files.pop(made, None)
             raise
+
+    def make_directory(self, path: str) -> None:
+        """Directories are the prefixes of keys, as in S3: an empty one is nothing to make."""
+        self.fault("mkdir", path)
 
     def rename(self, source: str, target: str) -> None:
         old, new = self._key(source), self._key(target)

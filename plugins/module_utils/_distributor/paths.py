@@ -46,6 +46,17 @@ def path_problem(path: object) -> str | None:
     return None
 
 
+def link_problem(path: str, target: str) -> str | None:
+    """Why the relative link target `target` of a link at `path` leads anywhere but below the
+    directory `path` is relative to, or None: leading `..` segments, at most one for each
+    directory `path` is below, then a clean path."""
+    parts = target.split("/")
+    up = next((number for number, part in enumerate(parts) if part != ".."), len(parts))
+    if up > path.count("/"):
+        return "leads above the storage it is made in"
+    return path_problem("/".join(parts[up:]))
+
+
 def all_clean(paths: list) -> bool:
     """Whether path_problem finds nothing wrong with any of `paths`, told by a few searches over
     them all instead of a match each (the 100,000 paths of a large manifest or record): joined

@@ -15,6 +15,7 @@ from ..errors import DistributorError
 from ..planning.ownership import check_owner
 from ..paths import JOURNAL_NAME, STATE_NAME
 from ..releases.home import opened_tree
+from ..releases.rules import outside_shared
 from ..execution.root import inspect
 from ..records.state import OwnerKey, State
 from ..storage.base import Storage
@@ -55,7 +56,8 @@ def parse_created(created: str | None) -> datetime | None:
 @contextmanager
 def open_managed_root(pipeline_id: str, destination: Destination, selector: Selector, lock_timeout: float,
                       check_mode: bool, opener) -> Iterator[ManagedRoot]:
-    """Open the selected root under its lock and read the record the body may act on."""
+    """Open the selected root under its lock and read the record the body may act on. In release
+    mode the live release's shared paths (links to what a web server keeps) are no file of it."""
     bundle_path = render_bundle_path(destination, pipeline_id, selector.source_id, parse_created(selector.created))
     with opened_tree(destination, bundle_path, lock_timeout, check_mode, opener) as storage:
         where = storage.describe(STATE_NAME)
@@ -69,4 +71,5 @@ def open_managed_root(pipeline_id: str, destination: Destination, selector: Sele
             warnings.append(
                 "%s records an interrupted publish (attempt %s); its unrecorded outputs are left for "
                 "the next publish to remove" % (storage.describe(JOURNAL_NAME), records.journal.token))
-        yield ManagedRoot(storage, key, bundle_path, state, records.present, warnings)
+        shared = destination.releases.shared if destination.releases else ()
+        yield ManagedRoot(storage, key, bundle_path, state, outside_shared(records.present, shared), warnings)

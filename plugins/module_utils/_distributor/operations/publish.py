@@ -36,6 +36,7 @@ from ..paths import STATE_NAME
 from ..planning.plan import Content, Plan, plan, plan_outputs, with_data
 from ..releases.publish import publish_release
 from ..releases.home import opened_release, vouched_read
+from ..releases.rules import outside_shared
 from ..execution.root import opened, present_in, read_records
 from ..records.state import OwnerKey, output_to_dict, state_to_dict
 from ..storage.select import open_storage
@@ -151,7 +152,7 @@ def publish(source: str, pipeline: dict, destination: dict, *, force: bool = Fal
     base_url = render_url(destination_cfg, pipeline_cfg.id, manifest.id, manifest.created_at)
     key = OwnerKey(pipeline_cfg.id, destination_cfg.id)
     job = Job(bundle, planned, page, page_keys, key, destination_cfg, bundle_path, base_url, now, force, verify, check_mode)
-    released = None
+    released = None  # release mode: releases.publish.Released
     if destination_cfg.releases is None:
         with opened(destination_cfg, bundle_path, lock_timeout, check_mode, opener) as storage:
             made = _made(job, storage, diff_contents, expect_plan_digest, result_limit)
@@ -161,15 +162,17 @@ def publish(source: str, pipeline: dict, destination: dict, *, force: bool = Fal
                     execute(made.plan, storage, bundle)
     else:
         with opened_release(destination_cfg, bundle_path, lock_timeout, check_mode, opener, switching=True) as root:
-            made, released = publish_release(
+            released = publish_release(
                 job, root, lambda storage, facts: _made(job, storage, diff_contents, expect_plan_digest, result_limit, facts))
-            storage = root.parent
+            made, storage = released.made, root.parent
     stale = invalidation_paths(changed_urls(made.plan, base_url), destination_cfg.invalidation_limit)
     warnings = storage.warnings + leftover_warnings(made.found, made.plan, made.recovered, made.staging, check_mode)
     values = result(made.plan, warnings, made.where, made.review, full_result, made.shown, stale, made.recovered,
                     made.staging, result_limit)
     if released is not None:
-        values["release"] = released
+        values.update(release=released.values, changed=values["changed"] or released.builds)
+        if full_result:
+            values["diff"].insert(1, released.diff)
     return values
 
 
@@ -210,7 +213,8 @@ def _made(job: Job, storage, diff_contents: bool, expect_plan_digest: str | None
     file the plan deletes or writes over must be distributor's (authorship.py), before the run
     writes its journal. `release_facts` (release mode, where the live generation is neither
     deleted from nor written to: its files go when it is cleared, releases.build.clear) lists the
-    whole tree (every kept output is linked into the new generation) and adds to the digest what
+    whole tree (every kept output is linked into the new generation) but its shared paths (the
+    links to what a web server keeps, releases.rules.outside_shared), and adds to the digest what
     the release part of the run does, from the plan."""
     manifest = job.bundle.manifest
     state, state_error, journal = read_records(storage)
@@ -219,9 +223,9 @@ def _made(job: Job, storage, diff_contents: bool, expect_plan_digest: str | None
                  page_keys=job.page_keys)
     decision = decide_from_state(**facts) if journal is None else None
     present, listing, found = None, None, Leftovers()
-    whole = release_facts is not None and (decision is None or decision.action != "skip")
+    whole = release_facts is not None and (decision is None or decision.action != "skip" or job.destination.releases.build == "always")
     if decision is None or job.verify != "none" or whole:
-        listing = frozenset(storage.list_files())
+        listing = outside_shared(storage.list_files(), job.destination.releases.shared if release_facts else ())
         present = present_in(listing)
         if state_error is None:
             found = find_leftovers(storage, journal, set(state.by_path()) if state else set(), listing)

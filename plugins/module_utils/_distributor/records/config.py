@@ -66,12 +66,18 @@ class Retention:
 @dataclass(frozen=True)
 class Releases:
     """Release mode (releases.rules): how many good releases stay, whether a publish switches to
-    what it built, and whether a plain bundle path may become the first release."""
+    what it built, whether a plain bundle path may become the first release, and the paths kept
+    once in the release home for every release (`shared`: what a web server writes there). `id`
+    names the release a publish builds and `build: always` builds one even when nothing changed:
+    what a fleet needs to hold one release id on every destination (docs/releases.md)."""
 
     keep: int = DEFAULT_KEEP
     activate: bool = True
     convert: bool = False
     preview_url: str | None = None
+    shared: tuple[str, ...] = ()
+    id: str | None = None
+    build: str = "changed"
 
 
 @dataclass(frozen=True)
@@ -196,7 +202,7 @@ def parse_destination(data: object) -> Destination:
         max_deletes=transfer.get("max_deletes", DEFAULT_MAX_DELETES),
         allow_empty=transfer.get("allow_empty", False),
         invalidation_limit=links.get("invalidation_limit", DEFAULT_INVALIDATION_LIMIT),
-        releases=Releases(**data["releases"]) if "releases" in data else None,
+        releases=Releases(**dict(data["releases"], shared=tuple(data["releases"].get("shared", ())))) if "releases" in data else None,
     )
     if math.isnan(destination.lock_expiry):
         # Ansible's float type turns "nan" into a number that every schema bound lets through.
@@ -229,6 +235,7 @@ def _check_releases(destination: Destination, where: str) -> None:
             "%s: releases need a bundle path (path): the bundle path becomes a symbolic link to the live release, "
             "and the storage root itself cannot be one. Give a path such as \"site\"." % where,
         )
+    _check_shared(destination.releases.shared, where)
     preview = destination.releases.preview_url
     if not preview:
         return
@@ -237,6 +244,22 @@ def _check_releases(destination: Destination, where: str) -> None:
         raise DistributorError("invalid_config", "%s: releases.preview_url %r %s" % (
             where, preview, "%s once {release} is filled in" % problem if problem else
             "holds no {release}, so every release would have the same preview"))
+
+
+def _check_shared(shared: tuple, where: str) -> None:
+    """Each shared path is a clean relative path that is not distributor's (reserved), given
+    once and inside no other: the link to one is the only entry at its path in a release, so
+    another inside it could never be linked."""
+    for number, path in enumerate(shared):
+        problem = path_problem(path) or ("is a name distributor keeps for its records" if is_reserved(path) else None)
+        earlier = next((other for other in shared[:number] if other == path or path.startswith(other + "/")
+                        or other.startswith(path + "/")), None)
+        if problem is None and earlier is not None:
+            problem = "is given twice" if earlier == path else "overlaps the shared path %r" % earlier
+        if problem:
+            raise DistributorError("invalid_config", "%s: releases.shared entry %r %s; a shared path is a relative path "
+                                   "such as uploads or .well-known/acme-challenge, each given once, none inside another"
+                                   % (where, path, problem))
 
 
 def parse_age(text: str, where: str) -> int:

@@ -25,8 +25,8 @@ from ..regular import UnprovenLinks
 from .index import Release, ReleaseIndex
 from .home import ReleaseRoot, SharedLinks, read_generation_journal, vouched_generation
 from .rules import (
-    HOME, dead_releases, is_failed_or_unbuilt, link_target, next_release_id, removable_releases, staged_release,
-    switch_link_name, token_of, with_active, with_built, with_failed, with_staged, without_releases)
+    HOME, SHARED, dead_releases, is_failed_or_unbuilt, link_target, next_release_id, removable_releases, removed_at_switch,
+    shared_target, staged_release, switch_link_name, token_of, with_active, with_built, with_failed, with_staged, without_releases)
 from ..execution.root import read_state
 from ..records.state_parse import recorded_files
 from ..storage.base import staging_dir
@@ -97,45 +97,79 @@ def _tidy_home(root: ReleaseRoot, ids: list) -> None:
 
 
 def clear(root: ReleaseRoot, release: str) -> str | None:
-    """Remove one generation, or say why it stays (then nothing of it is removed). A complete
+    """Remove one generation, or say why it stays (then nothing of it is removed): judged by
+    `judge`, which check mode asks alone."""
+    judged = judge(root, release)
+    if judged.why:
+        return judged.why
+    listing, unfinished = judged.listing, judged.unfinished
+    if not listing and not judged.links and not unfinished:
+        _tidy(root, release, {})
+        return None
+    records = [p for p in listing if RESERVED_PREFIX in p and is_reserved(p)]  # the prefix first: one test in C a path
+    reserved = frozenset(records)
+    outputs = [p for p in listing if p not in reserved] + list(judged.links)
+    within = release + "/"  # a listed path is clean, and so is an id: joined by a slash
+    root.home.delete_many([within + p for p in outputs])
+    if unfinished or not frozenset(listing).issuperset(judged.named):
+        _tidy(root, release, judged.named)
+    root.home.delete_many([within + p for p in sorted(records, key=lambda p: p == STATE_NAME)])
+    return None
+
+
+@dataclass(frozen=True)
+class Judged:
+    """Whether a generation may be cleared: `why` it stays (None: it goes), what it holds, what
+    its records vouch for (path -> (size, sha256)), whether it was never completely built, and
+    the links to shared paths it holds (only the link goes, never what it leads to)."""
+
+    why: str | None
+    listing: tuple = ()
+    named: dict | None = None
+    unfinished: bool = False
+    links: tuple = ()
+
+
+def judge(root: ReleaseRoot, release: str) -> Judged:
+    """Whether clearing the generation `release` removes it, reading only. A complete
     generation holds what its record names; a failed build what the generation it was linked
     from records, what its journal names and its staged files. Each file of a failed build must
     also be the one described there (Storage.doubt, the links counted as its records share
     them), as crash recovery requires of what it deletes; each file of a complete one must be
     distributor's (Storage.doubt_files: a regular file of a trusted account, with the names the
     generations share), as every delete requires (authorship.py): a record is no proof of who
-    put the file at its name since. A dead build is asked as distributor's own (`own_build`):
-    its names are links distributor made, so over SFTP, which cannot tell a file's other names,
-    one with several is vouched for by its size, never read."""
+    put the file at its name since. A link at a path no record names that holds exactly what
+    link_shared makes there is a shared path's. A dead build is asked as distributor's own
+    (`own_build`): its names are links distributor made, so over SFTP, which cannot tell a
+    file's other names, one with several is vouched for by its size, never read."""
     entry = root.index.by_id(release)
     unfinished = entry is not None and is_failed_or_unbuilt(entry)
     storage = root.generation(release)
     listing = storage.list_files()
-    listed = frozenset(listing)
     if not listing and not unfinished:
-        _tidy(root, release, {})
-        return None
+        return Judged(None, (), {}, False)
     named = _named(root, release, storage, unfinished)
     storage.shared_links = SharedLinks(root, release, {p: digest for p, (_size, digest) in named.items()})
     unknown = [p for p in listing if p not in named and not _own_record(p)]
+    links = tuple(p for p in unknown if storage.entry(p) == ("link", shared_target(p)))
+    unknown = [p for p in unknown if p not in links]
+    listing = [p for p in listing if p not in links]
     if unknown:
-        return "holds %d file(s) no record names, such as %s" % (len(unknown), sorted(unknown)[0])
+        return Judged("holds %d file(s) no record names, such as %s" % (len(unknown), sorted(unknown)[0]))
     if unfinished:
         asked = [(p, *named[p]) for p in listing if p in named] + [(p, None, None) for p in listing if STAGING_PREFIX in p]
         doubts = [(p, why) for (p, _s, _d), why in zip(asked, storage.doubt_many(asked, own_build=True)) if why]
     else:
         doubts = [(p, why) for p, why in zip(listing, storage.doubt_files(listing)) if why]
     if doubts:
-        return "%s %s" % doubts[0]
-    records = [p for p in listing if RESERVED_PREFIX in p and is_reserved(p)]  # the prefix first: one test in C a path
-    reserved = frozenset(records)
-    outputs = [p for p in listing if p not in reserved]
-    within = release + "/"  # a listed path is clean, and so is an id: joined by a slash
-    root.home.delete_many([within + p for p in outputs])
-    if unfinished or not listed.issuperset(named):
-        _tidy(root, release, named)
-    root.home.delete_many([within + p for p in sorted(records, key=lambda p: p == STATE_NAME)])
-    return None
+        return Judged("%s %s" % doubts[0])
+    return Judged(None, tuple(listing), named, unfinished, links)
+
+
+def would_clear_each(root: ReleaseRoot, ids) -> Clearing:
+    """Check mode's _clear_each: which of the generations `ids` a run removes and which it keeps whole, and why."""
+    judged = [(release, judge(root, release).why) for release in ids]
+    return Clearing(tuple(r for r, why in judged if not why), (), tuple((r, why) for r, why in judged if why))
 
 
 def _tidy(root: ReleaseRoot, release: str, named: dict) -> None:
@@ -185,16 +219,18 @@ def _recorded(storage) -> dict:
 
 
 def build(root: ReleaseRoot, the_plan: Plan, bundle, manifest, present: frozenset, own_sources: Callable[[], dict],
-          now: datetime) -> str:
+          now: datetime, named: str | None = None) -> str:
     """The plan's tree as a new generation, durable and recorded `built`; returns its id. Every
     output of the state after that the plan does not write is linked from the live generation;
     one the storage cannot link (an SFTP server without hardlink@openssh.com) is written again
     from the bundle when this owner's (`own_sources()`: path -> its Write, made only then), and
-    refused otherwise (nobody else's bytes are at hand)."""
-    release = next_release_id(root.index, now, root.home.token)
+    refused otherwise (nobody else's bytes are at hand). Its id is `named` (releases.id, checked
+    by rules.named_release) or one made now."""
+    release = named or next_release_id(root.index, now, root.home.token)
     root.write_index(with_staged(root.index, staged_release(release, manifest, the_plan.after, now, root.live)))
     try:
         _build(root, the_plan, bundle, present, own_sources, release)
+        link_shared(root, release)
         made = root.home.directory_at(release)
     except DistributorError:
         _abandon(root, release)
@@ -232,6 +268,18 @@ def _build(root: ReleaseRoot, the_plan: Plan, bundle, present: frozenset, own_so
     execute(replace(the_plan, writes=writes, repairs=(), resettles=(), deletes=()), root.generation(release), bundle)
 
 
+def link_shared(root: ReleaseRoot, release: str) -> None:
+    """Each shared path of the generation `release` a relative link to its place in the release
+    home (releases.rules.shared_target), made as the bundle path's link is (Storage.switch, its
+    new link first at this attempt's name in the release home); the place made when absent, so
+    a web server can write into it at once. What is there is never looked into."""
+    for path in root.shared:
+        place = join(SHARED, path)
+        if root.home.entry(place)[0] == "absent":
+            root.home.make_directory(place)
+        root.home.switch(join(release, path), shared_target(path), switch_link_name(root.home.token))
+
+
 def switch(root: ReleaseRoot, release: str, now: datetime, rollback: bool = False) -> None:
     """Point the bundle path at `release` in one rename, then record it active: only a
     generation distributor built (releases.home.vouched_generation)."""
@@ -257,11 +305,10 @@ def clear_old(root: ReleaseRoot, keep: int) -> Clearing:
 
 def would_clear(index: ReleaseIndex, keep: int, new: Release | None, now: datetime) -> list[str]:
     """Check mode's prediction of clear_old: the ids a run would remove after switching to a new
-    release (`new`, id unknown until the run: it is not one of them)."""
+    release (`new`, id unknown until the run unless releases.id names it: it is not one of them)."""
     if new is None:
         return []
-    after = with_active(with_built(with_staged(index, new), new.id, now), new.id, now)
-    return [r for r in removable_releases(after, keep) if r != new.id]
+    return removed_at_switch(with_built(with_staged(index, new), new.id, now), new.id, keep, now)
 
 
 def check_whole(root: ReleaseRoot, release: str, verify: str) -> None:

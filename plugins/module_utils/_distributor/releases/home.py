@@ -37,7 +37,8 @@ from ..timestamps import parse_rfc3339
 @dataclass
 class ReleaseRoot:
     """One bundle path's release home, read under its lock. `live` is the id the link names;
-    `plain` says the bundle path is still a plain directory (a conversion's start); `storage` is
+    `plain` says the bundle path is still a plain directory (a conversion's start); `shared` the
+    paths every release links to the release home's shared place (releases.shared); `storage` is
     where the live tree is read: the live generation, or the bundle path itself. `last_holder` is
     the token of the attempt whose lock record this run found (see last_holder); `built` holds
     the identity (Storage.directory_at) of each generation this run built, by id, as its build
@@ -53,6 +54,7 @@ class ReleaseRoot:
     storage: Storage = field(init=False)
     last_holder: str | None = None
     built: dict = field(default_factory=dict)
+    shared: tuple = ()
 
     def __post_init__(self):
         self.storage = self.generation(self.live) if self.live else self.parent.at(self.name)
@@ -183,6 +185,7 @@ def opened_release(destination: Destination, bundle_path: str, lock_timeout: flo
         with nullcontext() if check_mode else home.lock(lock_timeout, destination.lock_expiry):
             root = read_release_root(parent, home, bundle_path, name)
             root.last_holder = before
+            root.shared = destination.releases.shared if destination.releases else ()
             yield root
     except DistributorError as error:
         raise with_dry_run_hint(error, destination, bundle_path) from None

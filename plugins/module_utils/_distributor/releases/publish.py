@@ -11,68 +11,100 @@ live generation (it would be neither linked nor deleted, so the new release coul
 from __future__ import annotations
 
 import time
+from typing import NamedTuple
 
 from ..records.attributes import attributes_for
 from ..errors import DistributorError
 from ..planning.guards import first_paths
 from ..paths import join
 from ..planning.plan import Content, Write
-from .build import build, check_whole, clear_old, point_link, recover_dead, switch, would_clear
-from .index import Release
+from .build import build, check_whole, clear_old, link_shared, point_link, recover_dead, switch, would_clear, would_clear_each
+from .index import STAGED, Release
 from .home import ReleaseRoot
-from .rules import HOME, earlier_good, next_release_id, staged_release, with_active, with_built, with_staged, without_releases
+from .rules import (
+    HOME, SHARED, earlier_good, is_dead, named_release, next_release_id, outside_shared, refuse_shared_outputs, removed_at_switch,
+    staged_release, with_active, with_built, with_staged, without_releases)
 from ..execution.root import list_present, read_state
 from ..storage.base import DirectorySeen
 from ..storage.refusals import CHANGED_DURING_RUN
 from ..storage.select import new_token
 
 
-def publish_release(job, root: ReleaseRoot, make) -> tuple:
-    """(made, release values). `make(storage, release_facts)` plans and reviews at the live
-    tree (publish._made); this adds the release's part before and after."""
+class Released(NamedTuple):
+    """What a release publish made and did: the plan (`made`), the result's `release` values,
+    whether it builds a release (`builds`: check mode, whether it would) and its `diff` part."""
+
+    made: object
+    values: dict
+    builds: bool
+    diff: dict
+
+
+def publish_release(job, root: ReleaseRoot, make) -> Released:
+    """`make(storage, release_facts)` plans and reviews at the live tree (publish._made); this
+    adds the release's part before and after."""
     settings = job.destination.releases
     if root.plain and not settings.convert:
         raise DistributorError(
             "conflict", "%s is a plain directory, and release mode keeps a symbolic link there. Publish once with "
             "releases.convert: true to make the directory the first release (docs/releases.md, converting an existing destination)"
             % root.parent.describe(root.name))
+    refuse_shared_outputs([item.path for item in job.planned], settings.shared, "destination %s" % job.destination.id)
+    named = settings.id
+    if named is not None and named != root.live:
+        named_release(root.index, named, root.parent.describe(root.name))
     recovered = recover_dead(root, job.check_mode)
     index_before = root.index
 
     def release_facts(the_plan, present) -> dict:
-        new = _placeholder(job, the_plan, index_before) if the_plan.changed else None
-        return {"activate": settings.activate, "convert": root.plain, "from": root.live,
-                "clears": would_clear(index_before, settings.keep, new, job.now) if settings.activate else [],
-                "failed": list(recovered.failed)}
+        builds = _builds(settings, the_plan, root.live)
+        if builds and named is not None and named == root.live:
+            raise DistributorError(
+                "conflict", "releases.id %s is the live release of %s, and this publish changes what it holds, so it builds "
+                "a new release, which needs a later id" % (named, root.parent.describe(root.name)))
+        new = _placeholder(job, the_plan, index_before) if builds else None
+        clears = would_clear(index_before, settings.keep, new, job.now)
+        facts = {"activate": settings.activate, "convert": root.plain, "from": root.live,
+                 "clears": clears if settings.activate else [], "failed": list(recovered.failed)}
+        if not settings.activate:
+            facts["removes_at_switch"] = clears
+        if settings.build == "always":
+            facts["build"] = "always"
+        return facts
     try:
         made = make(root.storage, release_facts)
     except DistributorError as error:
         if error.reason == "unmanaged":
-            _refuse_unmanaged(list_present(root.storage), read_state(root.storage)[0], root)
+            _refuse_unmanaged(outside_shared(list_present(root.storage), root.shared), read_state(root.storage)[0], root)
         raise
+    builds = _builds(settings, made.plan, root.live)
     if made.present is not None:
         _refuse_unmanaged(made.present, made.plan.before, root)
     if root.plain and (made.found.token is not None or made.staging):
         raise DistributorError(
             "conflict", "%s holds what an interrupted publish in place left; publish once more without releases to "
             "finish it, then convert" % root.storage.describe())
-    judged = adoptable(root) if root.plain and made.plan.changed else None
+    judged = adoptable(root) if root.plain and builds else None
     values = {"id": None, "status": None, "from": root.live, "converted": None, "removed": list(recovered.removed),
               "failed": list(recovered.failed), "kept": [{"id": i, "why": why} for i, why in recovered.kept],
               "previous": None, "preview_url": None}
+    if not settings.activate:
+        values["removes_at_switch"] = []
     if job.check_mode:
         root.home.check_writable([""])
         root.parent.check_writable([""])
-    if job.check_mode or not made.plan.changed:
+        _predicted(job, root, values, index_before, made.plan if builds else None)
+    if job.check_mode or not builds:
         values["previous"] = _previous_id(root)
-        return made, values
+        return Released(made, values, builds, release_diff(values, index_before, builds, settings, root))
     if root.plain:
         values["converted"] = convert(root, made.plan, job.now, judged)
     new = build(root, made.plan, job.bundle, job.bundle.manifest, made.present or frozenset(), lambda: _own_sources(job),
-                job.now)
+                job.now, named)
     values.update(id=new, status="staged", preview_url=_preview(settings, new))
     if not settings.activate:
         check_whole(root, new, "sha256")
+        values["removes_at_switch"] = removed_at_switch(root.index, new, settings.keep, job.now)
     else:
         switch(root, new, job.now)
         cleared = clear_old(root, settings.keep)
@@ -80,12 +112,72 @@ def publish_release(job, root: ReleaseRoot, make) -> tuple:
         values.update(status="active", removed=values["removed"] + list(cleared.removed),
                       kept=values["kept"] + [{"id": i, "why": why} for i, why in cleared.kept if i not in reported])
     values["previous"] = _previous_id(root)
-    return made, values
+    return Released(made, values, builds, release_diff(values, index_before, builds, settings, root))
+
+
+def _builds(settings, the_plan, live: str | None) -> bool:
+    """Whether the publish builds a release: when its plan changes something, or always
+    (releases.build), unless the live release is already the one releases.id names."""
+    if the_plan.changed:
+        return True
+    return settings.build == "always" and (settings.id is None or settings.id != live)
+
+
+def _predicted(job, root: ReleaseRoot, values: dict, index_before, built_plan) -> None:
+    """Check mode's `release` values as the run's (`built_plan`: the plan of the release it
+    builds, None when it builds none): the id releases.id names, the dead builds and, after the
+    switch, the releases keep-N no longer keeps, each judged as the run judges it (one holding
+    what no record names is kept, and named once); or what a switch to the staged release removes."""
+    settings = job.destination.releases
+    values["id"] = settings.id if built_plan is not None else None
+    dead = would_clear_each(root, values["failed"])
+    values.update(removed=list(dead.removed), kept=[{"id": i, "why": why} for i, why in dead.kept])
+    new = _placeholder(job, built_plan, index_before) if built_plan is not None else None
+    later = [r for r in would_clear(index_before, settings.keep, new, job.now) if r not in dead.removed]
+    if not settings.activate:
+        values["removes_at_switch"] = later
+        return
+    cleared = would_clear_each(root, [r for r in later if r not in dict(dead.kept)])
+    values["removed"] += list(cleared.removed)
+    values["kept"] += [{"id": i, "why": why} for i, why in cleared.kept]
+
+
+def release_diff(values: dict, index_before, builds: bool, settings, root: ReleaseRoot) -> dict:
+    """The release part of --diff: the release built and the one it is built from, the switch
+    (or that the new release is staged, not switched), and each release removed with its status
+    before the run; a staged one removed is a preview, named as such with its preview URL."""
+    where = root.parent.describe(root.name)
+    new = values["id"] or "(a new release)"
+    lines = []
+    if builds:
+        lines.append("built: %s from %s\n" % (new, values["from"] or "nothing (the first release)"))
+        lines.append("switch: %s -> %s\n" % (values["from"], new) if settings.activate
+                     else "switch: none, %s is staged, not switched\n" % new)
+    for release in values["removed"]:
+        lines.append("removed: %s (%s)\n" % (release, _status_before(index_before.by_id(release), settings)))
+    for release in values.get("removes_at_switch", ()):
+        lines.append("removed at its switch: %s (%s)\n" % (release, _status_before(index_before.by_id(release), settings)))
+    after = new if builds and settings.activate else values["from"]
+    return {"before": "release: %s\n" % values["from"], "after": "release: %s\n%s" % (after, "".join(lines)),
+            "before_header": where, "after_header": where}
+
+
+def _status_before(entry: Release | None, settings) -> str:
+    if entry is None:
+        return "unknown"
+    if is_dead(entry):
+        return "failed: never completely built"
+    if entry.status == STAGED:
+        url = _preview(settings, entry.id)
+        return "staged: a preview%s" % (" at %s" % url if url else "")
+    return entry.status
 
 
 def _placeholder(job, the_plan, index) -> Release:
-    """The release a run would add, for check mode's prediction of what it clears."""
-    return staged_release(next_release_id(index, job.now, "f" * 12), job.bundle.manifest, the_plan.after, job.now)
+    """The release a run would add, for check mode's prediction of what it clears: the one
+    releases.id names, or one made now."""
+    made = job.destination.releases.id or next_release_id(index, job.now, "f" * 12)
+    return staged_release(made, job.bundle.manifest, the_plan.after, job.now)
 
 
 def _previous_id(root: ReleaseRoot) -> str | None:
@@ -150,7 +242,8 @@ def convert(root: ReleaseRoot, the_plan, now, judged: DirectorySeen) -> dict:
     """The plain bundle path becomes the first release: its directory is renamed into the
     release home, then a link takes its place. Between the two renames the bundle path does not
     exist (readers get ENOENT, a web server 404); the result reports the window. What the rename
-    moved must be the directory `judged` (adoptable), see _as_judged."""
+    moved must be the directory `judged` (adoptable), see _as_judged; its shared paths' content
+    moves to the shared place before the link is put in place (_share)."""
     before = the_plan.before
     first = next_release_id(root.index, now, new_token())
     manifest = before.owners[0].manifest if before and before.owners else None
@@ -163,12 +256,24 @@ def convert(root: ReleaseRoot, the_plan, now, judged: DirectorySeen) -> dict:
             root.write_index(without_releases(root.index, [first]))
         raise
     _as_judged(root, first, judged)
+    _share(root, first)
     point_link(root, first)
     window = time.monotonic() - started
     root.live = first
     root.write_index(with_active(root.index, first, now))
     root.storage = root.generation(first)
     return {"id": first, "window_seconds": round(window, 6)}
+
+
+def _share(root: ReleaseRoot, first: str) -> None:
+    """What the plain directory held at each shared path moves to the shared place, then the
+    first release links there as every release does (build.link_shared). adoptable judged all
+    of it first: only entries of accounts distributor trusts are moved. A shared place that
+    already holds something is never written over: the rename refuses (storage_error)."""
+    for path in root.shared:
+        if root.home.entry(join(first, path))[0] != "absent":
+            root.home.rename(join(first, path), join(SHARED, path))
+    link_shared(root, first)
 
 
 def _as_judged(root: ReleaseRoot, first: str, judged: DirectorySeen) -> None:

@@ -27,6 +27,7 @@ from ..timestamps import format_compact, format_rfc3339, parse_compact
 from ..visible import visible
 
 HOME = ".distributor-releases"
+SHARED = "shared"  # the release home's directory of shared paths (releases.shared), beside the generations
 SWITCH_PREFIX = ".distributor.switch."  # + an attempt token: the new link in the release home before its rename
 
 
@@ -63,6 +64,26 @@ def next_release_id(index: ReleaseIndex, now: datetime, token: str) -> str:
                                % (index.bundle_path, newest)) from None
 
 
+def named_release(index: ReleaseIndex, release: str, where: str) -> str:
+    """The id the caller named (releases.id) for the release a publish builds: one id on every
+    destination of a fleet, chosen once. It must sort after every release `index` lists, of any
+    status, as next_release_id's do, or `previous`, keep-N and a rollback's direction would read
+    the order wrongly; refused otherwise (conflict), naming both ids and the bundle path `where`."""
+    newest = index.releases[-1].id if index.releases else None
+    if newest is not None and release <= newest:
+        raise DistributorError(
+            "conflict", "releases.id %s does not sort after %s, the newest release of %s; release ids sort as releases "
+            "were made, so a publish names a later one (the form is %s, the UTC time first)"
+            % (release, newest, where, "20261206T053000Z-0123456789ab"))
+    return release
+
+
+def removed_at_switch(index: ReleaseIndex, release: str, keep: int, now: datetime) -> list[str]:
+    """The releases a switch to the built release `release` of `index` removes: what keep-N no
+    longer keeps once it is active (removable_releases), which a publish that stages reports."""
+    return [r for r in removable_releases(with_active(index, release, now), keep) if r != release]
+
+
 def split_bundle_path(bundle_path: str) -> tuple[str, str]:
     """(parent, name) of a bundle path: the link `name` sits in the directory `parent` ("" is
     the root). The root itself cannot be replaced by a link, so "" is invalid_config."""
@@ -86,6 +107,39 @@ def home_of(bundle_path: str) -> str:
 def link_target(name: str, release: str) -> str:
     """What the link `name` holds to serve `release`: relative to the link's directory."""
     return "%s/%s/%s" % (HOME, name, release)
+
+
+def shared_target(path: str) -> str:
+    """What the link at the shared path `path` of a generation holds: its place in the release
+    home's shared directory, relative to the link's own directory (up out of the generation), so
+    it works under a chroot and moves with the release home."""
+    return "../" * (path.count("/") + 1) + join(SHARED, path)
+
+
+def under_shared(path: str, shared) -> str | None:
+    """The shared path `path` is, or is under, or None."""
+    return next((place for place in shared if path == place or path.startswith(place + "/")), None)
+
+
+def outside_shared(listing, shared) -> frozenset:
+    """A generation's listing without its shared paths (the links to the shared place) and what
+    is under them (a plain directory's content there, which a conversion moves): never an
+    output, so never an unmanaged file either."""
+    return frozenset(listing) if not shared else frozenset(p for p in listing if under_shared(p, shared) is None)
+
+
+def refuse_shared_outputs(outputs, shared, where: str) -> None:
+    """A bundle whose outputs hold a shared path, or anything under one, is refused naming it:
+    the release's entry there is the link to what the web server keeps, which a publish never
+    writes over nor fills."""
+    for path in sorted(outputs):
+        place = under_shared(path, shared)
+        if place is not None:
+            raise DistributorError(
+                "invalid_config", "the bundle holds %s, %s the shared path %s of %s (releases.shared): every release "
+                "links that path to what is kept once beside the releases, so a publish writes nothing there. Leave it "
+                "out of the bundle (pipeline exclude) or out of releases.shared"
+                % (visible(path), "which is" if path == place else "under", visible(place), where))
 
 
 def switch_link_name(token: str) -> str:

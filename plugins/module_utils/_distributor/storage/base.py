@@ -292,6 +292,12 @@ class Storage(ABC):
         atomically: there is no non-atomic fallback."""
         raise not_offered("an atomic switch of a symbolic link", self.describe())
 
+    def make_directory(self, path: str) -> None:
+        """A new directory at `path`, which must be absent, and its missing parents, made with the
+        configured settings, durable when it returns: the shared place of a release home
+        (releases.shared), where a web server then writes through the releases' links."""
+        raise not_offered("directories of their own", self.describe(path))
+
     def rename(self, source: str, target: str) -> None:
         """Move `source` (a directory) to `target`, which must not exist; the parents of
         `target` are made with the configured settings. Durable when it returns."""

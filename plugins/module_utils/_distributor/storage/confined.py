@@ -30,7 +30,7 @@ from itertools import chain
 from typing import Callable, ContextManager, Iterable, Iterator, Mapping
 
 from ..errors import DistributorError
-from ..paths import JOURNAL_NAME, LOCK_NAME, STATE_NAME, all_clean, path_problem
+from ..paths import JOURNAL_NAME, LOCK_NAME, STATE_NAME, all_clean, link_problem, path_problem
 from ..limits import LOCK_EXPIRY_SECONDS
 from .base import DirectorySeen, Lease, Storage
 from .refusals import failure, os_errors
@@ -250,12 +250,13 @@ class ConfinedStorage(Storage):
             return self.inner.survey()
 
     def switch(self, path: str, target: str, temporary: str) -> None:
-        """Confined, the link's target too: a clean relative path leads below the link's own
-        directory, never out of the base. Under the lease, after a fresh look at the lock."""
-        problem = path_problem(target)
+        """Confined, the link's target too: a clean relative path, after as many `..` as lead
+        up to the base at most (a shared path's link, releases.rules.shared_target), never out
+        of the base. Under the lease, after a fresh look at the lock."""
+        problem = link_problem(path, target)
         if problem:
             raise DistributorError("invalid_state", "refused to make %s a link to %r: the target %s, and distributor "
-                                   "makes only links that lead below their own directory"
+                                   "makes only links that lead below the storage they are made in"
                                    % (self.inner.describe(path), target, problem))
         self._inside(temporary)
         self._held("switching " + self._inside(path), True)
@@ -266,6 +267,12 @@ class ConfinedStorage(Storage):
         """Errors reported like the others'."""
         with self._reported("inspect"):
             self.inner.require_switch()
+
+    def make_directory(self, path: str) -> None:
+        """Confined, under the lease."""
+        self._held("making " + self._inside(path))
+        with self._reported("create directory", path):
+            self.inner.make_directory(path)
 
     def rename(self, source: str, target: str) -> None:
         """Both names confined, under the lease."""

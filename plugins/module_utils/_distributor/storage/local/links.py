@@ -150,6 +150,18 @@ class LocalLinks:
         finally:
             self._release()
 
+    def make_directory(self, path: str) -> None:
+        """mkdirat of each missing component, walked from the root as every directory is (a link
+        on the way is refused), then synced with its parents."""
+        head, name = self._split(path)
+        made = join(head, name)
+        try:
+            self._directory(made, True, self.describe(path))
+            self._check_in_place({made})
+            self._made_durable({made}, FsyncEach())
+        finally:
+            self._release()
+
     def rename(self, source: str, target: str) -> None:
         """renameat between the held directories of both names, once `target` is seen absent
         (Linux renames a directory over an empty one without a word)."""

@@ -19,7 +19,7 @@ from contextlib import suppress
 
 from ...errors import DistributorError
 from ...limits import LINK_TARGET_LIMIT
-from ...paths import join
+from ...paths import STAGING_PREFIX, join
 from ...regular import kind_of
 from ..base import DirectorySeen
 from ..refusals import (
@@ -168,6 +168,11 @@ class SftpLinks:
         """Every directory down to `remote`'s looked at now; gone is a change by someone else."""
         if not self._check_directories(posixpath.dirname(remote)):
             raise disappeared(self._url(posixpath.dirname(remote)))
+
+    def make_directory(self, path: str) -> None:
+        """Made as the parents of a file below it are (SftpPaths._remote: each mkdir looked at
+        again after it, a link on the way refused); as durable as the server makes directories."""
+        self._remote(join(path, STAGING_PREFIX), create_parents=True, look_at_name=False)
 
     def rename(self, source: str, target: str) -> None:
         """SSH_FXP_RENAME, which OpenSSH's server never lets replace a name, once `target` is seen

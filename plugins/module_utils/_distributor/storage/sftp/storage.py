@@ -371,7 +371,10 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, SftpLinks, Storage):
         return removed
 
     def _delete(self, path: str) -> bool:
-        remote = self._remote(path)
+        """A link at `path` is removed as a name, as unlink(2) removes it, never followed: the
+        ways to it refuse links, the last name is looked at here (a shared path's link,
+        releases.build.clear)."""
+        remote = self._remote(path, look_at_name=False)
         attrs = self._lstat(remote)
         if attrs is None:
             return False
