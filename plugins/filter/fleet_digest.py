@@ -12,7 +12,7 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.plan
 DOCUMENTATION = r"""
 name: fleet_digest
 author: distributor maintainers
-version_added: 0.3.0
+version_added: 0.2.0
 short_description: One plan digest for the destinations of a pipeline released together
 description:
   - C(sha256:<64 hex>) over the plan digest of each destination of a fleet, keyed as the role keys them
