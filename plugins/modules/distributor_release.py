@@ -29,8 +29,18 @@ description:
     there is no earlier good release to return to, or the bundle path is a plain directory not yet converted to
     release mode (the message says how); C(invalid_state) when the link or the release index is
     not what distributor writes; C(storage_error) when an SFTP server lacks C(posix-rename@openssh.com).
+  - A forward switch (not a rollback) then removes what keep-N (C(releases.keep)) no longer keeps, as a publish's
+    switch does (RV(removed); check mode predicts it).
+  - With O(fleet) instead of O(destination), one run switches several destinations to one release, all or none
+    (docs/releases.md, Fleets). It connects to every destination in parallel, takes their locks in the order of their ids,
+    refuses before switching any when one cannot take the release, checks every release whole and makes every new link
+    before the first rename, then renames them one after the other (RV(window_seconds)) and records each. A rename
+    that fails after others went through switches those back to the release they left, and the run fails with
+    C(storage_error) naming each destination switched back and each that could not be. O(release=previous) needs one
+    active release across the fleet (else C(conflict), naming each destination's) and returns to the newest good
+    release older than it that every destination holds.
   - Check mode changes nothing, not even a lock, and makes the same checks as a run. With C(--diff) the
-    result shows the release the bundle path holds before and after.
+    result shows the release the bundle path holds before and after (one entry per destination of a fleet).
 options:
   pipeline_id:
     description:
@@ -45,6 +55,19 @@ options:
       - The release already active changes nothing (C(changed=false)).
     type: str
     required: true
+  destination:
+    description:
+      - The one destination to switch, in release mode. See C(docs/config.md) for every key.
+      - Exactly one of O(destination) and O(fleet).
+    required: false
+  fleet:
+    description:
+      - Destinations to switch together to one release, each a dict of the same form as O(destination) (with its own
+        C(id), unique in the fleet) and in release mode.
+      - Exactly one of O(destination) and O(fleet). The result then has RV(destinations), RV(window_seconds) and one
+        RV(plan_digest) for the fleet.
+    type: list
+    elements: dict
   lock_timeout:
     description:
       - Seconds to wait for a publisher of the same bundle path before failing with C(locked).
@@ -58,6 +81,7 @@ options:
         anything. The digest covers the bundle path, the release switched from and to, whether it is a
         rollback and the owners it affects, so a publish of that bundle path in between (a new live
         release) changes it.
+      - With O(fleet), the fleet's RV(plan_digest); a change on any destination fails the run before any switch.
       - A form C(sha256:<64 hex digits>); anything else is C(invalid_config).
     type: str
 extends_documentation_fragment:
@@ -138,6 +162,19 @@ EXAMPLES = r"""
     release: "{{ staged.release.id }}"
     destination: "{{ web }}"
     expect_plan_digest: "{{ review.plan_digest }}"
+
+- name: Switch three web servers to one staged release together
+  distributor.core.distributor_release:
+    pipeline_id: site
+    release: "{{ release_id }}"
+    fleet: "{{ web_servers }}"
+  register: switched
+
+- name: Roll the three back together
+  distributor.core.distributor_release:
+    pipeline_id: site
+    release: previous
+    fleet: "{{ web_servers }}"
 """
 
 RETURN = r"""
@@ -146,6 +183,7 @@ reason:
     - On failure, the machine-readable cause, one of the following.
     - V(invalid_config) - a destination setting is wrong, the destination has no C(releases), or the release named is
       not held or failed (the message says which).
+    - V(conflict) - with O(fleet) and O(release=previous), the destinations serve different releases (each is named).
     - V(invalid_state) - the bundle path's link, the release index or the release's C(.distributor.json) is not what
       distributor writes.
     - V(locked) - a publisher held the bundle path for longer than O(lock_timeout).
@@ -159,7 +197,7 @@ reason:
   sample: invalid_config
 bundle_path:
   description: The rendered bundle path under the root, the symbolic link that is switched.
-  returned: success
+  returned: success, without O(fleet)
   type: str
   sample: site
 release:
@@ -169,12 +207,13 @@ release:
   sample: 20261205T221500Z-3f9a0c2b7d1e
 from:
   description: The release the bundle path held before; V(null) when it held none.
-  returned: success
+  returned: success, without O(fleet)
   type: str
   sample: 20261206T053000Z-0123456789ab
 rollback:
   description:
     - V(true) when RV(release) is older than RV(from); the release left is then marked C(rolled_back).
+    - With O(fleet), V(true) when it is for any destination.
   returned: success
   type: bool
   sample: true
@@ -182,7 +221,7 @@ owners:
   description:
     - The owners (C(pipeline/destination)) whose published source differs between RV(from) and RV(release), sorted;
       in a shared root the switch changes their outputs. The first O(result_limit).
-  returned: success
+  returned: success, without O(fleet)
   type: list
   elements: str
   sample: [site/web]
@@ -190,13 +229,13 @@ previous:
   description:
     - The release O(release=previous) would return to after this run (in check mode, as the index stands); V(null) when
       there is none.
-  returned: success
+  returned: success, without O(fleet)
   type: str
   sample: 20261204T180000Z-77aa00bb11cc
 releases:
   description:
     - Every release the index records after the run (in check mode, before it), oldest first; the first O(result_limit).
-  returned: success
+  returned: success, without O(fleet)
   type: list
   elements: dict
   contains:
@@ -233,19 +272,77 @@ releases:
             manifest_digest: "sha256:7d5f0b3c9e1a2d4f6b8a0c2e4f6a8b0d2f4a6c8e0b2d4f6a8c0e2a4b6d8f0a2c",
             owners: [{pipeline: site, destination: web}], created: "2026-12-05T22:15:00Z",
             built: "2026-12-05T22:15:02Z", activated: "2026-12-06T05:40:00Z", from: null}]
+removed:
+  description:
+    - The releases removed after a forward switch because keep-N no longer keeps them (in check mode, those a run would
+      remove); empty for a rollback or when nothing switches.
+  returned: success, without O(fleet)
+  type: list
+  elements: str
+  sample: [20261201T090000Z-0a1b2c3d4e5f]
+window_seconds:
+  description:
+    - With O(fleet), the seconds from the start of the first destination's rename to the end of the last one's, the
+      time during which the fleet serves two releases; V(null) in check mode or when nothing switched.
+  returned: success, with O(fleet)
+  type: float
+  sample: 0.004211
+destinations:
+  description:
+    - With O(fleet), one entry per destination, in the order of their ids.
+  returned: success, with O(fleet)
+  type: list
+  elements: dict
+  contains:
+    id:
+      description: The destination id.
+      type: str
+    bundle_path:
+      description: Its rendered bundle path.
+      type: str
+    from:
+      description: The release it held before; V(null) for none.
+      type: str
+    release:
+      description: The release it holds after the run (in check mode, would hold).
+      type: str
+    rollback:
+      description: Whether its switch returns to an older release.
+      type: bool
+    owners:
+      description: As RV(owners), for this destination.
+      type: list
+      elements: str
+    previous:
+      description: As RV(previous), for this destination.
+      type: str
+    removed:
+      description: As RV(removed), for this destination.
+      type: list
+      elements: str
+    changed:
+      description: Whether its link was switched (in check mode, would be).
+      type: bool
+    plan_digest:
+      description: The digest a single-destination run of the same switch would report.
+      type: str
+  sample: [{id: web1, bundle_path: site, from: 20261205T221500Z-3f9a0c2b7d1e, release: 20261206T053000Z-0123456789ab,
+            rollback: false, owners: [site/web1], previous: 20261205T221500Z-3f9a0c2b7d1e, removed: [], changed: true,
+            plan_digest: "sha256:2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae"}]
 plan_digest:
   description:
     - C(sha256:<64 hex>) over what this run does and relies on (bundle path, the release switched from and to, whether
       it is a rollback, the owners it affects), without the clock.
     - The same in check mode and in the real run that follows on the same destination; pass it as
       O(expect_plan_digest) to require exactly that switch.
+    - With O(fleet), one digest for the fleet, over every destination's facts (each also in RV(destinations)).
   returned: always
   type: str
   sample: sha256:2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae
 changes:
   description:
     - One entry when the run switches (none when the release is already active).
-  returned: always
+  returned: always, without O(fleet)
   type: list
   elements: dict
   contains:
@@ -259,17 +356,27 @@ changes:
   sample: [{release: 20261205T221500Z-3f9a0c2b7d1e, change: rollback}]
 owners_count:
   description: How many owners RV(owners) names in all.
-  returned: success
+  returned: success, without O(fleet)
   type: int
   sample: 1
 releases_count:
   description: How many releases the index records.
-  returned: success
+  returned: success, without O(fleet)
   type: int
   sample: 3
 changes_count:
   description: How many entries RV(changes) has.
-  returned: always
+  returned: always, without O(fleet)
+  type: int
+  sample: 1
+removed_count:
+  description: How many entries RV(removed) has.
+  returned: success, without O(fleet)
+  type: int
+  sample: 0
+destinations_count:
+  description: How many destinations RV(destinations) has.
+  returned: success, with O(fleet)
   type: int
   sample: 1
 truncated:
@@ -293,19 +400,11 @@ record_sha256:
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.adapter import run_module
 from ansible_collections.distributor.core.plugins.module_utils._distributor.argspec import RELEASE, RESULT
-from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.managed_root import Selector
-from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.switch import switch_release
+from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.fleet import release_operation
 
 
 def main():
-    run_module(
-        dict(RELEASE, **RESULT),
-        lambda params, check_mode: switch_release(
-            params["pipeline_id"], params["destination"], params["release"],
-            selector=Selector(params["source_id"], params["created"]), check_mode=check_mode,
-            lock_timeout=params["lock_timeout"], expect_plan_digest=params["expect_plan_digest"],
-        ),
-    )
+    run_module(dict(RELEASE, **RESULT), release_operation)
 
 
 if __name__ == "__main__":

@@ -250,7 +250,7 @@ class MemoryStorage(Storage):
         if "switch" in self.lacks:
             raise no_atomic_switch(self.describe(), "posix-rename@openssh.com")
 
-    def switch(self, path: str, target: str, temporary: str) -> None:
+    def prepare_switch(self, path: str, target: str, temporary: str) -> None:
         self.require_switch()
         key, made = self._key(path), self._key(temporary)
         kind = self._kind(key)[0]
@@ -260,7 +260,13 @@ class MemoryStorage(Storage):
             raise already_there("create link", self.describe(temporary))
         self.fault("symlink", temporary)
         self.files[made] = Symlink(target)
+
+    def finish_switch(self, path: str, temporary: str) -> None:
+        key, made = self._key(path), self._key(temporary)
         try:
+            kind = self._kind(key)[0]
+            if kind not in ("absent", "link"):
+                raise not_a_link(self.describe(path), "a " + kind)
             self.fault("switch", path)
             self.files[key] = self.files.pop(made)
         except BaseException:

@@ -16,7 +16,7 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.reco
 from ansible_collections.distributor.core.plugins.module_utils._distributor.releases.index import (
     Release, ReleaseIndex, parse_index, serialize_index)
 from ansible_collections.distributor.core.plugins.module_utils._distributor.releases.rules import (
-    dead_releases, is_dead, is_failed_or_unbuilt, next_release_id, previous, release_id, removable_releases,
+    dead_releases, fleet_target, is_dead, is_failed_or_unbuilt, next_release_id, previous, release_id, removable_releases,
     staged_release, switch_link_name, token_of, with_active, with_built, with_failed, with_staged, without_releases)
 from ansible_collections.distributor.core.plugins.module_utils._distributor.records.state import OwnerKey
 
@@ -231,3 +231,51 @@ def test_a_planted_index_dated_where_no_clock_reaches_is_invalid_state_not_a_tra
     with pytest.raises(DistributorError) as refused:
         next_release_id(planted, datetime(2026, 6, 4, tzinfo=timezone.utc), "0123456789ab")
     assert refused.value.reason == "invalid_state" and newest in str(refused.value)
+
+
+def fleet_of(**statuses) -> dict:
+    """Destination id -> an index with releases 0, 1, ... of these statuses (None: not held)."""
+    return {where: ReleaseIndex("site", tuple(entry(n, status, "2026-12-06T05:31:00Z") for n, status in enumerate(each) if status))
+            for where, each in statuses.items()}
+
+
+def test_a_fleet_returns_to_the_newest_good_release_every_destination_holds():
+    fleet = fleet_of(web1=("superseded", "superseded", "superseded", "active"),
+                     web2=("superseded", "superseded", "rolled_back", "active"),
+                     web3=("superseded", "superseded", None, "active"))
+    assert fleet_target(fleet, "previous") == rid(1)
+
+
+def test_a_mixed_fleet_is_not_rolled_back_and_each_destination_active_release_is_named():
+    fleet = fleet_of(web1=("superseded", "active"), web2=("active", "staged"), web3=("superseded", "superseded"))
+    with pytest.raises(DistributorError) as refused:
+        fleet_target(fleet, "previous")
+    assert refused.value.reason == "conflict"
+    for named in ("web1: %s" % rid(1), "web2: %s" % rid(0), "web3: none", "release: <id>"):
+        assert named in refused.value.message
+
+
+def test_a_mixed_fleet_converges_on_a_release_named_by_id():
+    fleet = fleet_of(web1=("superseded", "active"), web2=("active", "superseded"))
+    assert fleet_target(fleet, rid(1)) == rid(1)
+
+
+@pytest.mark.parametrize("web1, web2, words", [
+    (("superseded", "superseded", "active"), ("rolled_back", "failed", "active"), "no good release older than the active %s" % rid(2)),
+    (("staged",), ("staged",), "no release of the fleet is active"),
+])
+def test_a_fleet_without_a_common_release_to_return_to_is_no_release(web1, web2, words):
+    with pytest.raises(DistributorError) as refused:
+        fleet_target(fleet_of(web1=web1, web2=web2), "previous")
+    assert refused.value.reason == "no_release" and words in refused.value.message
+
+
+def test_a_release_named_for_a_fleet_is_refused_naming_each_destination_that_cannot_activate_it():
+    fleet = fleet_of(web1=("superseded", "active", "staged"), web2=("superseded", "active", "failed"), web3=("active", "superseded"))
+    fleet["web4"] = ReleaseIndex("site", (entry(0, "active", "x"), entry(2, "staged", None)))
+    with pytest.raises(DistributorError) as refused:
+        fleet_target(fleet, rid(2))
+    assert refused.value.reason == "invalid_config"
+    message = refused.value.message
+    assert "web2 holds it failed" in message and "web3 does not hold it" in message and "web4 holds it never completely built" in message
+    assert "web1" not in message

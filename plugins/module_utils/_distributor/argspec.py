@@ -126,7 +126,9 @@ MANAGED_ROOT = dict(
 )
 
 # distributor_release: a managed root in release mode and the release its link is switched to.
-RELEASE = dict(MANAGED_ROOT, release=dict(type="str", required=True))
+# With `fleet`, several destinations switched together (each validated as a destination by the core).
+RELEASE = dict(MANAGED_ROOT, release=dict(type="str", required=True), destination=dict(DESTINATION, required=False),
+               fleet=dict(type="list", elements="dict"))
 
 # Every module that returns per-file lists: how many entries each holds, and where the whole
 # result goes (budget.py, record.py).

@@ -303,10 +303,12 @@ def explain(facts: dict) -> str:
     """What the run sees, in the words of the plan, so a reviewer can set it beside the approved
     check's `changes`: only the expected digest reaches the run, so which input moved cannot be
     known, but every input the digest covers is named."""
+    if facts["operation"] == "fleet_release":
+        return "; ".join("destination %s: %s" % (each["id"], explain(each)) for each in facts["destinations"])
     if facts["operation"] == "release":
-        return "switch %s from release %s to %s%s, changing the outputs of owners %s" % (
+        return "switch %s from release %s to %s%s, changing the outputs of owners %s%s" % (
             facts["bundle_path"], facts["from"] or "none", facts["to"], " (a rollback)" if facts["rollback"] else "",
-            ", ".join(facts["owners"]) or "none")
+            ", ".join(facts["owners"]) or "none", ", then remove releases %s" % _some(facts["clears"]) if facts["clears"] else "")
     parts = []
     if facts["operation"] == "publish":
         parts.append("%s source %s" % (facts["action"], _describe_source(facts["source"])))

@@ -283,19 +283,43 @@ def link_shared(root: ReleaseRoot, release: str) -> None:
 def switch(root: ReleaseRoot, release: str, now: datetime, rollback: bool = False) -> None:
     """Point the bundle path at `release` in one rename, then record it active: only a
     generation distributor built (releases.home.vouched_generation)."""
+    after = prepare_switch(root, release, now, rollback)
+    finish_switch(root, release)
+    root.write_index(after)
+
+
+def prepare_switch(root: ReleaseRoot, release: str, now: datetime, rollback: bool = False) -> ReleaseIndex:
+    """Everything of a switch to `release` but its rename: the index it will record (refused
+    here when `release` may not be activated), the generation vouched for, the new link made
+    and durable. Returns that index, for the caller to record once the link is renamed
+    (finish_switch): a fleet prepares every destination before it renames any."""
     after = with_active(root.index, release, now, rollback)
     vouched_generation(root.home, release, root.built)
-    point_link(root, release)
+    root.parent.prepare_switch(root.name, link_target(root.name, release), _temporary(root))
+    return after
+
+
+def finish_switch(root: ReleaseRoot, release: str) -> None:
+    """The rename prepare_switch made ready: from now on the bundle path serves `release`."""
+    root.parent.finish_switch(root.name, _temporary(root))
     root.live = release
-    root.write_index(after)
+
+
+def abandon_switch(root: ReleaseRoot) -> None:
+    """A prepared switch that will not be renamed: its new link goes (as _tidy_home removes one
+    a killed attempt left)."""
+    root.home.delete_many([switch_link_name(root.home.token)])
 
 
 def point_link(root: ReleaseRoot, release: str) -> None:
     """The one rename that makes the bundle path serve `release`: a new link, named by this
     attempt's token in the release home (releases.rules.switch_link_name), renamed over the
     bundle path (Storage.switch)."""
-    temporary = join(HOME, root.name, switch_link_name(root.home.token))
-    root.parent.switch(root.name, link_target(root.name, release), temporary)
+    root.parent.switch(root.name, link_target(root.name, release), _temporary(root))
+
+
+def _temporary(root: ReleaseRoot) -> str:
+    return join(HOME, root.name, switch_link_name(root.home.token))
 
 
 def clear_old(root: ReleaseRoot, keep: int) -> Clearing:

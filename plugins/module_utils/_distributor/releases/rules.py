@@ -267,6 +267,55 @@ def previous(index: ReleaseIndex) -> Release:
     return found
 
 
+def fleet_target(indexes: dict, release: str) -> str:
+    """The one release a fleet (`indexes`: each destination's index, by destination id) switches
+    every destination to. An id must be one each destination holds, built and not failed; else
+    invalid_config naming each destination that cannot and why. `previous` needs one active
+    release across the fleet (a mixed fleet is a conflict naming each destination's, to be
+    settled by naming an id), then is the newest good release older than it that every
+    destination holds (`superseded`, built: what `previous` returns to on one destination);
+    none is no_release."""
+    if release != "previous":
+        refusals = ["%s %s" % (where, why) for where, why in sorted(
+            (where, _why_not(index, release)) for where, index in indexes.items()) if why]
+        if refusals:
+            raise DistributorError("invalid_config", "release: %s cannot be activated on every destination of the fleet, so "
+                                   "none was switched: %s" % (visible(release[:SHOWN_LIMIT]), "; ".join(refusals)))
+        return release
+    actives = {where: index.active.id if index.active else None for where, index in indexes.items()}
+    if len(set(actives.values())) > 1:
+        raise DistributorError("conflict", "the destinations of the fleet serve different releases (%s), so there is no one "
+                               "release before theirs to return to; name the release to switch every destination to "
+                               "(release: <id>)" % _each(actives))
+    active = next(iter(actives.values()), None)
+    if active is None:
+        raise DistributorError("no_release", "no release of the fleet is active, so none is earlier; name the one to "
+                               "activate by id (distributor_state_info lists them)")
+    good = [{entry.id for entry in index.releases if entry.status == SUPERSEDED and entry.built is not None and entry.id < active}
+            for index in indexes.values()]
+    common = set.intersection(*good)
+    if not common:
+        raise DistributorError("no_release", "no good release older than the active %s is held by every destination of "
+                               "the fleet (%s), so there is none to return to together" % (
+                                   active, _each({where: ", ".join(sorted(ids)) or "none"
+                                                  for where, ids in zip(indexes, good)})))
+    return max(common)
+
+
+def _why_not(index: ReleaseIndex, release: str) -> str | None:
+    """Why one destination cannot activate `release`, in a fleet's refusal; None when it can."""
+    entry = index.by_id(release) if RELEASE_ID_PATTERN.match(release) else None
+    if entry is None:
+        return "does not hold it"
+    if entry.status == FAILED:
+        return "holds it failed"
+    return "holds it never completely built" if entry.built is None else None
+
+
+def _each(by_destination: dict) -> str:
+    return ", ".join("%s: %s" % (where, value or "none") for where, value in sorted(by_destination.items()))
+
+
 def removable_releases(index: ReleaseIndex, keep: int) -> tuple[str, ...]:
     """The releases to remove after a switch: every `failed` and `rolled_back` one, every
     `staged` one older than the active (a preview overtaken), and `superseded` ones beyond the

@@ -285,6 +285,18 @@ class Storage(ABC):
         `temporary` (which must not exist), made durable, then renamed over `path`. `path` must
         be absent or a link: a directory or a file there is refused, never replaced. On failure
         the temporary link is removed."""
+        self.prepare_switch(path, target, temporary)
+        self.finish_switch(path, temporary)
+
+    def prepare_switch(self, path: str, target: str, temporary: str) -> None:
+        """switch's first half: the new link at `temporary`, durable, once `path` is seen absent
+        or a link. Apart from the rename so that a fleet makes every destination's link before
+        it renames any (operations.fleet). On failure the temporary link is removed."""
+        raise not_offered("an atomic switch of a symbolic link", self.describe(path))
+
+    def finish_switch(self, path: str, temporary: str) -> None:
+        """switch's second half: the link prepare_switch made at `temporary` renamed over `path`,
+        durable when it returns. On failure the temporary link is removed."""
         raise not_offered("an atomic switch of a symbolic link", self.describe(path))
 
     def require_switch(self) -> None:

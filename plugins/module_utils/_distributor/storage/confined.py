@@ -249,7 +249,7 @@ class ConfinedStorage(Storage):
         with self._reported("inspect"):
             return self.inner.survey()
 
-    def switch(self, path: str, target: str, temporary: str) -> None:
+    def prepare_switch(self, path: str, target: str, temporary: str) -> None:
         """Confined, the link's target too: a clean relative path, after as many `..` as lead
         up to the base at most (a shared path's link, releases.rules.shared_target), never out
         of the base. Under the lease, after a fresh look at the lock."""
@@ -261,7 +261,15 @@ class ConfinedStorage(Storage):
         self._inside(temporary)
         self._held("switching " + self._inside(path), True)
         with self._reported("switch", path):
-            self.inner.switch(path, target, temporary)
+            self.inner.prepare_switch(path, target, temporary)
+
+    def finish_switch(self, path: str, temporary: str) -> None:
+        """Both names confined, under the lease as the heartbeat knows it: prepare_switch looked at
+        the lock on storage just before, and a fleet's renames follow one another without a round trip."""
+        self._inside(temporary)
+        self._held("switching " + self._inside(path))
+        with self._reported("switch", path):
+            self.inner.finish_switch(path, temporary)
 
     def require_switch(self) -> None:
         """Errors reported like the others'."""

@@ -136,15 +136,26 @@ class LocalLinks:
     def require_switch(self) -> None:
         """renameat replaces a link atomically on every filesystem."""
 
-    def switch(self, path: str, target: str, temporary: str) -> None:
-        """symlinkat at `temporary`, its directory synced, renameat over `path`, both directories
-        synced; the directory of `path` must still be at its path afterwards."""
+    def prepare_switch(self, path: str, target: str, temporary: str) -> None:
+        """symlinkat at `temporary` once `path` is seen absent or a link, its directory synced."""
         head, name = self._split(path)
         temporary_head, temporary_name = self._split(temporary)
         try:
             parent = self._directory(head, True, self.describe(path))
             holder = self._directory(temporary_head, True, self.describe(temporary))
-            switch_at(holder, temporary_name, parent, name, target, self.describe(temporary), self.describe(path))
+            symlink_at(holder, temporary_name, parent, name, target, self.describe(temporary), self.describe(path))
+        finally:
+            self._release()
+
+    def finish_switch(self, path: str, temporary: str) -> None:
+        """renameat of the link at `temporary` over `path`, both directories synced; the directory
+        of `path` must still be at its path afterwards."""
+        head, name = self._split(path)
+        temporary_head, temporary_name = self._split(temporary)
+        try:
+            parent = self._directory(head, True, self.describe(path))
+            holder = self._directory(temporary_head, True, self.describe(temporary))
+            rename_link_at(holder, temporary_name, parent, name, self.describe(path))
             self._check_in_place({head})
             self._made_durable({head, temporary_head}, FsyncEach())
         finally:
@@ -242,12 +253,9 @@ def entry_at(parent: int, name: str, where: str) -> tuple[str, str | None]:
     return ("other", kind) if kind else ("file", None)
 
 
-def switch_at(holder: int, temporary: str, parent: int, name: str, target: str, shown: str, where: str) -> None:
-    """A link holding `target` made at `temporary` in the open directory `holder` and renamed
-    over `name` in `parent`. A directory raced in at `name` after the look makes the rename fail
-    (a link is never renamed over a directory); a file raced in is replaced, which rename(2)
-    cannot refuse: only someone who can write that directory can race, and the file keeps any
-    other name it has."""
+def symlink_at(holder: int, temporary: str, parent: int, name: str, target: str, shown: str, where: str) -> None:
+    """A link holding `target` made at `temporary` in the open directory `holder`, durable, to be
+    renamed over `name` in `parent` (rename_link_at), which must be absent or a link now."""
     with os_errors("switch", where):
         mode = entry_mode(parent, name)
     if mode is not None and not stat.S_ISLNK(mode):
@@ -259,6 +267,18 @@ def switch_at(holder: int, temporary: str, parent: int, name: str, target: str, 
             raise already_there("create link", shown) from None
     try:
         sync_directory(Directory(holder, shown))
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(temporary, dir_fd=holder)
+        raise
+
+
+def rename_link_at(holder: int, temporary: str, parent: int, name: str, where: str) -> None:
+    """The link at `temporary` in `holder` renamed over `name` in `parent`. A directory raced in
+    at `name` after the look makes the rename fail (a link is never renamed over a directory); a
+    file raced in is replaced, which rename(2) cannot refuse: only someone who can write that
+    directory can race, and the file keeps any other name it has. On failure the link goes."""
+    try:
         with os_errors("switch", where):
             os.replace(temporary, name, src_dir_fd=holder, dst_dir_fd=parent)
     except BaseException:

@@ -116,17 +116,13 @@ class SftpLinks:
         if FSYNC not in self._extensions and notice not in self._notices:
             self._notices.append(notice)
 
-    def switch(self, path: str, target: str, temporary: str) -> None:
-        """SSH_FXP_SYMLINK at `temporary`, read back (a server that takes the draft's order of
-        its arguments makes something else, which is refused), then posix-rename over `path`."""
-        from paramiko.sftp import CMD_EXTENDED, CMD_SYMLINK
+    def prepare_switch(self, path: str, target: str, temporary: str) -> None:
+        """SSH_FXP_SYMLINK at `temporary` once `path` is seen absent or a link, read back (a server
+        that takes the draft's order of its arguments makes something else, which is refused)."""
+        from paramiko.sftp import CMD_SYMLINK
 
         self.require_switch()
-        try:
-            link = self._remote(path, create_parents=True, look_at_name=False)
-            made = self._remote(temporary, create_parents=True, look_at_name=False)
-        finally:
-            self._drop_staging()
+        link, made = self._switch_names(path, temporary)
         seen = self._lstat(link)
         if seen is not None and not stat.S_ISLNK(seen.st_mode or 0):
             raise not_a_link(self._url(link), kind_of(seen.st_mode or 0) or "a file")
@@ -140,6 +136,17 @@ class SftpLinks:
             raise
         try:
             self._holds(made, target)
+        except BaseException:
+            with suppress(Exception):
+                self._open().remove(_wire(made))
+            raise
+
+    def finish_switch(self, path: str, temporary: str) -> None:
+        """posix-rename of the link at `temporary` over `path`, once the way to both is looked at."""
+        from paramiko.sftp import CMD_EXTENDED
+
+        link, made = self._switch_names(path, temporary)
+        try:
             self._way_there(made)
             self._way_there(link)
             with self._errors("switch", link):
@@ -149,6 +156,13 @@ class SftpLinks:
                 self._open().remove(_wire(made))
             raise
         self._counted.pop(posixpath.dirname(link), None)
+
+    def _switch_names(self, path: str, temporary: str) -> tuple[str, str]:
+        try:
+            return (self._remote(path, create_parents=True, look_at_name=False),
+                    self._remote(temporary, create_parents=True, look_at_name=False))
+        finally:
+            self._drop_staging()
 
     def _holds(self, made: str, target: str) -> None:
         """The link just made at `made` holds `target`."""
