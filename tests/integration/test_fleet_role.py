@@ -171,3 +171,18 @@ def test_a_pipeline_released_together_takes_one_bundle_a_run(role, fleet, make_b
     fleet["distributor_publications"].append({"pipeline": "site", "source": make_bundle(V2, id="other")})
     output, results = role(fleet, expect_rc=2)
     assert "pipeline 'site' is released together: a run publishes one bundle through it, not 2" in output and results is None
+
+
+def test_destinations_with_nothing_to_change_stage_the_release_too_when_another_built_it(role, fleet, tmp_path):
+    """web2's page drifted: verify repairs it there, which builds a release; web1 and web3, unchanged,
+    build the same release id (build: always) so that the whole fleet switches to it."""
+    role(fleet)
+    first = one(live(tmp_path))
+    (tmp_path / "web2" / "site" / "index.html").write_bytes(b"<p>edited on the server</p>\n")
+
+    output, results = role(dict(fleet, distributor_verify="sha256"))
+    again = sorted(r["item"]["plan_key"] for r in results if "plan_key" in r["item"])
+    assert again == ["site/web1/fleet", "site/web3/fleet"], output
+    second = one(live(tmp_path))
+    assert second != first and serves(tmp_path, b"Version one")
+    assert "%s: activate %s -> %s on every destination" % (FLEET_LINE, first, second) in output
