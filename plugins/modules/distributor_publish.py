@@ -347,7 +347,7 @@ state:
 release:
   description:
     - In release mode, what the publish did with releases. A publish that changes nothing (C(skip)) builds no release
-      unless C(releases.build=always) (then RV(changed) is true though RV(action) is C(skip)), and check mode builds none;
+      unless C(releases.build=always) (then the task is changed though RV(action) is C(skip)), and check mode builds none;
       then RV(release.status) is V(null), RV(release.id) is C(releases.id) in check mode when a run would build it
       (else V(null)), and RV(release.from), RV(release.failed), RV(release.removed) and RV(release.previous) say what
       a run would start from and do.

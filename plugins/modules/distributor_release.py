@@ -63,7 +63,8 @@ options:
   fleet:
     description:
       - Destinations to switch together to one release, each a dict of the same form as O(destination) (with its own
-        C(id), unique in the fleet) and in release mode.
+        C(id), unique in the fleet) and in release mode. Two ids with the same storage settings and bundle path are one
+        place, refused with C(invalid_config) naming both.
       - Exactly one of O(destination) and O(fleet). The result then has RV(destinations), RV(window_seconds) and one
         RV(plan_digest) for the fleet.
     type: list

@@ -8,11 +8,8 @@ from __future__ import annotations
 
 import os
 
-from fleets import adopt_release_id
-
 WEB = ("web1", "web2", "web3")
 PIPELINE = {"id": "site", "outputs": [{"match": "*.html"}]}
-HOME = os.path.join(".distributor-releases", "site")
 WRONG = "sha256:" + "0" * 64
 
 
@@ -27,12 +24,12 @@ def fleet_release(tmp_path, which: str, **options) -> dict:
 
 
 def staged(tmp_path, playbook, bundle: str, shared: str) -> None:
-    """`bundle` staged on every destination (activate: false), then given the fleet's one id."""
+    """`bundle` staged on every destination (activate: false) under the fleet's one id (releases.id)."""
     results = playbook.run([{"distributor.core.distributor_publish": {
-        "source": bundle, "pipeline": PIPELINE, "destination": member(tmp_path, where, activate=False)}} for where in WEB])
-    for where, result in zip(WEB, results):
-        assert result["release"]["status"] == "staged", result
-        adopt_release_id(str(tmp_path / where / HOME), result["release"]["id"], shared)
+        "source": bundle, "pipeline": PIPELINE, "destination": member(tmp_path, where, activate=False, id=shared)}}
+        for where in WEB])
+    for result in results:
+        assert result["release"]["status"] == "staged" and result["release"]["id"] == shared, result
 
 
 def live(tmp_path) -> dict:

@@ -119,7 +119,7 @@ def _without_destinations(variables):
 # The playbooks set distributor_operation for the role, so only extra vars can set it wrongly.
 @pytest.mark.parametrize("change, extra, message", [
     (None, ("-e", "distributor_operation=bogus"),
-     "value of distributor_operation must be one of: publish, reconcile_state, prune, rollback, got: bogus"),
+     "value of distributor_operation must be one of: publish, reconcile_state, prune, rollback, activate, releases, got: bogus"),
     (_without_source, (), "missing required arguments: source found in distributor_publications"),
     (_without_destinations, (), "missing required arguments: distributor_destinations"),
 ], ids=["operation", "publication-source", "destinations"])

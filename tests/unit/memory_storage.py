@@ -269,6 +269,7 @@ class MemoryStorage(Storage):
                 raise not_a_link(self.describe(path), "a " + kind)
             self.fault("switch", path)
             self.files[key] = self.files.pop(made)
+            self.fault("switched", path)  # a rename that took effect, then failed (a lost reply)
         except BaseException:
             with suppress(BaseException):
                 self.fault("delete", temporary)

@@ -38,14 +38,14 @@ def fleet_opener(stores, fault=None):
     return opener
 
 
-def staged_everywhere(tmp_path, stores, name, hour):
-    """One release built on each destination, not switched; their ids by destination."""
-    made = {}
+def same_id(tmp_path, stores, name, hour) -> str:
+    """One release id staged on every destination (releases.id), as the role stages a fleet: its id chosen once."""
+    shared = "%s-%012x" % ((LATER + timedelta(hours=hour)).strftime("%Y%m%dT%H%M%SZ"), 0xf1ee7 + hour)
     for where in WEB:
         result = publish_files(tmp_path, stores[where], "%s-%s" % (name, where), {"index.html": name.encode()},
-                               dest=member(where, activate=False), now=LATER + timedelta(hours=hour))
-        made[where] = result["release"]["id"]
-    return made
+                               dest=member(where, activate=False, id=shared), now=LATER + timedelta(hours=hour))
+        assert result["release"]["id"] == shared
+    return shared
 
 
 def active_everywhere(tmp_path, stores, name, hour) -> dict:
@@ -54,20 +54,6 @@ def active_everywhere(tmp_path, stores, name, hour) -> dict:
         publish_files(tmp_path, stores[where], "%s-%s" % (name, where), {"index.html": name.encode()}, dest=member(where),
                       now=LATER + timedelta(hours=hour))
     return {where: live(stores[where]) for where in WEB}
-
-
-def same_id(tmp_path, stores, name, hour) -> str:
-    """One release id staged on every destination, as the role stages a fleet (its id chosen once):
-    each destination's own staged release, renamed in its index and home to the fleet's id."""
-    made = staged_everywhere(tmp_path, stores, name, hour)
-    shared = "%s-%012x" % ((LATER + timedelta(hours=hour)).strftime("%Y%m%dT%H%M%SZ"), 0xf1ee7 + hour)
-    for where, own in made.items():
-        store = stores[where]
-        for key in [k for k in store if k.startswith("%s/%s/" % (HOME, own))]:
-            store[key.replace("/%s/" % own, "/%s/" % shared, 1)] = store.pop(key)
-        key = HOME + "/.distributor-releases.json"
-        store[key] = store[key].replace(own.encode(), shared.encode())
-    return shared
 
 
 @pytest.fixture
@@ -110,6 +96,20 @@ def test_a_rename_failing_on_the_third_destination_switches_the_first_two_back_a
     assert all(live(stores[w]) == before[w] and index(stores[w]) == staged[w] for w in WEB)
     assert all(not any(".distributor.switch." in key for key in stores[w]) for w in WEB)
     assert indexes != staged
+
+
+def test_a_rename_that_took_effect_and_still_failed_is_switched_back_with_the_others(tmp_path, stores):
+    before = {where: live(stores[where]) for where in WEB}
+    new = same_id(tmp_path, stores, "two", 1)
+    staged = {where: index(stores[where]) for where in WEB}
+
+    def fault(where, op, path):
+        if where == "web2" and op == "switched":
+            raise OSError("the reply was lost")
+    with pytest.raises(DistributorError) as failed:
+        switch_fleet("site", fleet(), new, opener=fleet_opener(stores, fault))
+    assert failed.value.details == {"switched_back": ["web1", "web2"], "not_switched_back": []}
+    assert all(live(stores[w]) == before[w] and index(stores[w]) == staged[w] for w in WEB)
 
 
 def test_a_destination_that_cannot_be_prepared_leaves_every_destination_unswitched(tmp_path, stores):
@@ -182,12 +182,30 @@ def test_a_forward_single_destination_switch_clears_what_keep_no_longer_keeps(tm
     assert result["removed"] == check["removed"] and len(generations(store)) == 2
 
 
-def test_fleet_refuses_a_destination_listed_twice_or_without_releases():
+def test_fleet_refuses_a_destination_listed_twice_under_one_id_or_two_or_without_releases(tmp_path):
+    opener = fleet_opener({"web1": {}})
     with pytest.raises(DistributorError) as refused:
         switch_fleet("site", [member("web1"), member("web1")], "previous")
     assert refused.value.reason == "invalid_config" and "web1 is listed more than once" in refused.value.message
+    with pytest.raises(DistributorError) as refused:
+        switch_fleet("site", [member("web1"), dict(member("web1"), id="web0")], "previous", lock_timeout=0.5, opener=opener)
+    assert refused.value.reason == "invalid_config" and "destinations web0 and web1 are the same bundle path site" in refused.value.message
     plain = dict(member("web2"))
     del plain["releases"]
     with pytest.raises(DistributorError) as refused:
         switch_fleet("site", [member("web1"), plain], "previous")
     assert refused.value.reason == "invalid_config" and "fleet[1]: destination web2 has no releases" in refused.value.message
+
+
+def test_check_mode_of_a_switch_does_not_list_a_release_the_run_keeps_because_it_holds_what_no_record_names(tmp_path, stores):
+    for hour in (1, 2, 3):
+        active_everywhere(tmp_path, stores, "v%d" % hour, hour)
+    new = same_id(tmp_path, stores, "v4", 4)
+    oldest = sorted(generations(stores["web2"]))[0]
+    stores["web2"]["%s/%s/planted.txt" % (HOME, oldest)] = b"not distributor's"
+    check = switch_fleet("site", fleet(keep=2), new, check_mode=True, opener=fleet_opener(stores))
+    single = switch_release("site", member("web2", keep=2), new, check_mode=True, opener=fleet_opener(stores))
+    result = switch_fleet("site", fleet(keep=2), new, opener=fleet_opener(stores))
+    removed = {d["id"]: d["removed"] for d in result["destinations"]}
+    assert oldest in generations(stores["web2"]) and oldest not in removed["web2"] and len(removed["web2"]) == 1
+    assert {d["id"]: d["removed"] for d in check["destinations"]} == removed and single["removed"] == removed["web2"]

@@ -11,7 +11,6 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.oper
 from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.publish import publish
 
 from builders import LATER, NOW, write_bundle
-from fleets import adopt_release_id
 
 WEB = ("web1", "web2", "web3")
 SHARED = "20260605T130000Z-0000000f1ee7"
@@ -24,8 +23,8 @@ def test_three_sftp_destinations_switch_together_and_the_window_is_reported(tmp_
     second = write_bundle(tmp_path / "two", {"index.html": b"two"}, id="site.example", created="2026-06-05T11:55:00Z")
     for destination in fleet:
         publish(first, {"id": "site"}, destination, now=NOW)
-        staged = publish(second, {"id": "site"}, dict(destination, releases={"keep": 3, "activate": False}), now=LATER)
-        adopt_release_id(str(tmp_path / destination["id"] / ".distributor-releases" / "site"), staged["release"]["id"], SHARED)
+        staged = publish(second, {"id": "site"}, dict(destination, releases={"keep": 3, "activate": False, "id": SHARED}), now=LATER)
+        assert staged["release"]["id"] == SHARED
     check = switch_fleet("site", fleet, SHARED, check_mode=True)
     result = switch_fleet("site", fleet, SHARED, expect_plan_digest=check["plan_digest"])
     assert result["changed"] and result["window_seconds"] > 0

@@ -88,6 +88,7 @@ def test_an_id_that_does_not_sort_after_the_newest_release_is_refused_naming_bot
                 site.publish({"index.html": b"three"}, 4, releases={"id": earlier}, check_mode=check_mode)
             assert refused.value.reason == "conflict"
             assert earlier in refused.value.message and at(3) in refused.value.message and "site" in refused.value.message
+            assert ("is already a release" in refused.value.message) is (earlier == at(3))
     assert site.read(HOME + "/.distributor-releases.json") == before
 
 

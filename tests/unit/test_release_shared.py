@@ -63,6 +63,20 @@ def test_what_is_written_into_a_shared_path_survives_publishes_a_rollback_and_cl
     assert isinstance(store["%s/%s/uploads" % (HOME, live(store))], Symlink)
 
 
+def test_a_link_like_a_shared_one_at_a_path_that_is_not_shared_is_never_removed_and_keeps_its_release(tmp_path):
+    """Only the links link_shared makes, at the paths releases.shared names, go with a release:
+    one planted elsewhere with the same form of target is nobody's to delete."""
+    store = {}
+    publish_files(tmp_path, store, "one", {"index.html": b"one"}, sharing())
+    first = live(store)
+    publish_files(tmp_path, store, "v2", {"index.html": b"v2"}, sharing(), now=LATER.replace(minute=2))
+    planted = "%s/%s/other/x" % (HOME, first)
+    store[planted] = Symlink("../../shared/other/x")
+    for n in range(3, 6):
+        publish_files(tmp_path, store, "v%d" % n, {"index.html": b"v%d" % n}, sharing(), now=LATER.replace(minute=n))
+    assert isinstance(store.get(planted), Symlink) and first in generations(store)
+
+
 def test_reconcile_state_does_not_report_the_live_release_s_shared_links_as_unmanaged(tmp_path):
     store = {}
     publish_files(tmp_path, store, "one", {"index.html": b"one"}, sharing())
@@ -159,3 +173,29 @@ def test_a_conversion_refuses_a_shared_directory_of_another_account_naming_it_an
     assert "nothing was moved" in refused.value.message
     assert not os.path.islink(site) and (site / "uploads" / "photo.jpg").read_bytes() == b"photo"
     assert not (place.root / HOME / "shared").exists()
+
+
+@pytest.mark.parametrize("planted", ["a directory of another account at the shared path", "a link at the shared place"])
+def test_a_conversion_to_a_taken_shared_place_is_refused_before_anything_moves_and_the_site_stays(place, tmp_path, planted):
+    """Refused after the directory moved into the release home, the bundle path was gone."""
+    publish(write_bundle(tmp_path / "plain", {"index.html": b"plain"}), PIPELINE, place.destination, now=NOW)
+    site = place.root / "site"
+    (site / "uploads").mkdir()
+    (site / "uploads" / "photo.jpg").write_bytes(b"photo")
+    home = place.root / HOME
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    if planted.startswith("a directory"):
+        (home / "shared" / "uploads").mkdir(parents=True)
+        os.chown(home / "shared" / "uploads", 1000, 1000)
+    else:
+        home.mkdir(parents=True)
+        os.symlink(str(victim), str(home / "shared"))
+    for check_mode in (True, False):
+        with pytest.raises(DistributorError) as refused:
+            bundle = write_bundle(tmp_path / ("v%s" % check_mode), {"index.html": b"v1"}, created="2026-06-04T12:01:00Z")
+            publish(bundle, PIPELINE, released(place, convert=True), now=LATER, check_mode=check_mode)
+        assert refused.value.reason == "storage_error" and "shared" in refused.value.message
+    assert not os.path.islink(site) and (site / "uploads" / "photo.jpg").read_bytes() == b"photo"
+    assert (site / "index.html").read_bytes() == b"plain" and os.listdir(victim) == []
+    assert sorted(os.listdir(home)) in (["shared"], [".distributor-releases.json", "shared"])

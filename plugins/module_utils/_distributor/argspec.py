@@ -80,9 +80,9 @@ DESTINATION = dict(
             base_url=dict(type="str"), primary=dict(type="list", elements="str"), invalidation_limit=dict(type="int"))),
         retention=dict(type="dict", options=dict(max_age=dict(type="str"), max_outputs=dict(type="int"))),
         lock=dict(type="dict", options=dict(expiry=dict(type="float"))),
-        releases=dict(type="dict", options=dict(keep=dict(type="int"), activate=dict(type="bool"), convert=dict(type="bool"),
-                                               preview_url=dict(type="str"), shared=dict(type="list", elements="str"), id=dict(type="str"),
-                                               build=dict(type="str", choices=["changed", "always"]))),
+        releases=dict(type="dict", options=dict(
+            keep=dict(type="int"), activate=dict(type="bool"), convert=dict(type="bool"), preview_url=dict(type="str"),
+            shared=dict(type="list", elements="str"), id=dict(type="str"), build=dict(type="str", choices=["changed", "always"]))),
     ),
 )
 

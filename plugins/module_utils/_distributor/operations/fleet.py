@@ -12,6 +12,8 @@ records the switch; the run fails naming what it undid and what it could not.
 
 from __future__ import annotations
 
+import json
+import posixpath
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
@@ -22,11 +24,11 @@ from ..planning.digest import PLAN_FORMAT, check_expected, plan_digest
 from ..records.config import render_bundle_path
 from ..releases.build import abandon_switch, check_whole, finish_switch, point_link, prepare_switch
 from ..releases.home import opened_release
-from ..releases.rules import fleet_target, split_bundle_path
+from ..releases.rules import fleet_target, link_target, split_bundle_path
 from ..storage.select import new_token, open_storage
 from ..timestamps import utc_now
 from .managed_root import Selector, parse_created
-from .switch import cleared, outcome, planned, release_destination, require_releases, switch_release
+from .switch import cleared, outcome, planned, release_destination, require_releases, switch_release, would_clear
 
 
 def switch_fleet(pipeline_id: str, fleet: list, release: str, *, selector: Selector = Selector(), check_mode: bool = False,
@@ -39,6 +41,7 @@ def switch_fleet(pipeline_id: str, fleet: list, release: str, *, selector: Selec
     configs = _configs(fleet)
     created = parse_created(selector.created)
     paths = {cfg.id: render_bundle_path(cfg, pipeline_id, selector.source_id, created) for cfg in configs}
+    _refuse_one_place_twice(configs, paths)
     with ExitStack() as stack:
         storages = _connected(configs, paths, opener, stack)
         roots = {}
@@ -65,7 +68,8 @@ def switch_fleet(pipeline_id: str, fleet: list, release: str, *, selector: Selec
                 with _named(cfg.id):
                     removed[cfg.id], kept = cleared(roots[cfg.id], steps[cfg.id], cfg)
                     warnings += kept
-        destinations = [dict(outcome(roots[cfg.id], steps[cfg.id], removed.get(cfg.id, []) if not check_mode else steps[cfg.id].clears),
+        destinations = [dict(outcome(roots[cfg.id], steps[cfg.id],
+                                     would_clear(roots[cfg.id], steps[cfg.id]) if check_mode else removed.get(cfg.id, [])),
                              id=cfg.id, plan_digest=plan_digest(steps[cfg.id].facts)) for cfg in configs]
         warnings = [w for cfg in configs for w in roots[cfg.id].parent.warnings] + warnings
     return {
@@ -111,6 +115,20 @@ def _configs(fleet: list) -> list:
         raise DistributorError("invalid_config", "fleet: destination id %s is listed more than once; each destination of a "
                                "fleet is switched once" % ", ".join(twice))
     return sorted(configs, key=lambda cfg: cfg.id)
+
+
+def _refuse_one_place_twice(configs: list, paths: dict) -> None:
+    """Two ids with the same storage settings and bundle path are one release home: its lock
+    taken twice by one process would wait on itself (lock_timeout), and check mode would count
+    its switch twice. Refused naming both, before anything is opened."""
+    seen = {}
+    for cfg in configs:
+        place = (json.dumps(dict(cfg.storage, root=posixpath.normpath(cfg.storage.get("root") or ".")), sort_keys=True),
+                 paths[cfg.id])
+        if place in seen:
+            raise DistributorError("invalid_config", "fleet: destinations %s and %s are the same bundle path %s on the same "
+                                   "storage; list each place once" % (seen[place], cfg.id, paths[cfg.id]))
+        seen[place] = cfg.id
 
 
 def _connected(configs: list, paths: dict, opener, stack: ExitStack) -> dict:
@@ -159,6 +177,8 @@ def _switched(roots: dict, steps: dict, moving: list, now: datetime) -> float:
     except DistributorError as error:
         failed = moving[len(renamed)].id
         _abandon(roots, [where for where in prepared if where not in renamed and where != failed])
+        if _serves(roots[failed], steps[failed].target):
+            renamed.append(failed)
         raise _undone(roots, steps, renamed, failed, error) from None
     window = time.monotonic() - started
     for cfg in moving:
@@ -174,6 +194,17 @@ def _abandon(roots: dict, ids: list) -> None:
             abandon_switch(roots[where])
         except DistributorError:
             pass
+
+
+def _serves(root, release: str) -> bool:
+    """Whether the bundle path holds `release` after all: a rename can take effect and still
+    fail (a later fsync locally, a lost reply over SFTP), and that destination is switched back
+    with the others. One that cannot be looked at is taken to have switched: switching back to
+    the release it left is right either way, and a failure to do so is named."""
+    try:
+        return root.parent.entry(root.name) == ("link", link_target(root.name, release))
+    except DistributorError:
+        return True
 
 
 def _undone(roots: dict, steps: dict, renamed: list, failed: str, error: DistributorError) -> DistributorError:

@@ -18,7 +18,7 @@ from ..records.config import Destination, parse_destination, render_bundle_path
 from ..planning.digest import PLAN_FORMAT, check_expected, plan_digest
 from ..errors import DistributorError
 from .managed_root import Selector, parse_created
-from ..releases.build import check_whole, clear_old, switch
+from ..releases.build import check_whole, clear_old, switch, would_clear_each
 from ..releases.home import ReleaseRoot, opened_release
 from ..releases.index import release_to_dict
 from ..releases.rules import chosen, earlier_good, removable_releases, with_active
@@ -73,7 +73,7 @@ def switch_release(pipeline_id: str, destination: dict, release: str, *, selecto
                 switch(root, step.target, now, step.rollback)
                 removed, warnings = cleared(root, step, destination_cfg)
         releases = [release_to_dict(entry) for entry in root.index.releases]
-        values = outcome(root, step, removed if not check_mode else step.clears)
+        values = outcome(root, step, removed if not check_mode else would_clear(root, step))
     return dict(values, **{
         "releases": releases,
         "plan_digest": digest,
@@ -122,6 +122,12 @@ def cleared(root: ReleaseRoot, step: Step, destination_cfg: Destination) -> tupl
         return [], []
     done = clear_old(root, destination_cfg.releases.keep)
     return list(done.removed), ["%s: release %s was kept: it %s" % (step.bundle_path, release, why) for release, why in done.kept]
+
+
+def would_clear(root: ReleaseRoot, step: Step) -> list:
+    """Check mode's `removed`: what the run's clearing removes, each release judged as it judges
+    it (one holding what no record names is kept), not every release keep-N lets go."""
+    return list(would_clear_each(root, step.clears).removed)
 
 
 def outcome(root: ReleaseRoot, step: Step, removed: list) -> dict:

@@ -138,8 +138,8 @@ def judge(root: ReleaseRoot, release: str) -> Judged:
     them), as crash recovery requires of what it deletes; each file of a complete one must be
     distributor's (Storage.doubt_files: a regular file of a trusted account, with the names the
     generations share), as every delete requires (authorship.py): a record is no proof of who
-    put the file at its name since. A link at a path no record names that holds exactly what
-    link_shared makes there is a shared path's. A dead build is asked as distributor's own
+    put the file at its name since. A link at a shared path (releases.shared) that holds exactly
+    what link_shared makes there is that path's; a link anywhere else is no file of distributor's. A dead build is asked as distributor's own
     (`own_build`): its names are links distributor made, so over SFTP, which cannot tell a
     file's other names, one with several is vouched for by its size, never read."""
     entry = root.index.by_id(release)
@@ -151,7 +151,7 @@ def judge(root: ReleaseRoot, release: str) -> Judged:
     named = _named(root, release, storage, unfinished)
     storage.shared_links = SharedLinks(root, release, {p: digest for p, (_size, digest) in named.items()})
     unknown = [p for p in listing if p not in named and not _own_record(p)]
-    links = tuple(p for p in unknown if storage.entry(p) == ("link", shared_target(p)))
+    links = tuple(p for p in unknown if p in root.shared and storage.entry(p) == ("link", shared_target(p)))
     unknown = [p for p in unknown if p not in links]
     listing = [p for p in listing if p not in links]
     if unknown:

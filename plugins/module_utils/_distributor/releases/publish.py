@@ -85,6 +85,8 @@ def publish_release(job, root: ReleaseRoot, make) -> Released:
             "conflict", "%s holds what an interrupted publish in place left; publish once more without releases to "
             "finish it, then convert" % root.storage.describe())
     judged = adoptable(root) if root.plain and builds else None
+    if judged is not None:
+        _refuse_taken_shared_places(root)
     values = {"id": None, "status": None, "from": root.live, "converted": None, "removed": list(recovered.removed),
               "failed": list(recovered.failed), "kept": [{"id": i, "why": why} for i, why in recovered.kept],
               "previous": None, "preview_url": None}
@@ -238,6 +240,19 @@ def adoptable(root: ReleaseRoot) -> DirectorySeen:
     return seen
 
 
+def _refuse_taken_shared_places(root: ReleaseRoot) -> None:
+    """A conversion moves the plain directory's shared paths into the shared place after the
+    directory itself moved into the release home: a shared place someone already filled, or a
+    link on the way to it, would fail the run there, the bundle path gone. Looked at before
+    anything moves (check mode too), refused naming it (storage_error, as the move would be)."""
+    for path in root.shared:
+        place = join(SHARED, path)
+        if root.home.entry(place)[0] != "absent" and root.storage.entry(path)[0] != "absent":
+            raise DistributorError(
+                "storage_error", "%s already holds something, so the conversion cannot move %s there, and nothing was moved; "
+                "find out who put it there, then remove it" % (root.home.describe(place), root.storage.describe(path)))
+
+
 def convert(root: ReleaseRoot, the_plan, now, judged: DirectorySeen) -> dict:
     """The plain bundle path becomes the first release: its directory is renamed into the
     release home, then a link takes its place. Between the two renames the bundle path does not
@@ -269,7 +284,8 @@ def _share(root: ReleaseRoot, first: str) -> None:
     """What the plain directory held at each shared path moves to the shared place, then the
     first release links there as every release does (build.link_shared). adoptable judged all
     of it first: only entries of accounts distributor trusts are moved. A shared place that
-    already holds something is never written over: the rename refuses (storage_error)."""
+    already holds something is never written over: refused before anything moved
+    (_refuse_taken_shared_places), and by the rename should one be put there since (storage_error)."""
     for path in root.shared:
         if root.home.entry(join(first, path))[0] != "absent":
             root.home.rename(join(first, path), join(SHARED, path))

@@ -69,6 +69,11 @@ def named_release(index: ReleaseIndex, release: str, where: str) -> str:
     destination of a fleet, chosen once. It must sort after every release `index` lists, of any
     status, as next_release_id's do, or `previous`, keep-N and a rollback's direction would read
     the order wrongly; refused otherwise (conflict), naming both ids and the bundle path `where`."""
+    held = index.by_id(release)
+    if held is not None:
+        raise DistributorError(
+            "conflict", "releases.id %s is already a release of %s (%s); a publish builds a new release, which needs an "
+            "id after every one it holds: distributor_release switches to one it holds" % (release, where, held.status))
     newest = index.releases[-1].id if index.releases else None
     if newest is not None and release <= newest:
         raise DistributorError(
