@@ -113,11 +113,12 @@ APPROVAL = re.compile(r"run the same command without --check, adding: (-e '\{dis
 def role(playbook, tmp_path):
     """role(variables, operation=..., check=..., diff=..., expect_rc=...) -> (ansible-playbook
     output, the role's registered results) after running playbooks/<operation>.yml with
-    `variables` as the inventory's group variables."""
+    `variables` as the inventory's group variables; with `registered=True` the whole registered
+    variable (its `fleets` too) in place of its results."""
     runs = iter(range(100))
 
     def run(variables: dict, operation: str = "publish", check: bool = False, diff: bool = False,
-            expect_rc: int = 0, extra: tuple = ()):
+            expect_rc: int = 0, extra: tuple = (), registered: bool = False):
         run_dir = tmp_path / ("run-%d" % next(runs))
         (run_dir / "inventory" / "group_vars").mkdir(parents=True)
         hosts = {"distributor_publishers": {"hosts": {"localhost": {
@@ -136,7 +137,10 @@ def role(playbook, tmp_path):
         completed = playbook.invoke(str(run_dir / "site.yml"), check=check, diff=diff,
                                     extra=("-i", str(run_dir / "inventory")) + extra)
         assert completed.returncode == expect_rc, completed.stdout + completed.stderr
-        return completed.stdout, json.loads(results.read_text())["results"] if results.exists() else None
+        if not results.exists():
+            return completed.stdout, None
+        variable = json.loads(results.read_text())
+        return completed.stdout, variable if registered else variable["results"]
 
     return run
 
