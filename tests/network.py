@@ -14,6 +14,9 @@ it can reach, so a server listening there is reachable only through a server ins
       | veth 198.18.N.5 <-> 198.18.N.6
     namespace B: jump host 2 listens on 198.18.N.6; a server on B's 127.0.0.1 only B reaches
 
+`WebFleet` puts each web server (an sshd for SFTP and an nginx) in a namespace of its own, linked
+to this one, as separate machines would be, and a load balancer here in front of them.
+
 A new namespace does not forward (its net.ipv4.ip_forward is 0) and this one has no route to
 198.18.N.4/30, so B is reachable from here only through jump host 1's sshd. 198.18.0.0/15 is
 reserved for network benchmarks (RFC 2544): no real network is shadowed. Needs root (CAP_SYS_ADMIN
@@ -27,8 +30,9 @@ import random
 import subprocess
 import time
 import uuid
+from typing import NamedTuple
 
-from services import HOST, _die_with_parent, _stop, free_port, start_sshd
+from services import HOST, _die_with_parent, _stop, free_port, start_nginx, start_sshd
 
 NSENTER = "/usr/bin/nsenter"
 UNSHARE = "/usr/bin/unshare"
@@ -110,6 +114,66 @@ class JumpNetwork:
 
     def _sshd(self, namespace: Namespace, host: str, port: int):
         server = start_sshd(namespace=namespace, host=host, port=port)
+        self.servers.append(server)
+        return server
+
+    def stop(self) -> None:
+        for server in reversed(self.servers):
+            server.stop()
+        for namespace in reversed(self.namespaces):
+            namespace.stop()
+
+
+def balancer_block(upstreams: list) -> str:
+    """An nginx load balancer's configuration: each request to the next of `upstreams` (round
+    robin), none tried again elsewhere (`proxy_next_upstream off`: an error one server answers is
+    the client's), on kept-alive connections."""
+    servers = "".join("    server %s;\n" % upstream for upstream in upstreams)
+    return "\n".join([
+        "upstream fleet {", servers + "    keepalive 16;", "}",
+        "server {", "    listen 80;", "    location / {", "        proxy_pass http://fleet;",
+        "        proxy_http_version 1.1;", '        proxy_set_header Connection "";',
+        "        proxy_next_upstream off;", "    }", "}"])
+
+
+class WebHost(NamedTuple):
+    """One web server of a WebFleet: its root directory, its sshd and its nginx."""
+
+    root: str
+    sshd: object
+    web: object
+
+
+class WebFleet:
+    """Web servers, one per entry of `roots`, each in a network namespace of its own holding its
+    sshd (`hosts[i].sshd`, SFTP on port 22) and its nginx (`hosts[i].web`) serving the bundle path
+    `<root>/<name>` with `server_block`; and an nginx round-robin load balancer on 127.0.0.1
+    (`balancer.url`) in front of them. The namespaces share this machine's files, so a test looks
+    at each host's root directly."""
+
+    def __init__(self, roots: list, name: str, server_block: str):
+        self.namespaces: list[Namespace] = []
+        self.servers: list = []
+        self.hosts: list[WebHost] = []
+        try:
+            self._start(roots, name, server_block)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self, roots: list, name: str, server_block: str) -> None:
+        prefix = free_subnet()[:-1]
+        for i, root in enumerate(roots):
+            namespace = Namespace()
+            self.namespaces.append(namespace)
+            _here, address = link(None, namespace, "%s%d" % (prefix, 4 * i))
+            sshd = self._started(start_sshd(namespace=namespace, host=address, port=22))
+            web = self._started(start_nginx(os.path.join(str(root), name), server_block, namespace=namespace,
+                                            host=address, port=80))
+            self.hosts.append(WebHost(str(root), sshd, web))
+        self.balancer = self._started(start_nginx(None, balancer_block(["%s:80" % host.web.host for host in self.hosts])))
+
+    def _started(self, server):
         self.servers.append(server)
         return server
 

@@ -40,14 +40,14 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _wait_until_listening(process: subprocess.Popen, port: int, expect: bytes) -> bool:
-    """True once `port` answers with `expect` first; False when the process died (port taken)."""
+def _wait_until_listening(process: subprocess.Popen, port: int, expect: bytes, host: str = HOST) -> bool:
+    """True once `host`:`port` answers with `expect` first; False when the process died (port taken)."""
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
         if process.poll() is not None:
             return False
         try:
-            with socket.create_connection((HOST, port), timeout=1.0) as sock:
+            with socket.create_connection((host, port), timeout=1.0) as sock:
                 if not expect or sock.recv(len(expect)) == expect:
                     return process.poll() is None
         except OSError:
@@ -319,16 +319,19 @@ def start_s3(check_credentials: bool = False) -> S3Server:
 @dataclass
 class NginxServer:
     """nginx serving `root` on 127.0.0.1 with the `server` block given (its `listen` and `root`
-    lines replaced by this server's port and `root`), as the current user: the pid file, logs and
+    lines replaced by this server's port and `root`; a block that serves no files, a proxy's, has
+    no `root` line and `root` None), as the current user: the pid file, logs and
     temporary paths sit in `directory`, and the `user` directive is written only when running as
     root (whose workers would otherwise become nobody, who cannot enter pytest's directories)."""
 
     directory: str
-    root: str
+    root: str | None
     server_block: str
     host: str = HOST
     port: int = 0
     process: subprocess.Popen | None = None
+    # A network namespace to run in (tests/network.py), listening on `host`:`port` there.
+    namespace: object = None
 
     @property
     def url(self) -> str:
@@ -341,7 +344,8 @@ class NginxServer:
     def _server(self, port: int) -> str:
         """The block as given, its one `listen` and one `root` line pointed at this test's."""
         lines = self.server_block.splitlines()
-        for directive, value in (("listen", "%s:%d" % (self.host, port)), ("root", self.root)):
+        replaced = (("listen", "%s:%d" % (self.host, port)),) + ((("root", self.root),) if self.root is not None else ())
+        for directive, value in replaced:
             found = [i for i, line in enumerate(lines) if line.split()[:1] == [directive]]
             if len(found) != 1:
                 raise ValueError("the nginx server block needs exactly one `%s` line, found %d:\n%s"
@@ -384,7 +388,16 @@ class NginxServer:
             if os.path.exists(shipped):
                 with open(shipped, "rb") as source:
                     handle.write(source.read())
-        self.process, self.port = _start(self._command, b"", self.log_file)
+        if self.namespace is None:
+            self.process, self.port = _start(self._command, b"", self.log_file)
+            return self
+        # In a namespace of its own there is no port to race for; `host` is reachable from here.
+        with open(self.log_file, "ab") as log:
+            self.process = subprocess.Popen(self.namespace.command(self._command(self.port)), stdout=log,
+                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+        if not _wait_until_listening(self.process, self.port, b"", self.host):
+            with open(self.log_file, "rb") as log:
+                raise RuntimeError("nginx did not start in its namespace; log:\n%s" % log.read().decode(errors="replace"))
         return self
 
     def stop(self) -> None:
@@ -394,9 +407,10 @@ class NginxServer:
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
-def start_nginx(root: str, server_block: str) -> NginxServer:
-    """nginx on a free port of 127.0.0.1 serving `root` (which may be a symbolic link)."""
-    return NginxServer(tempfile.mkdtemp(prefix="distributor-nginx-"), root, server_block).start()
+def start_nginx(root: str | None, server_block: str, **settings) -> NginxServer:
+    """nginx on a free port of 127.0.0.1 serving `root` (which may be a symbolic link), or on
+    `host`:`port` in `namespace`."""
+    return NginxServer(tempfile.mkdtemp(prefix="distributor-nginx-"), root, server_block, **settings).start()
 
 
 def without_extension(storage, extension: str):

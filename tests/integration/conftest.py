@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -15,6 +16,7 @@ import pytest
 import yaml
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.records.manifest_build import create_manifest
+from network import WebFleet
 from services import NGINX, _die_with_parent, start_nginx
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -111,11 +113,12 @@ APPROVAL = re.compile(r"run the same command without --check, adding: (-e '\{dis
 def role(playbook, tmp_path):
     """role(variables, operation=..., check=..., diff=..., expect_rc=...) -> (ansible-playbook
     output, the role's registered results) after running playbooks/<operation>.yml with
-    `variables` as the inventory's group variables."""
+    `variables` as the inventory's group variables; with `registered=True` the whole registered
+    variable (its `fleets` too) in place of its results."""
     runs = iter(range(100))
 
     def run(variables: dict, operation: str = "publish", check: bool = False, diff: bool = False,
-            expect_rc: int = 0, extra: tuple = ()):
+            expect_rc: int = 0, extra: tuple = (), registered: bool = False):
         run_dir = tmp_path / ("run-%d" % next(runs))
         (run_dir / "inventory" / "group_vars").mkdir(parents=True)
         hosts = {"distributor_publishers": {"hosts": {"localhost": {
@@ -134,7 +137,10 @@ def role(playbook, tmp_path):
         completed = playbook.invoke(str(run_dir / "site.yml"), check=check, diff=diff,
                                     extra=("-i", str(run_dir / "inventory")) + extra)
         assert completed.returncode == expect_rc, completed.stdout + completed.stderr
-        return completed.stdout, json.loads(results.read_text())["results"] if results.exists() else None
+        if not results.exists():
+            return completed.stdout, None
+        variable = json.loads(results.read_text())
+        return completed.stdout, variable if registered else variable["results"]
 
     return run
 
@@ -243,6 +249,19 @@ def nginx():
         server.stop()
 
 
+@pytest.fixture
+def web_fleet(tmp_path):
+    """Three web servers (web1, web2, web3) behind a round-robin load balancer, each in a network
+    namespace of its own with its sshd and its nginx serving `<root>/site` with the recommended
+    server block (tests/network.py's WebFleet); everything stopped at the end of the test."""
+    roots = [tmp_path / name for name in ("web1", "web2", "web3")]
+    for root in roots:
+        root.mkdir()
+    fleet = WebFleet(roots, "site", recommended_nginx_server())
+    yield fleet
+    fleet.stop()
+
+
 def _ready(kind: str, process: subprocess.Popen) -> None:
     with selectors.DefaultSelector() as selector:  # select.select refuses descriptors past 1023
         selector.register(process.stdout, selectors.EVENT_READ)
@@ -255,6 +274,32 @@ def _ready(kind: str, process: subprocess.Popen) -> None:
                              % (kind, line, err))
 
 
+@contextlib.contextmanager
+def reading(targets: dict, seconds: float = 120):
+    """The readers of readers.py ({kind: its bundle path or URL}) reading while the body runs;
+    yields a dict that holds {kind: its counts} once the body is done. Each reader has read a
+    whole generation before the body starts, and stops after it, or after `seconds` whatever
+    happens here."""
+    processes = {kind: subprocess.Popen([sys.executable, READERS, kind, target, str(seconds)], stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                        preexec_fn=_die_with_parent)
+                 for kind, target in targets.items()}
+    reports = {}
+    try:
+        for kind, process in processes.items():
+            _ready(kind, process)
+        yield reports
+    finally:
+        for process in processes.values():
+            if process.poll() is None:
+                process.terminate()
+    for kind, process in processes.items():
+        out, err = process.communicate(timeout=30)
+        if process.returncode != 0 or not out.strip():
+            raise AssertionError("the %s reader failed (exit %s): %s" % (kind, process.returncode, err))
+        reports[kind] = json.loads(out.splitlines()[-1])
+
+
 def under_readers(bundle_path: str, url: str, publish, publishes: int = 100, settle: float = 0.2,
                   seconds: float = 120) -> dict:
     """Runs publish(1) ... publish(publishes) while the three readers read; {kind: its counts}.
@@ -263,29 +308,11 @@ def under_readers(bundle_path: str, url: str, publish, publishes: int = 100, set
     whatever is under test: a stand-in switcher, or one release publish. Generation 0 must be
     live, and `url` served from `bundle_path`, before the call. The readers (tests/integration/
     readers.py) start first and each has read a whole generation before the first publish; they
-    read on for `settle` seconds after the last one (so each sees where it ended) and stop, within
-    `seconds` whatever happens here."""
-    targets = {"descriptor": bundle_path, "by_name": bundle_path, "http": url}
-    processes = {kind: subprocess.Popen([sys.executable, READERS, kind, target, str(seconds)], stdin=subprocess.DEVNULL,
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                        preexec_fn=_die_with_parent)
-                 for kind, target in targets.items()}
-    try:
-        for kind, process in processes.items():
-            _ready(kind, process)
+    read on for `settle` seconds after the last one (so each sees where it ended)."""
+    with reading({"descriptor": bundle_path, "by_name": bundle_path, "http": url}, seconds) as reports:
         for n in range(1, publishes + 1):
             publish(n)
         time.sleep(settle)
-    finally:
-        for process in processes.values():
-            if process.poll() is None:
-                process.terminate()
-    reports = {}
-    for kind, process in processes.items():
-        out, err = process.communicate(timeout=30)
-        if process.returncode != 0 or not out.strip():
-            raise AssertionError("the %s reader failed (exit %s): %s" % (kind, process.returncode, err))
-        reports[kind] = json.loads(out.splitlines()[-1])
     return reports
 
 

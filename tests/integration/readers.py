@@ -12,13 +12,19 @@ proves nothing).
     python3 readers.py descriptor BUNDLE_PATH SECONDS
     python3 readers.py by_name BUNDLE_PATH SECONDS
     python3 readers.py http URL SECONDS
+    python3 readers.py by_release URL SECONDS
 
 - descriptor: opens the bundle path as a directory, then reads the marker and the asset through
   that descriptor (`dir_fd=`): both must come from the same generation, always;
 - by_name: opens each file by its path through the bundle path: a file every generation holds is
   never absent;
 - http: GETs both from a web server serving the bundle path, on one kept-alive connection: every
-  answer is 200 with one whole generation's bytes.
+  answer is 200 with one whole generation's bytes;
+- by_release: GETs the marker, on one kept-alive connection to a load balancer in front of several
+  web servers, and counts each response by the generation it carries (`by_generation`), with a
+  `timeline` of runs, consecutive responses of one kind (a generation, `mismatch` or `error`) as
+  `[kind, count, first request's start, last request's start]` (time.time()): what was served
+  after a moment (a switch) is read off it.
 
 It prints `ready` once its first read succeeded, so a test starts switching only then
 (`conftest.under_readers` runs all three around a switcher). Standard library only.
@@ -83,14 +89,27 @@ class Counts:
         self.mismatches = 0
         self.error_kinds = Counter()
         self.seen = set()
+        self.by_generation = Counter()
+        self.timeline = []
 
     def error(self, kind: str) -> None:
         self.error_kinds[kind] += 1
+
+    def tally(self, kind: str, started: float) -> None:
+        """One response of `kind` to a request started at `started`, in the timeline."""
+        self.reads += 1
+        if self.timeline and self.timeline[-1][0] == kind:
+            self.timeline[-1][1] += 1
+            self.timeline[-1][3] = started
+        else:
+            self.timeline.append([kind, 1, started, started])
 
     def report(self) -> dict:
         report = {"reader": self.reader, "reads": self.reads, "mismatches": self.mismatches,
                   "errors": sum(self.error_kinds.values()), "error_kinds": dict(self.error_kinds),
                   "generations": len(self.seen)}
+        if self.timeline:
+            report.update(by_generation=dict(self.by_generation), timeline=self.timeline)
         return dict(report, requests=self.requests) if self.requests else report
 
 
@@ -178,12 +197,31 @@ class HttpReader:
         return _judge(counts, marker, asset, same_generation=False)
 
 
+class ReleaseTally:
+    """The `by_release` reader: one kept-alive connection through the load balancer."""
+
+    def __init__(self, url: str):
+        self.http = HttpReader(url)
+
+    def __call__(self, _url: str, counts: Counts) -> bool:
+        started = time.time()
+        body = self.http.get(MARKER, counts)
+        n = None if body is None else marker_generation(body)
+        if n is not None:
+            counts.seen.add(n)
+            counts.by_generation[str(n)] += 1
+        elif body is not None:
+            counts.mismatches += 1
+        counts.tally("error" if body is None else "mismatch" if n is None else str(n), started)
+        return n is not None
+
+
 READERS = {"descriptor": read_by_descriptor, "by_name": read_by_name}
 
 
 def run(kind: str, target: str, seconds: float) -> dict:
     """Reads until SIGTERM or `seconds`, whichever first; the counts."""
-    read = HttpReader(target) if kind == "http" else READERS[kind]
+    read = HttpReader(target) if kind == "http" else ReleaseTally(target) if kind == "by_release" else READERS[kind]
     counts = Counts(kind)
     stopped = []
     signal.signal(signal.SIGTERM, lambda _signum, _frame: stopped.append(True))
@@ -198,8 +236,8 @@ def run(kind: str, target: str, seconds: float) -> dict:
 
 def main() -> None:
     kind, target, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
-    if kind not in ("http", *READERS):
-        sys.exit("readers.py: unknown reader %r (descriptor, by_name or http)" % kind)
+    if kind not in ("http", "by_release", *READERS):
+        sys.exit("readers.py: unknown reader %r (descriptor, by_name, http or by_release)" % kind)
     print(json.dumps(run(kind, target, seconds)), flush=True)
 
 
