@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.distributor.core.plugins.module_utils._distributor.planning.digest import plan_digest
+from ansible_collections.distributor.core.plugins.module_utils._distributor.planning.digest import fleet_publish_digest
 
 DOCUMENTATION = r"""
 name: fleet_digest
@@ -48,10 +48,11 @@ _value:
 
 
 def fleet_digest(plans: dict, release: str) -> str:
-    """The digest over every destination's plan and the release they switch to."""
-    if not isinstance(plans, dict) or not all(isinstance(value, str) for value in plans.values()):
-        raise AnsibleFilterError("fleet_digest takes a dict of plan digests by destination, not %r" % (plans,))
-    return plan_digest({"operation": "fleet_publish", "release": str(release), "plans": {str(key): value for key, value in plans.items()}})
+    """planning.digest.fleet_publish_digest, its refusal as a filter's error."""
+    try:
+        return fleet_publish_digest(plans, release)
+    except ValueError as error:
+        raise AnsibleFilterError(str(error)) from None
 
 
 class FilterModule:

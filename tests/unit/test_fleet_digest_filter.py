@@ -1,14 +1,14 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The fleet_digest filter the role prints and compares for a pipeline released together."""
+"""The fleet_digest filter the role prints and compares for a pipeline released together: its
+rule, planning.digest.fleet_publish_digest (the filter file imports Ansible's controller code,
+which would turn this process's modules into a controller's: the role's tests run the filter)."""
 
 from __future__ import annotations
 
 import pytest
-from ansible.errors import AnsibleFilterError
+from ansible_collections.distributor.core.plugins.module_utils._distributor.planning.digest import fleet_publish_digest
 
-from ansible_collections.distributor.core.plugins.filter.fleet_digest import FilterModule
-
-DIGEST = FilterModule().filters()["fleet_digest"]
+DIGEST = fleet_publish_digest
 PLANS = {"site/web1": "sha256:" + "a" * 64, "site/web2": "sha256:" + "b" * 64}
 RELEASE = "20261206T053000Z-0123456789ab"
 
@@ -30,5 +30,5 @@ def test_any_other_plan_destination_or_release_gives_another_digest(plans, relea
 
 
 def test_anything_but_a_dict_of_digests_is_a_clear_error():
-    with pytest.raises(AnsibleFilterError, match="dict of plan digests"):
+    with pytest.raises(ValueError, match="dict of plan digests"):
         DIGEST(["sha256:x"], RELEASE)

@@ -332,3 +332,14 @@ def explain(facts: dict) -> str:
 
 def _listed(paths) -> str:
     return ": " + _some(paths) if paths else ""
+
+
+def fleet_publish_digest(plans, release) -> str:
+    """One digest for the plans of a pipeline released together (the role's fleet_digest filter):
+    over each destination's plan digest, by key, and the release id the fleet switches to, so a
+    reviewer approves the fleet as one, and a run whose plan changed on any destination, or that
+    stages another set of destinations or another release, switches none. ValueError for
+    anything but a dict of digests."""
+    if not isinstance(plans, dict) or not all(isinstance(value, str) for value in plans.values()):
+        raise ValueError("fleet_digest takes a dict of plan digests by destination, not %r" % (plans,))
+    return plan_digest({"operation": "fleet_publish", "release": str(release), "plans": {str(key): value for key, value in plans.items()}})
