@@ -153,10 +153,14 @@ def test_a_mixed_fleet_is_shown_refused_for_rollback_unless_named_and_converged_
 def test_a_fleet_stages_without_switching_then_activates_the_staged_release(role, fleet, tmp_path, make_bundle):
     role(fleet)
     first = one(live(tmp_path))
+    for name in IDS:
+        fleet["distributor_destinations"][name]["releases"]["preview_url"] = "https://%s.preview.example.com/{release}/" % name
     output, staged = role(dict(with_bundle(fleet, make_bundle, V2), distributor_activate=False))
     [new] = {r["release"]["id"] for r in staged}
     assert {r["release"]["status"] for r in staged} == {"staged"}
     assert "staged release %s on every destination, not switched (distributor_activate: false)" % new in output
+    for name in IDS:
+        assert "site -> %s: " % name in output and "release %s staged at https://%s.preview.example.com/%s/" % (new, name, new) in output
     assert live(tmp_path) == {name: first for name in IDS}
 
     activate = dict(fleet, distributor_rollback_pipeline="site", distributor_release=new)
