@@ -85,18 +85,36 @@ def free_subnet() -> str:
     return "198.18.%d.0" % random.choice(choices)
 
 
-class JumpNetwork:
-    """Two jump hosts in a row and an SFTP server behind each, reachable only through it (the
-    picture above): `behind1` through `jump1`, `behind2` through `jump1` then `jump2`."""
+class Network:
+    """Namespaces and the servers started in them, stopped in the reverse order, also when
+    starting them failed half way (`_start`, each subclass's)."""
 
-    def __init__(self):
+    def __init__(self, *args):
         self.namespaces: list[Namespace] = []
         self.servers: list = []
         try:
-            self._start()
+            self._start(*args)
         except BaseException:
             self.stop()
             raise
+
+    def _start(self, *args) -> None:
+        raise NotImplementedError
+
+    def _started(self, server):
+        self.servers.append(server)
+        return server
+
+    def stop(self) -> None:
+        for server in reversed(self.servers):
+            server.stop()
+        for namespace in reversed(self.namespaces):
+            namespace.stop()
+
+
+class JumpNetwork(Network):
+    """Two jump hosts in a row and an SFTP server behind each, reachable only through it (the
+    picture above): `behind1` through `jump1`, `behind2` through `jump1` then `jump2`."""
 
     def _start(self) -> None:
         outer, inner = Namespace(), Namespace()
@@ -113,15 +131,7 @@ class JumpNetwork:
         self.behind2 = self._sshd(inner, HOST, port)
 
     def _sshd(self, namespace: Namespace, host: str, port: int):
-        server = start_sshd(namespace=namespace, host=host, port=port)
-        self.servers.append(server)
-        return server
-
-    def stop(self) -> None:
-        for server in reversed(self.servers):
-            server.stop()
-        for namespace in reversed(self.namespaces):
-            namespace.stop()
+        return self._started(start_sshd(namespace=namespace, host=host, port=port))
 
 
 def balancer_block(upstreams: list) -> str:
@@ -144,24 +154,15 @@ class WebHost(NamedTuple):
     web: object
 
 
-class WebFleet:
+class WebFleet(Network):
     """Web servers, one per entry of `roots`, each in a network namespace of its own holding its
     sshd (`hosts[i].sshd`, SFTP on port 22) and its nginx (`hosts[i].web`) serving the bundle path
     `<root>/<name>` with `server_block`; and an nginx round-robin load balancer on 127.0.0.1
     (`balancer.url`) in front of them. The namespaces share this machine's files, so a test looks
     at each host's root directly."""
 
-    def __init__(self, roots: list, name: str, server_block: str):
-        self.namespaces: list[Namespace] = []
-        self.servers: list = []
-        self.hosts: list[WebHost] = []
-        try:
-            self._start(roots, name, server_block)
-        except BaseException:
-            self.stop()
-            raise
-
     def _start(self, roots: list, name: str, server_block: str) -> None:
+        self.hosts: list[WebHost] = []
         prefix = free_subnet()[:-1]
         for i, root in enumerate(roots):
             namespace = Namespace()
@@ -172,13 +173,3 @@ class WebFleet:
                                             host=address, port=80))
             self.hosts.append(WebHost(str(root), sshd, web))
         self.balancer = self._started(start_nginx(None, balancer_block(["%s:80" % host.web.host for host in self.hosts])))
-
-    def _started(self, server):
-        self.servers.append(server)
-        return server
-
-    def stop(self) -> None:
-        for server in reversed(self.servers):
-            server.stop()
-        for namespace in reversed(self.namespaces):
-            namespace.stop()
