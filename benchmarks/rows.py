@@ -113,6 +113,8 @@ def measure(rows: tuple, files: int, rounds: int, trees: dict, workdir: str, see
         return measured.timings
     sources = bundles(workdir, files, seed)
     peers = {"rsync -a": rsync(), "rsync -a --fsync": rsync("--fsync"), "floor + AnsibleModule": floor}
+    # Every root stays until the end: deleting a large tree just before a round inflates the next
+    # one's syncfs, and its CPU (the disk discards).
     for round_ in range(rounds):
         roots = {}
         for name in measured.each_module(round_) if {"first", "skip"} & set(rows) else ():
@@ -136,8 +138,6 @@ def measure(rows: tuple, files: int, rounds: int, trees: dict, workdir: str, see
         print("%d files, round %d: %s" % (files, round_, "; ".join("%s %s" % (step, ", ".join(
             "%s %.2f" % (tool, values[-1]["cpu"]) for tool, values in tools.items())) for step, tools in measured.timings.items()
             if step != "start")), flush=True)
-        for root in roots.values():
-            shutil.rmtree(root, ignore_errors=True)
     return measured.timings
 
 
