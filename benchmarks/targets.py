@@ -105,9 +105,11 @@ def pair(mine: dict | None, theirs: dict | None, key: str) -> tuple[str, str, fl
 
 
 def rows_line(f: Figures, row: str, files: int, measure: str, peer: str) -> tuple[str, str, float | None]:
-    """rows.py's medians (the module, its peer) and the median of the per-round ratios."""
+    """rows.py's medians (the module, its peer) and the median of the per-round ratios; of a run
+    comparing trees (--tree), the last tree's."""
+    module = list((f.rows or {}).get("trees") or ["module"])[-1]
     line = next((line for line in (f.rows or {}).get("summary", []) if (line["row"], line["files"], line["measure"], line["module"]) == (
-        row, files, measure, "module") and line["peer"].startswith(peer)), None)
+        row, files, measure, module) and line["peer"].startswith(peer)), None)
     if not line:
         return "not measured", "-", None
     if line["ratio"] is None:
@@ -128,7 +130,7 @@ def targets(f: Figures) -> list[tuple[str, tuple, float]]:
          rows_line(f, "replace", 10000, "cpu", "rsync -a"), 2.0),
         ("local replace 10% of 10,000, regenerated tree (every mtime new), CPU / `rsync -a`",
          rows_line(f, "regenerated", 10000, "cpu", "rsync -a"), 0.4),
-        ("SFTP first 2,000 x 4 KiB, wall / `rsync -a --fsync` over ssh to the same sshd",
+        ("SFTP first, small bundle (2,000 x 4 KiB; 300 with --quick), wall / `rsync -a --fsync` over ssh to the same sshd",
          pair(f.run_row("sftp", "small", "first", "distributor"), f.run_row("sftp", "small", "first", "rsync -a --fsync -e ssh"), "seconds"),
          1.2),
     ]
@@ -170,9 +172,9 @@ def targets(f: Figures) -> list[tuple[str, tuple, float]]:
 def header(f: Figures) -> str:
     """The run's date, the commits measured and the load average over the results read."""
     metas = [found["meta"] for found in f.found() if "meta" in found]
-    loads = [meta["load"][0] for meta in metas]
+    loads = [(meta.get("load") or [meta["load_start"]])[0] for meta in metas if meta.get("load") or "load_start" in meta]
     return "%s; commit %s; load average %s over the %d results read\n" % (
-        time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), ", ".join(sorted({meta["revision"] for meta in metas})) or "-",
+        time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), ", ".join(sorted({meta.get("revision", "?") for meta in metas})) or "-",
         "%.1f-%.1f" % (min(loads), max(loads)) if loads else "-", len(metas))
 
 
