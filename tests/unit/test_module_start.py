@@ -41,4 +41,3 @@ def test_a_local_publish_imports_no_sftp_or_s3_code(tmp_path):
     result, imported = run_module(tmp_path, {"type": "local", "root": str(tmp_path / "root")})
     assert result["action"] == "publish"
     assert imported == []
-
