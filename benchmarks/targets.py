@@ -108,13 +108,16 @@ def rows_line(f: Figures, row: str, files: int, measure: str, peer: str) -> tupl
     """rows.py's medians (the module, its peer) and the median of the per-round ratios; of a run
     comparing trees (--tree), the last tree's."""
     module = list((f.rows or {}).get("trees") or ["module"])[-1]
-    line = next((line for line in (f.rows or {}).get("summary", []) if (line["row"], line["files"], line["measure"], line["module"]) == (
-        row, files, measure, module) and line["peer"].startswith(peer)), None)
+    lines = [line for line in (f.rows or {}).get("summary", []) if (line["row"], line["measure"], line["module"]) == (
+        row, measure, module) and line["peer"].startswith(peer)]
+    # A --quick run measures 2,000 files: its figure is shown with its size rather than not at all.
+    line = next((line for line in lines if line["files"] == files), max(lines, key=lambda line: line["files"], default=None))
     if not line:
         return "not measured", "-", None
+    size = "" if line["files"] == files else " ({:,} files)".format(line["files"])
     if line["ratio"] is None:
         return "%.3f s" % line["mine"], "%.3f s (%s)" % (line["theirs"], line["peer"].strip()), line["mine"]
-    return "%.3f s" % line["mine"], "%.3f s" % line["theirs"], line["ratio"]
+    return "%.3f s%s" % (line["mine"], size), "%.3f s" % line["theirs"], line["ratio"]
 
 
 def targets(f: Figures) -> list[tuple[str, tuple, float]]:
@@ -172,7 +175,8 @@ def targets(f: Figures) -> list[tuple[str, tuple, float]]:
 def header(f: Figures) -> str:
     """The run's date, the commits measured and the load average over the results read."""
     metas = [found["meta"] for found in f.found() if "meta" in found]
-    loads = [(meta.get("load") or [meta["load_start"]])[0] for meta in metas if meta.get("load") or "load_start" in meta]
+    loads = [float(meta["load"][0]) if meta.get("load") else float(meta["load_start"]) for meta in metas
+             if meta.get("load") or "load_start" in meta]  # run.py writes its one-minute load as a string
     return "%s; commit %s; load average %s over the %d results read\n" % (
         time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), ", ".join(sorted({meta.get("revision", "?") for meta in metas})) or "-",
         "%.1f-%.1f" % (min(loads), max(loads)) if loads else "-", len(metas))
