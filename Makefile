@@ -260,6 +260,7 @@ $(BENCH_TOOLS)/.installed: benchmarks/requirements.txt
 bench: collection $(BENCH_TOOLS)/.installed
 	@date -u +%Y%m%dT%H%M%S > $(BUILD)/bench-started
 	$(VENV_BIN)/python benchmarks/run.py --aws $(BENCH_TOOLS)/bin/aws $(BENCH_ARGS)
+	$(VENV_BIN)/python benchmarks/rows.py $(filter --quick,$(BENCH_ARGS))
 	$(VENV_BIN)/python benchmarks/first_publish.py $(filter --quick,$(BENCH_ARGS))
 	$(VENV_BIN)/python benchmarks/scale.py $(filter --quick,$(BENCH_ARGS))
 	$(VENV_BIN)/python benchmarks/shared_root.py $(filter --quick,$(BENCH_ARGS))

@@ -54,10 +54,10 @@ def _sftp_put(server, workdir: str):
     return run
 
 
-def _rsync_ssh(server):
+def _rsync_ssh(server, *extra: str):
     def run(source: str, root: dict) -> Timing:
         shell = " ".join(["ssh", "-p", str(server.port), *_ssh_options(server)])
-        return time_command(["rsync", "-a", "-e", shell, "--exclude=/" + MANIFEST, source + "/",
+        return time_command(["rsync", "-a", *extra, "-e", shell, "--exclude=/" + MANIFEST, source + "/",
                              "%s@%s:%s/" % (server.username, server.host, root["target"])])
     return run
 
@@ -98,7 +98,9 @@ def _all(backend: str, servers, workdir: str, aws: str | None) -> list[Baseline]
                 Baseline("rsync -a --fsync", backend, True, _rsync_local("--fsync"))]
     if backend == "sftp":
         return [Baseline("sftp -b put -r", backend, False, _sftp_put(servers.sshd, workdir)),
-                Baseline("rsync -e ssh", backend, True, _rsync_ssh(servers.sshd))]
+                Baseline("rsync -e ssh", backend, True, _rsync_ssh(servers.sshd)),
+                # The one that, like distributor, makes every file durable (the server's rsync fsyncs).
+                Baseline("rsync -a --fsync -e ssh", backend, False, _rsync_ssh(servers.sshd, "--fsync"))]
     if backend == "s3":
         return [Baseline("aws s3 sync", backend, True, _aws_sync(aws, servers.s3, workdir))] if aws else []
     raise ValueError(backend)

@@ -8,8 +8,9 @@ One bundle of N x 4 KiB files and a second version of it, 10% of the files rewri
 newer mtime, as a rebuild leaves them) and a newer manifest. Each round gives each tool a fresh
 root and runs three one-task playbooks on localhost with `connection: local`, each timed whole
 (wall and CPU of ansible-playbook and every process it waited for): the first publish, the same
-bundle again (distributor's skip, rsync's no-op) and the second version (replace 10%); and, once a
-round, a playbook of one `debug` task, Ansible's fixed cost. The tools
+bundle again (distributor's skip, rsync's no-op), the second version (replace 10%, every other
+mtime kept) and, after going back to the first version (not measured), the same change in a tree
+rebuilt whole (every mtime new: rsync must look into every file); and, once a round, a playbook of one `debug` task, Ansible's fixed cost. The tools
 alternate which goes first from round to round, `os.sync()` before each run. Both run under
 .venv's ansible-playbook (one ansible-core), with ANSIBLE_COLLECTIONS_PATH holding the distributor
 collection and the ansible.posix that the `ansible` package installs into .build/bench-tools
@@ -39,9 +40,10 @@ import yaml
 from bundles import BundleSpec, change, generate
 from harness import COLLECTIONS, REPO_ROOT, time_command, write_results
 
-PHASES = (("first", "A"), ("no-op", "A"), ("replace 10%", "B"))
+# (phase, bundle version); "back" returns each root to A, unmeasured, for the regenerated replace.
+PHASES = (("first", "A"), ("no-op", "A"), ("replace 10%", "B"), ("back", "A"), ("replace 10%, regenerated", "C"))
 TOOLS = ("distributor", "synchronize")
-GOALS = {"first": 1.0, "no-op": 1.0, "replace 10%": 0.6}
+GOALS = {"first": 0.9, "no-op": 1.0, "replace 10%": 1.0, "replace 10%, regenerated": 0.5}
 TASKS = {
     "distributor": {"name": "publish", "distributor.core.distributor_publish": {
         "source": "{{ source }}", "pipeline": {"id": "bench"},
@@ -103,6 +105,8 @@ def measure(files: int, rounds: int, workdir: str, seed: int, posix: str) -> lis
             os.utime(os.path.join(directory, name), (built, built))
     subprocess.run(["cp", "-a", sources["A"], sources["B"]], check=True)  # the same mtimes, as a rebuild keeps them
     changed = change(sources["B"], spec, seed)
+    sources["C"] = os.path.join(workdir, "C")
+    subprocess.run(["cp", "-r", sources["B"], sources["C"]], check=True)  # the same change rebuilt whole: every mtime new
     books = playbooks(workdir)
     rows = []
     for round_ in range(rounds):
@@ -117,6 +121,8 @@ def measure(files: int, rounds: int, workdir: str, seed: int, posix: str) -> lis
             for tool in order:
                 os.sync()
                 timing = run(books[tool], sources[version], roots[tool], posix)
+                if phase == "back":
+                    continue
                 rows.append(dict(round=round_, phase=phase, tool=tool, wall=timing.seconds, cpu=timing.cpu_seconds))
                 print("round %d %-12s %-12s %6.2f s (cpu %.2f)" % (round_, phase, tool, timing.seconds, timing.cpu_seconds),
                       flush=True)
@@ -127,7 +133,7 @@ def measure(files: int, rounds: int, workdir: str, seed: int, posix: str) -> lis
 def summary(rows: list[dict], files: int) -> list[dict]:
     """Per phase: each tool's median wall and CPU, and the median of the per-round ratios."""
     lines = []
-    for phase, _version in PHASES:
+    for phase in GOALS:
         mine = {r["round"]: r for r in rows if (r["phase"], r["tool"]) == (phase, "distributor")}
         theirs = {r["round"]: r for r in rows if (r["phase"], r["tool"]) == (phase, "synchronize")}
         line = {"files": files, "phase": phase, "goal": GOALS[phase], "rounds": len(mine)}

@@ -1,14 +1,16 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Issue #22's targets, each next to its peer from the same `make bench` run.
+"""Issue #42's targets (then the earlier issues' it does not restate), each next to its peer
+from the same `make bench` run.
 
     python benchmarks/targets.py [--since STAMP]
 
-Reads the newest result of each script in benchmarks/results (run.py, first_publish.py,
+Reads the newest result of each script in benchmarks/results (rows.py, run.py, first_publish.py,
 scale.py, shared_root.py, s3_latency.py, jump_host.py, release_change.py, playbook_sync.py;
 with --since, only those written at or after the `YYYYmmddTHHMMSS` stamp `make bench` passes)
 and prints one row per target: what was measured, the peer's figure, the ratio, the goal and
-whether it is met. A target whose case a run did not measure (a `--quick` run stops at 10,000
-files) says so instead of a figure. Writes benchmarks/results/<time>-targets.md.
+whether it is met, under a line with the date, the commits and the load average of the results.
+A target whose case a run did not measure (a `--quick` run stops at 2,000 files) says so instead
+of a figure. Writes benchmarks/results/<time>-targets.md.
 """
 
 from __future__ import annotations
@@ -47,6 +49,11 @@ class Figures:
         self.jump = newest(("jump",), since)
         self.release = newest(("release-change",), since)
         self.playbook = newest(("playbook-sync",), since)
+        self.rows = newest(("rows",), since)
+
+    def found(self) -> list[dict]:
+        return [one for one in (self.run, self.first, self.scale, self.shared, self.latency, self.awx, self.jump, self.release,
+                                self.playbook, self.rows) if one]
 
     def run_row(self, backend: str, bundle: str, phase: str, tool: str) -> dict | None:
         rows = (self.run or {}).get("measurements", [])
@@ -97,60 +104,82 @@ def pair(mine: dict | None, theirs: dict | None, key: str) -> tuple[str, str, fl
     return "%.2f s" % mine[key], "%.2f s" % theirs[key], mine[key] / max(theirs[key], 1e-3)
 
 
+def rows_line(f: Figures, row: str, files: int, measure: str, peer: str) -> tuple[str, str, float | None]:
+    """rows.py's medians (the module, its peer) and the median of the per-round ratios; of a run
+    comparing trees (--tree), the last tree's."""
+    module = list((f.rows or {}).get("trees") or ["module"])[-1]
+    lines = [line for line in (f.rows or {}).get("summary", []) if (line["row"], line["measure"], line["module"]) == (
+        row, measure, module) and line["peer"].startswith(peer)]
+    # A --quick run measures 2,000 files: its figure is shown with its size rather than not at all.
+    line = next((line for line in lines if line["files"] == files), max(lines, key=lambda line: line["files"], default=None))
+    if not line:
+        return "not measured", "-", None
+    size = "" if line["files"] == files else " ({:,} files)".format(line["files"])
+    if line["ratio"] is None:
+        return "%.3f s" % line["mine"], "%.3f s (%s)" % (line["theirs"], line["peer"].strip()), line["mine"]
+    return "%.3f s%s" % (line["mine"], size), "%.3f s" % line["theirs"], line["ratio"]
+
+
 def targets(f: Figures) -> list[tuple[str, tuple, float]]:
-    """(target, (measured, peer, ratio), goal) in the issue's order."""
-    rows = []
-    for line in (f.first or {}).get("summary", []) or [{"case": "10000 x 4 KiB"}]:
-        case = line["case"]
-        if "distributor cpu" not in line:
-            rows.append(("local first publish, %s: CPU, module process / `rsync -a`" % case, ("not measured", "-", None), 1.5))
-            continue
-        rows.append(("local first publish, %s: CPU, module process / `rsync -a`" % case, (
-            "%.2f s" % line["distributor cpu"], "%.2f s" % line["rsync -a cpu"], line["rsync -a cpu ratio"]), 1.5))
-        if "rsync -a --fsync wall" in line:
-            rows.append(("local first publish, %s: wall / `rsync -a --fsync`" % case, (
-                "%.2f s" % line["distributor wall"], "%.2f s" % line["rsync -a --fsync wall"],
-                line["rsync -a --fsync wall ratio"]), 1.0))
-    rows.append(("local skip, 100,000 files, module process / no-op `rsync -a` (wall)",
-                 pair(f.scale_row(100000, "skip", "distributor module"), f.scale_row(100000, "skip", "rsync -a"), "wall"), 3.0))
-    rows.append(("local skip / its first publish, 100,000 files, module process (CPU)",
-                 pair(f.scale_row(100000, "skip", "distributor module"), f.scale_row(100000, "first", "distributor module"), "cpu"), 0.1))
-    rows.append(("local replace 10% of 10,000: CPU, module process / `rsync -a`",
-                 pair(f.scale_row(10000, "replace", "distributor module"), f.scale_row(10000, "replace", "rsync -a"), "cpu"), 1.0))
-    files = (f.playbook or {}).get("summary", [{}])[0].get("files", 10000)
-    for phase, goal in (("first", 1.0), ("no-op", 1.0), ("replace 10%", 0.6)):
-        rows.append(("distributor_publish through `ansible-playbook`, {:,} files, {}: wall / `ansible.posix.synchronize` "
-                     "(`delete: true`)".format(files, phase), f.through_playbook(phase), goal))
-    rows.append(("Markdown, replace with 10% changed / first publish (CPU)",
-                 pair(f.run_row("local", "markdown", "replace", "distributor"), f.run_row("local", "markdown", "first", "distributor"),
-                      "cpu_seconds"), 0.2))
-    rows.append(("SFTP first publish, small bundle / `sftp -b` `put -r` (wall)",
-                 pair(f.run_row("sftp", "small", "first", "distributor"), f.run_row("sftp", "small", "first", "sftp -b put -r"), "seconds"), 1.2))
-    rows.append(("SFTP first publish, 2,000 x 4 KiB, through one jump host / direct (wall, issue #33)",
-                 f.through_jump_host(), 1.3))
-    rows.append(("SFTP replace 10% / `rsync -a -e ssh` (wall)",
-                 pair(f.run_row("sftp", "small", "replace", "distributor"), f.run_row("sftp", "small", "replace", "rsync -e ssh"), "seconds"), 1.0))
+    """(target, (measured, peer, ratio), goal): issue #42's table in its order, then the earlier
+    issues' targets it does not restate."""
+    rows = [
+        ("local first 10,000 x 4 KiB, CPU, module process / `rsync -a`", rows_line(f, "first", 10000, "cpu", "rsync -a first"), 1.3),
+        ("local first 100,000, CPU / `rsync -a`", rows_line(f, "first", 100000, "cpu", "rsync -a first"), 1.3),
+        ("same, wall / `rsync -a --fsync`", rows_line(f, "first", 100000, "wall", "rsync -a --fsync"), 1.0),
+        ("local skip 100,000, CPU / no-op `rsync -a`", rows_line(f, "skip", 100000, "cpu", "rsync -a skip"), 2.5),
+        ("local skip / its first publish, 100,000 (CPU)", rows_line(f, "skip", 100000, "cpu", "its first publish"), 0.1),
+        ("local replace 10% of 10,000, mtimes kept (rsync writes 1,000 files), CPU / `rsync -a`",
+         rows_line(f, "replace", 10000, "cpu", "rsync -a"), 2.0),
+        ("local replace 10% of 10,000, regenerated tree (every mtime new), CPU / `rsync -a`",
+         rows_line(f, "regenerated", 10000, "cpu", "rsync -a"), 0.4),
+        ("SFTP first, small bundle (2,000 x 4 KiB; 300 with --quick), wall / `rsync -a --fsync` over ssh to the same sshd",
+         pair(f.run_row("sftp", "small", "first", "distributor"), f.run_row("sftp", "small", "first", "rsync -a --fsync -e ssh"), "seconds"),
+         1.2),
+    ]
+    release = f.release
+    rows.append(("a one-file change to a %s-file release, CPU / the same change in place" % (
+        "{:,}".format(release["files"]) if release else "10,000"), (
+        "%.2f s" % release["median_cpu"]["release"], "%.2f s" % release["median_cpu"]["in place"], release["ratio"])
+        if release else ("not measured", "-", None), 1.3))
     shared = (f.shared or {}).get("rows", [])
     largest = max(shared, key=lambda r: r["outputs"], default=None)
     for what in ("plan", "skip"):
-        rows.append(("shared root, %s outputs / 50 owners: one owner's %s, CPU (goal in seconds)" % (
+        rows.append(("shared root %s / 50 owners: %s, CPU (goal in seconds)" % (
             "{:,}".format(largest["outputs"]) if largest else "100,000", what),
-            ("%.2f s" % largest[what + "_cpu"], "-", largest[what + "_cpu"]) if largest else ("not measured", "-", None), 1.0))
+            ("%.2f s" % largest[what + "_cpu"], "-", largest[what + "_cpu"]) if largest else ("not measured", "-", None), 0.7))
+    rows.append(("module start (skip of a 1-file bundle), CPU (goal in seconds)", rows_line(f, "start", 1, "cpu", "floor"), 0.2))
+    files = (f.playbook or {}).get("summary", [{}])[0].get("files", 10000)
+    for phase, goal in (("first", 0.9), ("no-op", 1.0), ("replace 10%, regenerated", 0.5), ("replace 10%", 1.0)):
+        rows.append(("through `ansible-playbook`, {:,} files, {}: wall / `ansible.posix.synchronize` (`delete: true`)".format(
+            files, phase + (", mtimes kept" if phase == "replace 10%" else "")), f.through_playbook(phase), goal))
+    for phase, goal in (("first", 0.8), ("replace 10%", 1.0), ("no-op", 0.7)):
+        rows.append(("S3 through a 20 ms proxy, %s, module process / `aws s3 sync` (wall)" % phase, f.proxied(phase), goal))
+    rows.append(("fleet release, 3 SFTP destinations: first switch to last (goal in seconds; issue #40)", ("not measured", "-", None), 1.0))
+    rows.append(("Markdown, replace with 10% changed / first publish (CPU)",
+                 pair(f.run_row("local", "markdown", "replace", "distributor"), f.run_row("local", "markdown", "first", "distributor"),
+                      "cpu_seconds"), 0.2))
+    rows.append(("SFTP first publish, 2,000 x 4 KiB, through one jump host / direct (wall, issue #33)", f.through_jump_host(), 1.3))
+    rows.append(("SFTP replace 10% / `rsync -a -e ssh` (wall)",
+                 pair(f.run_row("sftp", "small", "replace", "distributor"), f.run_row("sftp", "small", "replace", "rsync -e ssh"), "seconds"), 1.0))
     rows.append(("S3 first publish, small bundle / `aws s3 sync` (moto on loopback, wall)",
                  pair(f.run_row("s3", "small", "first", "distributor"), f.run_row("s3", "small", "first", "aws s3 sync"), "seconds"), 0.7))
-    for phase, goal in (("first", 0.8), ("replace 10%", 1.0), ("replace 10%, +1 byte", 1.0), ("no-op", 0.7)):
-        rows.append(("S3 behind a 20 ms proxy, %s, module process / `aws s3 sync` (wall)" % phase, f.proxied(phase), goal))
-    release = f.release
-    rows.append(("a one-file change to a %s-file release / the same change in place: CPU, module process (issue #30)" % (
-        "{:,}".format(release["files"]) if release else "10,000"), (
-        "%.2f s" % release["median_cpu"]["release"], "%.2f s" % release["median_cpu"]["in place"], release["ratio"])
-        if release else ("not measured", "-", None), 1.5))
     review = f.awx_row(50000, "check --diff")
     rows.append(("AWX review: `ansible-playbook --check --diff`, 50,000 files, wall (goal in seconds)",
                  ("%.2f s" % review["seconds"], "-", review["seconds"]) if review else ("not measured", "-", None), 60))
     rows.append(("AWX review: `ansible-playbook --check --diff`, 50,000 files, peak RSS of its largest process (goal in MiB)",
                  ("%d MiB" % review["rss_mib"], "-", review["rss_mib"]) if review else ("not measured", "-", None), 300))
     return rows
+
+
+def header(f: Figures) -> str:
+    """The run's date, the commits measured and the load average over the results read."""
+    metas = [found["meta"] for found in f.found() if "meta" in found]
+    loads = [float(meta["load"][0]) if meta.get("load") else float(meta["load_start"]) for meta in metas
+             if meta.get("load") or "load_start" in meta]  # run.py writes its one-minute load as a string
+    return "%s; commit %s; load average %s over the %d results read\n" % (
+        time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), ", ".join(sorted({meta.get("revision", "?") for meta in metas})) or "-",
+        "%.1f-%.1f" % (min(loads), max(loads)) if loads else "-", len(metas))
 
 
 def markdown(rows) -> str:
@@ -170,7 +199,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--since", default="", help="only results written at or after this YYYYmmddTHHMMSS stamp")
     args = parser.parse_args(argv)
-    table = markdown(targets(Figures(args.since)))
+    figures = Figures(args.since)
+    table = header(figures) + "\n" + markdown(targets(figures))
     print(table)
     with open(os.path.join(RESULTS, time.strftime("%Y%m%dT%H%M%S") + "-targets.md"), "w") as handle:
         handle.write(table)

@@ -222,6 +222,17 @@ def test_the_files_a_record_vouches_for_are_those_the_full_path_reads_from_it(mu
     assert outcome(recorded_json, data, False) == files_of(outcome(parse_state_json, data, True))
 
 
+def test_a_schema_1_record_whose_output_time_is_a_list_is_refused_naming_it():
+    """Schema 1 leaves an output's times untyped: a list there was looked up among the valid
+    times and raised TypeError (found by the test above) instead of the record being refused."""
+    data = copy.deepcopy(STATE)
+    data["schema_version"] = 1
+    data["outputs"][0]["created_at"] = []
+    refused = outcome(parse_state_json, data, True)
+    assert refused[0] == "invalid_state" and "outputs[0].created_at" in refused[1]
+    assert outcome(recorded_json, data, False) == refused
+
+
 def test_the_files_of_a_valid_record_are_read_from_its_columns():
     assert outcome(recorded_json, STATE, False) == files_of(outcome(parse_state_json, STATE, True))
     assert state_module._columns(copy.deepcopy(STATE), state_module._paths_of) is not None

@@ -223,8 +223,14 @@ def test_no_layer_imports_from_a_layer_above_it():
     assert not upward, "imports from a higher layer:\n" + "\n".join(upward)
 
 
+# The one place a core import waits for its function: the backend a destination names is imported
+# when it is opened, since a module run through Ansible compiles every module it imports on every
+# run (storage/select.py). Its edges still count above, so a cycle through them is still found.
+DEFERRED = {("storage.select", "storage.sftp.storage"), ("storage.select", "storage.s3.storage")}
+
+
 def test_no_import_of_the_core_is_deferred_into_a_function():
-    deferred = [str(found) for found in IMPORTS if found.deferred]
+    deferred = [str(found) for found in IMPORTS if found.deferred and (found.source, found.target) not in DEFERRED]
     assert not deferred, "imports inside a function body (import at the top; a cycle is not hidden this way):\n" + "\n".join(deferred)
 
 

@@ -236,7 +236,10 @@ def _kept_primary_url(state: State, key: OwnerKey, planned_paths: frozenset, des
                       base_url: str | None) -> str | None:
     """The primary URL of a publication whose outputs stay as recorded (skip, a migration of an
     unchanged source): made again from the planned outputs this owner has recorded, not read
-    from its record, which anyone who can write the state could have pointed elsewhere."""
+    from its record, which anyone who can write the state could have pointed elsewhere. Without
+    a base URL there is no URL to make, and the records (100,000 in a large skip) are not looked at."""
+    if not base_url:
+        return None
     recorded = set(map(_path, state.outputs_of(key)))
     return primary_url(planned_paths & recorded, destination.primary, base_url)
 
