@@ -20,6 +20,7 @@ CALLBACKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "callback_p
 PIPELINE = {"id": "site", "outputs": [{"match": "*.md", "transform": "markdown_to_html"}, {"match": "*.png"}]}
 V1 = {"index.md": b"# Version one\n", "logo.png": b"\x89PNG logo"}
 V2 = dict(V1, **{"index.md": b"# Version two\n", "news.md": b"# News\n"})
+V3 = dict(V2, **{"index.md": b"# Version three\n"})
 
 
 def inventory(tmp_path, storage: dict) -> str:
@@ -32,9 +33,9 @@ def inventory(tmp_path, storage: dict) -> str:
     return str(path)
 
 
-def release(playbook, tmp_path, source: str, expect_rc: int = 0, env: dict = None, storage: dict = None) -> str:
+def release(playbook, tmp_path, source: str, expect_rc: int = 0, env: dict = None, storage: dict = None, hosts: str = "web") -> str:
     completed = playbook.invoke(os.path.join(PLAYBOOKS, "fleet_release.yml"), env=env, extra=(
-        "-i", inventory(tmp_path, storage or {}), "-e", json.dumps({"fleet_source": source, "fleet_pipeline": PIPELINE})))
+        "-i", inventory(tmp_path, storage or {}), "-e", json.dumps({"fleet_source": source, "fleet_pipeline": PIPELINE, "fleet_hosts": hosts})))
     assert completed.returncode == expect_rc, completed.stdout + completed.stderr
     return completed.stdout
 
@@ -91,24 +92,28 @@ def fault(tmp_path) -> dict:
             "FLEET_FAULT_TASK": SWITCH, "FLEET_FAULT_HOME": home(tmp_path, "web3"), "FLEET_FAULT_FILE": "index.html"}
 
 
-def test_a_switch_that_fails_on_one_host_switches_the_others_back(playbook, tmp_path, make_bundle):
+def test_a_switch_that_fails_on_one_host_switches_the_others_back_to_the_release_each_left(playbook, tmp_path, make_bundle):
     release(playbook, tmp_path, make_bundle(V1, id="site.example"))
+    release(playbook, tmp_path, make_bundle(V2, id="site.example", created="2026-06-05T11:55:00Z"), hosts="web2")  # a mixed fleet
     first = live(tmp_path)
+    before = statuses(tmp_path)
+    assert first["web1"] == first["web3"] != first["web2"], first
 
-    output = release(playbook, tmp_path, make_bundle(V2, id="site.example", created="2026-06-05T11:55:00Z"), expect_rc=2, env=fault(tmp_path))
+    output = release(playbook, tmp_path, make_bundle(V3, id="site.example", created="2026-06-06T11:55:00Z"), expect_rc=2, env=fault(tmp_path))
     assert "failed on web3; switched back: web1, web2; could not switch back: none" in output, output
     assert all(re.search(r"%s +: .* failed=1 " % host, output) for host in HOSTS), output  # the play failed on every host
     assert live(tmp_path) == first
-    assert all(b"Version one" in (tmp_path / host / "site" / "index.html").read_bytes() for host in HOSTS)
-    [old] = set(first.values())
-    [new] = set(statuses(tmp_path)["web3"]) - {old}
-    assert statuses(tmp_path) == {"web1": {old: "active", new: "rolled_back"}, "web2": {old: "active", new: "rolled_back"},
-                                  "web3": {old: "active", new: "staged"}}  # web3 never switched
+    pages = {host: (tmp_path / host / "site" / "index.html").read_bytes() for host in HOSTS}
+    assert b"Version one" in pages["web1"] and b"Version two" in pages["web2"] and b"Version one" in pages["web3"], pages
+    [new] = set(statuses(tmp_path)["web3"]) - set(before["web3"])
+    assert statuses(tmp_path) == {"web1": dict(before["web1"], **{new: "rolled_back"}), "web2": dict(before["web2"], **{new: "rolled_back"}),
+                                  "web3": dict(before["web3"], **{new: "staged"})}  # web3 never switched
 
-    release(playbook, tmp_path, make_bundle(V2, id="site.example", created="2026-06-05T11:55:00Z"))  # the fault gone
+    release(playbook, tmp_path, make_bundle(V3, id="site.example", created="2026-06-06T11:55:00Z"))  # the fault gone
     second = live(tmp_path)
-    assert len(set(second.values())) == 1 and not set(second.values()) & {old, new}, second
-    assert all(b"Version two" in (tmp_path / host / "site" / "index.html").read_bytes() for host in HOSTS)
+    assert len(set(second.values())) == 1 and not set(second.values()) & (set(first.values()) | {new}), second
+    assert all(b"Version three" in (tmp_path / host / "site" / "index.html").read_bytes() for host in HOSTS)
+    assert all(new not in statuses(tmp_path)[host] for host in HOSTS)  # the next run's switch cleared it
 
 
 def test_a_first_release_whose_switch_fails_on_one_host_names_the_hosts_it_cannot_switch_back(playbook, tmp_path, make_bundle):
