@@ -74,9 +74,9 @@ class Playbook:
                    "-e", "ansible_python_interpreter=%s" % sys.executable, playbook]
         return command + (["--check"] if check else []) + (["--diff"] if diff else []) + list(extra)
 
-    def invoke(self, playbook: str, check: bool = False, diff: bool = False, extra: tuple = ()) -> subprocess.CompletedProcess:
-        return subprocess.run(self.command(playbook, check, diff, extra), env=self.env(), capture_output=True, text=True,
-                              timeout=300, check=False)
+    def invoke(self, playbook: str, check: bool = False, diff: bool = False, extra: tuple = (), env: dict = None) -> subprocess.CompletedProcess:
+        return subprocess.run(self.command(playbook, check, diff, extra), env=dict(self.env(), **(env or {})), capture_output=True,
+                              text=True, timeout=300, check=False)
 
     def publish(self, check: bool = False, diff: bool = False, **args) -> dict:
         return self.run([{"distributor.core.distributor_publish": args}], check=check, diff=diff)[0]
