@@ -106,7 +106,7 @@ def _timestamp(value: str, where: str, field: str, index: int | None = None) -> 
     """`value` when it is an RFC3339 timestamp, else invalid_state naming `field` (of
     outputs[`index`], when given: the name is made only for a timestamp that fails). A value of
     another type is refused too: only strings are looked up among the valid ones (a list cannot be)."""
-    if type(value) is str and value in _VALID_TIMES:
+    if isinstance(value, str) and value in _VALID_TIMES:
         return value
     try:
         parse_rfc3339(value)
@@ -128,11 +128,11 @@ def _output(record: dict, owner: OwnerKey, manifest: Manifest | None, fallback_t
             keyed: bool = True) -> Output:
     created = record.get("created_at", fallback_time)
     updated = record.get("updated_at", fallback_time)
-    created = created if type(created) is str and created in _VALID_TIMES else _timestamp(created, where, "created_at", index)
-    updated = updated if type(updated) is str and updated in _VALID_TIMES else _timestamp(updated, where, "updated_at", index)
+    created = created if isinstance(created, str) and created in _VALID_TIMES else _timestamp(created, where, "created_at", index)
+    updated = updated if isinstance(updated, str) and updated in _VALID_TIMES else _timestamp(updated, where, "updated_at", index)
     if manifest is None:
         source_id, source_digest, source_created = record["source_id"], record["source_digest"], record["source_created"]
-        if type(source_created) is not str or source_created not in _VALID_TIMES:
+        if not isinstance(source_created, str) or source_created not in _VALID_TIMES:
             _timestamp(source_created, where, "source_created", index)
     else:
         source_id, source_digest, source_created = manifest.id, manifest.digest, manifest.created
