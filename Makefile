@@ -15,6 +15,8 @@ SHELL := /bin/bash
 PYTHON ?= python3
 PYTEST_WORKERS ?= 2
 PYTEST_ARGS ?=
+# The slowest tests of a run, so that CI's log shows where its minutes go.
+PYTEST_DURATIONS ?= --durations=12
 
 VENV := $(CURDIR)/.venv
 VENV_BIN := $(VENV)/bin
@@ -37,7 +39,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 define pytest
 	@if [ ! -d $(1) ]; then echo "==> $(1): no such directory, nothing to run"; exit 0; fi; \
 	t0=$$(date +%s); rc=0; \
-	$(VENV_BIN)/python -m pytest $(1) -n $(PYTEST_WORKERS) -q $(PYTEST_ARGS) || rc=$$?; \
+	$(VENV_BIN)/python -m pytest $(1) -n $(PYTEST_WORKERS) -q $(PYTEST_DURATIONS) $(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "==> $(1): no tests collected yet"; rc=0; fi; \
 	echo "==> $(1) finished in $$(( $$(date +%s) - t0 ))s (exit $$rc)"; \
 	exit $$rc
