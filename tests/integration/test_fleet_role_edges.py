@@ -5,7 +5,13 @@ time, approvals that do not cover a change, and task results that do not grow wi
 
 from __future__ import annotations
 
-from test_fleet_role import fleet  # noqa: F401
+import shlex
+
+from test_fleet_role import APPROVAL, V2, fleet, live, one, published_twice, serves, with_bundle  # noqa: F401
+
+
+def approval_of(output: str) -> tuple:
+    return tuple(shlex.split(APPROVAL.search(output).group(1)))
 
 
 def test_a_destination_not_in_release_mode_in_a_pipeline_released_together_is_an_error_naming_it(role, fleet, tmp_path):
@@ -14,4 +20,16 @@ def test_a_destination_not_in_release_mode_in_a_pipeline_released_together_is_an
     output, results = role(fleet, expect_rc=2)
     assert "pipeline 'site' is released together but its destination 'plain' is not in release mode" in output and results is None
     assert not (tmp_path / "plain").exists() and not (tmp_path / "web1").exists()
+
+
+def test_the_approved_run_of_a_mixed_fleet_switches_to_the_reviewed_release(role, fleet, tmp_path, make_bundle, playbook):
+    first, second = published_twice(role, fleet, make_bundle, tmp_path)
+    web1 = dict(fleet["distributor_destinations"]["web1"], id="web1")
+    playbook.run([{"distributor.core.distributor_release": {"pipeline_id": "site", "release": "previous", "destination": web1}}])
+    again = with_bundle(fleet, make_bundle, V2)
+    output, _checked = role(again, check=True, diff=True)
+    assert "MIXED" in output and live(tmp_path) == {"web1": first, "web2": second, "web3": second}
+    output, _results = role(again, extra=approval_of(output))
+    converged = one(live(tmp_path))  # it failed: the fleet plan sha256:... is not the approved sha256:... (plan_changed)
+    assert converged not in (first, second) and serves(tmp_path, b"Version two"), output
 
