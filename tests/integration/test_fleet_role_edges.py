@@ -5,7 +5,10 @@ time, approvals that do not cover a change, and task results that do not grow wi
 
 from __future__ import annotations
 
+import json
 import shlex
+
+import yaml
 
 from test_fleet_role import APPROVAL, V2, fleet, live, one, published_twice, serves, with_bundle  # noqa: F401
 
@@ -29,7 +32,18 @@ def test_the_approved_run_of_a_mixed_fleet_switches_to_the_reviewed_release(role
     again = with_bundle(fleet, make_bundle, V2)
     output, _checked = role(again, check=True, diff=True)
     assert "MIXED" in output and live(tmp_path) == {"web1": first, "web2": second, "web3": second}
-    output, _results = role(again, extra=approval_of(output))
-    converged = one(live(tmp_path))  # it failed: the fleet plan sha256:... is not the approved sha256:... (plan_changed)
+    output, _results = role(again, extra=approval_of(output))  # failed: the fleet plan ... is not the approved ... (plan_changed)
+    converged = one(live(tmp_path))
     assert converged not in (first, second) and serves(tmp_path, b"Version two"), output
 
+
+
+def test_the_run_job_after_an_approval_node_is_not_warned_about_the_artifacts_the_check_recorded(role, fleet, tmp_path):
+    """AWX gives the run job the check's set_stats (distributor_plans, distributor_release_id) as
+    extra variables, beside distributor_expected_plans: "{{ distributor_plans }}"."""
+    output, _checked = role(fleet, check=True)
+    approval = approval_of(output)
+    plans = yaml.safe_load(approval[1])["distributor_expected_plans"]
+    artifacts = json.dumps({"distributor_plans": plans, "distributor_expected_plans": plans})
+    output, _results = role(fleet, extra=("-e", artifacts) + approval[2:])
+    assert "is not a variable of the distributor role" not in output and one(live(tmp_path))
