@@ -42,7 +42,6 @@ def test_the_approved_run_of_a_mixed_fleet_switches_to_the_reviewed_release(role
     assert converged not in (first, second) and serves(tmp_path, b"Version two"), output
 
 
-
 def test_the_run_job_after_an_approval_node_is_not_warned_about_the_artifacts_the_check_recorded(role, fleet, tmp_path):
     """AWX gives the run job the check's set_stats (distributor_plans, distributor_release_id) as
     extra variables, beside distributor_expected_plans: "{{ distributor_plans }}"."""
@@ -78,7 +77,6 @@ def test_one_publish_at_a_time_a_fleet_beside_a_pipeline_not_released_together_c
     assert one(live(tmp_path)) and serves(tmp_path, b"Version one") and (tmp_path / "docs" / "docs" / "index.html").exists(), output
     output, results = role(variables)
     assert "changed=0" in output
-
 
 
 def test_an_approval_of_nothing_to_release_does_not_cover_a_change_the_run_finds(role, fleet, tmp_path, make_bundle, playbook):
