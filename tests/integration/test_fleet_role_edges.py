@@ -124,3 +124,19 @@ def test_no_event_of_a_fleet_publish_carries_a_bundle_sized_value(fleet, tmp_pat
     print({"check": max(role_events(check)["sizes"].items(), key=lambda item: item[1]),
            "run": max(role_events(run)["sizes"].items(), key=lambda item: item[1])})
     assert one(live(tmp_path)) == recorded["distributor_release_id"]
+
+
+def test_an_approved_fleet_run_without_the_checks_release_id_is_refused_before_staging(role, fleet, tmp_path, make_bundle):
+    """The fleet digest covers the release id the check chose. A run given the digests alone staged
+    a release of another id on every destination, then refused the switch (the fleet plan is not
+    the approved one) without saying why, and the check's id no longer sorted after the one staged."""
+    role(fleet)
+    first = one(live(tmp_path))
+    second = with_bundle(fleet, make_bundle, V2)
+    output, _checked = role(second, check=True)
+    approval = approval_of(output)
+    output, results = role(second, extra=approval[:2], expect_rc=2)
+    assert "distributor_expected_plans approves fleet 'site', whose digest covers the release id its check chose, " \
+           "but distributor_release_id is not given: add the -e distributor_release_id=" in output and results is None
+    output, _results = role(second, extra=approval)
+    assert one(live(tmp_path)) not in (first, None) and serves(tmp_path, b"Version two")
