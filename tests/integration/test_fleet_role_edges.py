@@ -140,3 +140,10 @@ def test_an_approved_fleet_run_without_the_checks_release_id_is_refused_before_s
            "but distributor_release_id is not given: add the -e distributor_release_id=" in output and results is None
     output, _results = role(second, extra=approval)
     assert one(live(tmp_path)) not in (first, None) and serves(tmp_path, b"Version two")
+
+
+def test_the_check_of_a_staging_only_publish_says_it_will_not_switch(role, fleet, tmp_path):
+    """distributor_activate: false: the check said the run would switch every destination."""
+    output, _checked = role(dict(fleet, distributor_activate=False), check=True)
+    assert "would stage release" in output and "then switch them together" not in output, output
+    assert "on every destination, not switched (distributor_activate: false)" in output
