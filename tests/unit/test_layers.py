@@ -223,10 +223,13 @@ def test_no_layer_imports_from_a_layer_above_it():
     assert not upward, "imports from a higher layer:\n" + "\n".join(upward)
 
 
-# The one place a core import waits for its function: the backend a destination names is imported
-# when it is opened, since a module run through Ansible compiles every module it imports on every
-# run (storage/select.py). Its edges still count above, so a cycle through them is still found.
-DEFERRED = {("storage.select", "storage.sftp.storage"), ("storage.select", "storage.s3.storage")}
+# The places a core import waits for its function, since a module run through Ansible compiles every
+# module it imports on every run: the backend a destination names is imported when it is opened
+# (storage/select.py), and the releases package when a destination has releases (operations/publish.py).
+# Their edges still count above, so a cycle through them is still found.
+DEFERRED = {("storage.select", "storage.sftp.storage"), ("storage.select", "storage.s3.storage"),
+            ("operations.publish", "releases.home"), ("operations.publish", "releases.publish"),
+            ("operations.publish", "releases.rules")}
 
 
 def test_no_import_of_the_core_is_deferred_into_a_function():

@@ -74,7 +74,8 @@ def test_dot_dot_and_absolute_names_are_refused(place, path):
     open_one, site, _outside = place
     before = snapshot(site.parent.parent)
     storage = open_one()
-    for call, args in ((storage.write_bytes, (path, b"x")), (storage.read_bytes, (path, 10)), (storage.delete, (path,))):
+    for call, args in ((storage.write_bytes, (path, b"x")), (storage.write_many, ([("a.txt", lambda: [b"x"]), (path, lambda: [b"x"])],)),
+                       (storage.read_bytes, (path, 10)), (storage.delete, (path,))):
         _expect_storage_error(call, *args)
     assert snapshot(site.parent.parent) == before
 

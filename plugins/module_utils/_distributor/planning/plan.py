@@ -37,29 +37,22 @@ class PlannedOutput(Row, fields("PlannedOutput", "path", "kind", "source_path", 
     __slots__ = ()
 
 
-@dataclass(frozen=True)
-class Content:
+class Content(Row, fields("Content", "sha256", "size", "data", "attributes", "render_key", "reused",
+                           defaults=(None, (), None, False))):
     """The bytes of an output: copies stream from the bundle; generated outputs carry `data` and
     their `render_key`. One whose key equals its record's is `reused`: it carries the record's
     digest and size and no `data` until the shell renders it for a write (publish.pages_rendered).
-    Check mode keeps no page's `data` once its digest is taken: it writes none of them."""
+    Check mode keeps no page's `data` once its digest is taken: it writes none of them. A Row:
+    a publish makes one for every planned output."""
 
-    sha256: str
-    size: int
-    data: bytes | None = None
-    attributes: tuple = ()
-    render_key: str | None = None
-    reused: bool = False
+    __slots__ = ()
 
 
-@dataclass(frozen=True)
-class Write:
+class Write(Row, fields("Write", "path", "source_path", "content")):
     """One output the executor writes: its path, the source file it streams from (for copies),
-    and its content."""
+    and its content. A Row: a first publish makes one for every output."""
 
-    path: str
-    source_path: str
-    content: Content
+    __slots__ = ()
 
 
 @dataclass(frozen=True)
@@ -134,7 +127,7 @@ def with_data(the_plan: Plan, contents: dict) -> Plan:
     """The plan with the bytes of pages rendered after it was made, for writes whose render was
     reused: the same writes, digests and records, now carrying what the executor puts in place."""
     def filled(writes: tuple) -> tuple:
-        return tuple(replace(w, content=contents[w.path]) if w.path in contents else w for w in writes)
+        return tuple(w._replace(content=contents[w.path]) if w.path in contents else w for w in writes)
     return replace(the_plan, writes=filled(the_plan.writes), repairs=filled(the_plan.repairs),
                    resettles=filled(the_plan.resettles))
 
@@ -223,7 +216,7 @@ def _writes(planned: tuple, contents_of: list, previous: Mapping, present: froze
     """The planned outputs written and those resettled: every one written where nothing is
     recorded (a first publish), made by one pass over the columns."""
     if not previous:
-        return list(map(Write, map(_path, planned), map(_source_path, planned), contents_of)), []
+        return list(rows(Write, map(_path, planned), map(_source_path, planned), contents_of)), []
     writes, resettles = [], []
     for item, content in zip(planned, contents_of):
         recorded, here = previous.get(item.path), item.path in present
