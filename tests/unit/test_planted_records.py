@@ -217,7 +217,9 @@ def test_owners_recorded_once_each_are_checked_in_linear_time():
     assert len(state.owners) == 20000
     one_owner = sized(valid_state, len(raw))
     _state, cpu_one = cpu_of(lambda: parse_state(one_owner, "s"))
-    assert cpu < MARGIN * cpu_one, "%.1f s of CPU for 20,000 owners, %.1f s for one owner's record of that size" % (
+    # One owner's record is parsed in a few hundredths of a second, where a scheduler's noise is
+    # a large part; a check that compared owners pairwise would cost a thousand times more.
+    assert cpu < 5 * MARGIN * cpu_one, "%.1f s of CPU for 20,000 owners, %.1f s for one owner's record of that size" % (
         cpu, cpu_one)
 
 
