@@ -15,7 +15,10 @@ import yaml
 
 from conftest import REPO_ROOT, VENV_BIN, collections_path
 from test_awx_runner import MAX_EVENT_RES, WHOLE_EVENTS, artifacts, role_events, site
-from test_fleet_role import APPROVAL, IDS, OUTPUTS, V1, V2, fleet, live, one, published_twice, serves, with_bundle  # noqa: F401
+import test_fleet_role
+from test_fleet_role import APPROVAL, IDS, OUTPUTS, V1, V2, live, one, published_twice, serves, with_bundle
+
+fleet = test_fleet_role.fleet  # the same three destinations, as a fixture of this module too
 
 
 def approval_of(output: str) -> tuple:

@@ -38,7 +38,7 @@ class PlannedOutput(Row, fields("PlannedOutput", "path", "kind", "source_path", 
 
 
 class Content(Row, fields("Content", "sha256", "size", "data", "attributes", "render_key", "reused",
-                           defaults=(None, (), None, False))):
+                          defaults=(None, (), None, False))):
     """The bytes of an output: copies stream from the bundle; generated outputs carry `data` and
     their `render_key`. One whose key equals its record's is `reused`: it carries the record's
     digest and size and no `data` until the shell renders it for a write (publish.pages_rendered).
