@@ -174,6 +174,19 @@ class Backends:
 MODULE = "ansible_collections.distributor.core.plugins.modules.distributor_publish"
 
 
+def module_from(tree: str, site: str = "site"):
+    """A runner (source, root) -> Timing of distributor_publish imported from the collection
+    copy `tree` (a commit's checkout), publishing in place to `root`/`site`: what the rows
+    compare between two trees in the same rounds."""
+    def run(source: str, root: str) -> Timing:
+        args = root + ".args.json"
+        with open(args, "w") as handle:
+            json.dump({"ANSIBLE_MODULE_ARGS": {"source": source, "pipeline": {"id": "bench"}, "destination": {
+                "id": "bench", "storage": {"type": "local", "root": root}, "path": site}}}, handle)
+        return time_command([sys.executable, "-m", MODULE, args], env=dict(os.environ, PYTHONPATH=os.path.abspath(tree)))
+    return run
+
+
 def module_process(source: str, markdown: bool, destination_: dict, workdir: str) -> Timing:
     """distributor_publish as Ansible runs it on the target: a Python process that imports the
     module and reads its arguments from a file. Its CPU is what the per-file targets compare."""

@@ -32,7 +32,6 @@ import sys
 import tempfile
 import time
 
-MODULE = "ansible_collections.distributor.core.plugins.modules.distributor_publish"
 STATE = ".distributor.json"
 SITE = "site"
 
@@ -98,7 +97,7 @@ def floor(source: str, root: str, ansible: bool) -> None:
 def measure(trees: dict, files: int, rounds: int, workdir: str, seed: int) -> dict:
     # Here, not at the top: the floor's own process must not pay for the harness, which imports the collection.
     from bundles import BundleSpec, change, generate  # pylint: disable=import-outside-toplevel
-    from harness import COLLECTIONS, time_command  # pylint: disable=import-outside-toplevel
+    from harness import COLLECTIONS, module_from, time_command  # pylint: disable=import-outside-toplevel
     trees = trees or {"distributor module": COLLECTIONS}
     spec = BundleSpec("floor", "small", files, 4096)
     old = generate(os.path.join(workdir, "old"), spec, seed)
@@ -110,16 +109,7 @@ def measure(trees: dict, files: int, rounds: int, workdir: str, seed: int) -> di
     subprocess.run(["cp", "-a", old, new], check=True)
     change(new, spec, seed)
 
-    def the_module(tree):
-        def run(source, root):
-            args = root + ".args.json"
-            with open(args, "w") as handle:
-                json.dump({"ANSIBLE_MODULE_ARGS": {"source": source, "pipeline": {"id": "bench"}, "destination": {
-                    "id": "bench", "storage": {"type": "local", "root": root}, "path": SITE}}}, handle)
-            return time_command([sys.executable, "-m", MODULE, args], env=dict(os.environ, PYTHONPATH=os.path.abspath(tree)))
-        return run
-
-    tools = {name: the_module(tree) for name, tree in trees.items()}
+    tools = {name: module_from(tree, SITE) for name, tree in trees.items()}
     tools.update({
         "floor": lambda source, root: time_command([sys.executable, __file__, "--floor", source, root]),
         "floor + AnsibleModule": lambda source, root: time_command([sys.executable, __file__, "--floor", source, root, "--ansible"]),

@@ -26,7 +26,6 @@ targets.py reads them.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -36,21 +35,11 @@ import tempfile
 import time
 
 from bundles import BundleSpec, change, generate
-from harness import COLLECTIONS, MODULE, time_command, write_results
+from harness import COLLECTIONS, module_from, time_command, write_results
 
 FLOOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "replace_floor.py")
 ROWS = ("start", "first", "skip", "replace", "regenerated")
 SITE = "site"
-
-
-def module(tree: str):
-    def run(source: str, root: str):
-        args = root + ".args.json"
-        with open(args, "w") as handle:
-            json.dump({"ANSIBLE_MODULE_ARGS": {"source": source, "pipeline": {"id": "bench"}, "destination": {
-                "id": "bench", "storage": {"type": "local", "root": root}, "path": SITE}}}, handle)
-        return time_command([sys.executable, "-m", MODULE, args], env=dict(os.environ, PYTHONPATH=os.path.abspath(tree)))
-    return run
 
 
 def rsync(*extra: str):
@@ -98,7 +87,7 @@ def bundles(workdir: str, files: int, seed: int) -> dict:
 
 
 def measure(rows: tuple, files: int, rounds: int, trees: dict, workdir: str, seed: int) -> dict:
-    measured = Rounds({name: module(tree) for name, tree in trees.items()})
+    measured = Rounds({name: module_from(tree, SITE) for name, tree in trees.items()})
     if "start" in rows:
         one = generate(os.path.join(workdir, "one"), BundleSpec("start", "small", 1, 4096), seed)
         for round_ in range(rounds):
