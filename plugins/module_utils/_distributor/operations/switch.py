@@ -32,7 +32,6 @@ class Step:
     """One destination's switch as planned: from `before` to `target`, whether it is a rollback,
     whose outputs change, which releases keep-N then clears, and the facts its digest covers."""
 
-    destination: str
     bundle_path: str
     before: str | None
     target: str
@@ -112,7 +111,7 @@ def planned(root: ReleaseRoot, destination_cfg: Destination, target: str, now: d
     clears = list(removable_releases(after, destination_cfg.releases.keep)) if changed and not rollback else []
     facts = {"plan_format": PLAN_FORMAT, "operation": "release", "bundle_path": root.bundle_path, "from": root.live,
              "to": target, "rollback": rollback, "owners": owners, "clears": clears}
-    return Step(destination_cfg.id, root.bundle_path, root.live, target, rollback, owners, clears, facts)
+    return Step(root.bundle_path, root.live, target, rollback, owners, clears, facts)
 
 
 def cleared(root: ReleaseRoot, step: Step, destination_cfg: Destination) -> tuple[list, list]:
