@@ -101,6 +101,7 @@ class Timing:
     seconds: float
     cpu_seconds: float  # user + system of the process that did the work (this one, or the child)
     detail: dict = field(default_factory=dict)
+    stdout: str = ""  # a command's output, where a module's result is read from
 
 
 def _cpu(who: int) -> float:
@@ -121,7 +122,7 @@ def time_command(command: list, env: dict | None = None, cwd: str | None = None)
     cpu0, t0 = _cpu(resource.RUSAGE_CHILDREN), time.perf_counter()
     completed = subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True,
                                timeout=COMMAND_TIMEOUT, check=False)
-    timing = Timing(time.perf_counter() - t0, _cpu(resource.RUSAGE_CHILDREN) - cpu0)
+    timing = Timing(time.perf_counter() - t0, _cpu(resource.RUSAGE_CHILDREN) - cpu0, stdout=completed.stdout)
     if completed.returncode != 0:
         raise RuntimeError("%s failed (exit %d):\n%s%s" % (
             " ".join(command[:3]), completed.returncode, completed.stdout[-2000:], completed.stderr[-2000:]))

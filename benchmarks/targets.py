@@ -5,7 +5,7 @@ from the same `make bench` run.
     python benchmarks/targets.py [--since STAMP]
 
 Reads the newest result of each script in benchmarks/results (rows.py, run.py, first_publish.py,
-scale.py, shared_root.py, s3_latency.py, jump_host.py, release_change.py, playbook_sync.py;
+scale.py, shared_root.py, s3_latency.py, jump_host.py, release_change.py, playbook_sync.py, fleet_switch.py;
 with --since, only those written at or after the `YYYYmmddTHHMMSS` stamp `make bench` passes)
 and prints one row per target: what was measured, the peer's figure, the ratio, the goal and
 whether it is met, under a line with the date, the commits and the load average of the results.
@@ -50,10 +50,11 @@ class Figures:
         self.release = newest(("release-change",), since)
         self.playbook = newest(("playbook-sync",), since)
         self.rows = newest(("rows",), since)
+        self.fleet = newest(("fleet",), since)
 
     def found(self) -> list[dict]:
         return [one for one in (self.run, self.first, self.scale, self.shared, self.latency, self.awx, self.jump, self.release,
-                                self.playbook, self.rows) if one]
+                                self.playbook, self.rows, self.fleet) if one]
 
     def run_row(self, backend: str, bundle: str, phase: str, tool: str) -> dict | None:
         rows = (self.run or {}).get("measurements", [])
@@ -92,6 +93,15 @@ class Figures:
         if not line:
             return "not measured", "-", None
         return "%.2f s" % line["one jump host wall"], "%.2f s" % line["direct wall"], line["ratio wall"]
+
+    def fleet_switch(self) -> tuple[str, str, float | None]:
+        """fleet_switch.py's median window (first rename to last), with the median wall of the
+        whole switch call as its peer."""
+        line = (self.fleet or {}).get("summary")
+        if not line:
+            return "not measured", "-", None
+        size = "" if line["files"] == 2000 else " ({:,} files)".format(line["files"])
+        return "%.4f s%s" % (line["window"], size), "switch call %.2f s" % line["wall"], line["window"]
 
     def first_line(self, case: str) -> dict | None:
         return next((line for line in (self.first or {}).get("summary", []) if line["case"] == case), None)
@@ -155,7 +165,7 @@ def targets(f: Figures) -> list[tuple[str, tuple, float]]:
             files, phase + (", mtimes kept" if phase == "replace 10%" else "")), f.through_playbook(phase), goal))
     for phase, goal in (("first", 0.8), ("replace 10%", 1.0), ("no-op", 0.7)):
         rows.append(("S3 through a 20 ms proxy, %s, module process / `aws s3 sync` (wall)" % phase, f.proxied(phase), goal))
-    rows.append(("fleet release, 3 SFTP destinations: first switch to last (goal in seconds; issue #40)", ("not measured", "-", None), 1.0))
+    rows.append(("fleet release, 3 SFTP destinations: first switch to last (goal in seconds; issue #40)", f.fleet_switch(), 1.0))
     rows.append(("Markdown, replace with 10% changed / first publish (CPU)",
                  pair(f.run_row("local", "markdown", "replace", "distributor"), f.run_row("local", "markdown", "first", "distributor"),
                       "cpu_seconds"), 0.2))
