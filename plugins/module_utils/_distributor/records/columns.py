@@ -23,7 +23,7 @@ from functools import partial
 from itertools import chain, compress, filterfalse, islice, repeat
 from operator import itemgetter
 
-from .state_lines import LINE_COLUMNS, SHARED_LINE, canonical_attributes, line_values
+from .state_lines import FILE_LINE, LINE_COLUMNS, SHARED_LINE, canonical_attributes, line_values
 from .formats import HTTP_URL_LINES, SHA256_LENGTH, SHA256_PREFIX, is_http_url, is_id as _id, is_sha256
 from ..paths import RESERVED_PREFIX, all_clean, parents_of
 from ..timestamps import parse_rfc3339
@@ -166,17 +166,19 @@ def records_digest(paths, sha256s, sizes) -> str:
     return "sha256:" + hashlib.sha256(lines.encode("utf-8")).hexdigest()
 
 
-def manifest_columns(data: object) -> list | None:
+def manifest_columns(data: object, files: list | None = None) -> list | None:
     """[paths, sha256s, sizes] of a manifest that parse_manifest's full path certainly accepts
     (the schema, `created`, the path rules, the digest recomputed), its files listed in the
-    order of their paths, as distributor_manifest writes them; None for any other."""
+    order of their paths, as distributor_manifest writes them; None for any other. `files`: the
+    columns of its file lines when a shared root's record carries them (file_line_columns),
+    read in place of its `files` member."""
     if not isinstance(data, dict) or data.keys() != MANIFEST_KEYS:
         return None
     version, digest = data["schema_version"], data["digest"]
     if not (is_integer(version) and version == 1 and _id(data["id"]) and is_sha256(digest) and _id(data["created"])
             and _rfc3339(data["created"])):
         return None
-    columns = file_columns(data["files"])
+    columns = file_columns(data["files"]) if files is None else files
     if columns is None:
         return None
     paths, sha256s, sizes = columns
@@ -184,6 +186,18 @@ def manifest_columns(data: object) -> list | None:
             and not _inside_a_file(paths)):
         return None
     return columns if records_digest(paths, sha256s, sizes) == digest else None
+
+
+def file_line_columns(raw: bytes, start: int, end: int) -> list | None:
+    """[paths, sha256s, sizes] of the file lines of an owner's embedded manifest in a shared
+    root's record (`raw[start:end]`, state_lines.split_files) when every line is an entry as
+    distributor writes it (state_lines.FILE_LINE); None for any other. What the entries say
+    together (the path rules, their order, the digest) is manifest_columns's to check."""
+    found = FILE_LINE.findall(raw, start, end)
+    if not found or len(found) != raw.count(b"\n", start, end) + 1 or raw.endswith(b",", start, end):
+        return None
+    paths, sha256s, sizes = zip(*found)
+    return [list(map(bytes.decode, paths)), list(map(bytes.decode, sha256s)), list(map(int, sizes))]
 
 
 STATE_KEYS = frozenset(("schema_version", "distributor_version", "pipeline_id", "destination_id", "published_at",
