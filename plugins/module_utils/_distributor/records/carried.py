@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from itertools import chain, compress
-from operator import and_, not_
+from operator import and_, itemgetter, not_
 
 from .columns import rows
 from .state_lines import file_block_lines, with_outputs
@@ -141,21 +141,23 @@ class _ByPath(Mapping):
 
 class CarriedFiles(Sequence):
     """An embedded manifest's file entries carried as the checked lines they were read as
-    (`block`, state_lines.split_files) with their columns: `kind` rows made when first asked
-    for, the lines written back as read (`lines`). A sequence equal to the tuple of entries it
-    stands for."""
+    (`block`, state_lines.split_files) with their paths and each line's (path, sha256, size)
+    bytes (columns.file_line_columns): `kind` rows made when first asked for, the lines
+    written back as read (`lines`). A sequence equal to the tuple of entries it stands for."""
 
-    def __init__(self, columns: list, block: bytes, kind: type):
-        self._columns, self._block, self._kind = columns, block, kind
+    def __init__(self, paths: list, entries: list, block: bytes, kind: type):
+        self._paths, self._entries_read, self._block, self._kind = paths, entries, block, kind
         self._made: tuple | None = None
 
     def _entries(self) -> tuple:
         if self._made is None:
-            self._made = rows(self._kind, *self._columns)
+            entries = self._entries_read
+            self._made = rows(self._kind, self._paths, map(bytes.decode, map(itemgetter(1), entries)),
+                              map(int, map(itemgetter(2), entries)))
         return self._made
 
     def __len__(self) -> int:
-        return len(self._columns[0])
+        return len(self._paths)
 
     def __getitem__(self, index):
         return self._entries()[index]

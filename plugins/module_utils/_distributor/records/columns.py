@@ -166,38 +166,59 @@ def records_digest(paths, sha256s, sizes) -> str:
     return "sha256:" + hashlib.sha256(lines.encode("utf-8")).hexdigest()
 
 
-def manifest_columns(data: object, files: list | None = None) -> list | None:
+def entries_digest(entries: list) -> str:
+    """records_digest of (path, sha256, size) entries as file lines hold them (FILE_LINE's
+    groups): bytes of ASCII, a size in the decimal digits `%d` writes, so the digest is made
+    without a str or an int an entry."""
+    return "sha256:" + hashlib.sha256(b"".join(map(b"%s\0%s\0%s\n".__mod__, entries))).hexdigest()
+
+
+def manifest_columns(data: object) -> list | None:
     """[paths, sha256s, sizes] of a manifest that parse_manifest's full path certainly accepts
     (the schema, `created`, the path rules, the digest recomputed), its files listed in the
-    order of their paths, as distributor_manifest writes them; None for any other. `files`: the
-    columns of its file lines when a shared root's record carries them (file_line_columns),
-    read in place of its `files` member."""
-    if not isinstance(data, dict) or data.keys() != MANIFEST_KEYS:
+    order of their paths, as distributor_manifest writes them; None for any other."""
+    if not _manifest_members(data):
         return None
-    version, digest = data["schema_version"], data["digest"]
-    if not (is_integer(version) and version == 1 and _id(data["id"]) and is_sha256(digest) and _id(data["created"])
-            and _rfc3339(data["created"])):
-        return None
-    columns = file_columns(data["files"]) if files is None else files
+    columns = file_columns(data["files"])
     if columns is None:
         return None
     paths, sha256s, sizes = columns
-    if not (publishable(paths) and ascending(paths) and sha256_column(sha256s) and _sizes(sizes)
-            and not _inside_a_file(paths)):
+    if not (_listable(paths) and sha256_column(sha256s) and _sizes(sizes)):
         return None
-    return columns if records_digest(paths, sha256s, sizes) == digest else None
+    return columns if records_digest(paths, sha256s, sizes) == data["digest"] else None
 
 
-def file_line_columns(raw: bytes, start: int, end: int) -> list | None:
-    """[paths, sha256s, sizes] of the file lines of an owner's embedded manifest in a shared
-    root's record (`raw[start:end]`, state_lines.split_files) when every line is an entry as
-    distributor writes it (state_lines.FILE_LINE); None for any other. What the entries say
-    together (the path rules, their order, the digest) is manifest_columns's to check."""
+def _manifest_members(data: object) -> bool:
+    """A manifest's members but its files as the schema certainly accepts them, `created` a
+    timestamp."""
+    if not isinstance(data, dict) or data.keys() != MANIFEST_KEYS:
+        return False
+    version = data["schema_version"]
+    return (is_integer(version) and version == 1 and _id(data["id"]) and is_sha256(data["digest"]) and _id(data["created"])
+            and _rfc3339(data["created"]))
+
+
+def _listable(paths: list) -> bool:
+    """Paths a manifest may list, in the order its digest takes them: the path rules, ascending
+    (so each once), none inside another."""
+    return publishable(paths) and ascending(paths) and not _inside_a_file(paths)
+
+
+def file_line_columns(data: object, raw: bytes, start: int, end: int) -> tuple[list, list] | None:
+    """(paths, entries) of an owner's manifest embedded in a shared root's record, its file
+    lines `raw[start:end]` (state_lines.split_files) and its other members `data`, when
+    manifest_columns's full path would accept it: every line an entry as distributor writes it
+    (state_lines.FILE_LINE, the schema's forms), then the same checks of the paths and the
+    digest, recomputed from the lines (entries_digest). `entries`: each line's (path, sha256,
+    size) bytes, made into a model only when asked for (carried.CarriedFiles); None for any
+    other manifest."""
+    if not _manifest_members(data):
+        return None
     found = FILE_LINE.findall(raw, start, end)
     if not found or len(found) != raw.count(b"\n", start, end) + 1 or raw.endswith(b",", start, end):
         return None
-    paths, sha256s, sizes = zip(*found)
-    return [list(map(bytes.decode, paths)), list(map(bytes.decode, sha256s)), list(map(int, sizes))]
+    paths = list(map(bytes.decode, map(itemgetter(0), found)))
+    return (paths, found) if _listable(paths) and entries_digest(found) == data["digest"] else None
 
 
 STATE_KEYS = frozenset(("schema_version", "distributor_version", "pipeline_id", "destination_id", "published_at",

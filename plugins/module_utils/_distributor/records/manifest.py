@@ -145,23 +145,20 @@ def recognised(data: object) -> tuple[Manifest, list] | None:
 
 def carried(data: object, raw: bytes, start: int, end: int) -> Manifest | None:
     """recognised for an owner's manifest embedded in a shared root's record, its file lines
-    (`raw[start:end]`, state_lines.split_files) read in place (columns.file_line_columns) and
-    its `files` member a placeholder: the same checks over their columns, the digest
-    recomputed from them. Its entries are modelled only when asked for, and written back as
-    read (carried.CarriedFiles): other owners' manifests cost a publish no model. One equal to a
-    manifest already parsed (the publishing owner's, met first in its bundle) is that one."""
-    files = file_line_columns(raw, start, end)
-    if files is None:
+    (`raw[start:end]`, state_lines.split_files) read in place and its `files` member a
+    placeholder: the same checks over the lines' columns, the digest recomputed from them
+    (columns.file_line_columns). Its entries are modelled only when asked for, and written back
+    as read (carried.CarriedFiles): other owners' manifests cost a publish no model. One that
+    is a manifest already parsed (the publishing owner's, met first in its bundle: the digest
+    both recomputed from the same files, the other members equal) is that one."""
+    known = file_line_columns(data, raw, start, end)
+    if known is None:
         return None
-    claimed = data.get("digest") if isinstance(data, dict) else None
-    remembered = _VALID.get(claimed) if isinstance(claimed, str) else None
-    if remembered is not None and _same(data, remembered, files):
+    remembered = _VALID.get(data["digest"])
+    if remembered is not None and _same_members(data, remembered[0]):
         return remembered[0]
-    columns = manifest_columns(data, files)
-    if columns is None:
-        return None
     return Manifest(data["schema_version"], data["id"], data["digest"], data["created"],
-                    CarriedFiles(columns, raw[start:end], ManifestFile))
+                    CarriedFiles(*known, raw[start:end], ManifestFile))
 
 
 def _remember(manifest: Manifest, columns: list | None) -> list:
@@ -178,15 +175,16 @@ def _columns(remembered: list) -> list:
     return remembered[1]
 
 
-def _same(data: dict, remembered: list, files: list | None = None) -> bool:
+def _same(data: dict, remembered: list) -> bool:
     """Whether `data` is exactly the remembered valid manifest: its members, and its files'
-    columns (columns.file_columns, which tells an integer size from true or 1.0; or `files`,
-    those of its carried lines), equal."""
-    manifest = remembered[0]
+    columns (columns.file_columns, which tells an integer size from true or 1.0), equal."""
+    return _same_members(data, remembered[0]) and file_columns(data["files"]) == _columns(remembered)
+
+
+def _same_members(data: dict, manifest: Manifest) -> bool:
     version = data.get("schema_version")
     return (data.keys() == MANIFEST_KEYS and is_integer(version) and version == manifest.schema_version
-            and data["id"] == manifest.id and data["created"] == manifest.created
-            and (file_columns(data["files"]) if files is None else files) == _columns(remembered))
+            and data["id"] == manifest.id and data["created"] == manifest.created)
 
 
 def short_digest(digest: str) -> str:
