@@ -341,7 +341,7 @@ def shared_output_lines(raw: bytes, start: int, end: int) -> dict | None:
     found = SHARED_LINE.findall(raw, start, end)
     if not found or len(found) != raw.count(b"\n", start, end) + 1 or raw.endswith(b",", start, end):
         return None
-    columns = dict(zip(LINE_COLUMNS, map(list, zip(*found))))
+    columns = {name: list(map(itemgetter(index), found)) for index, name in enumerate(LINE_COLUMNS)}
     paths = columns["path"] = list(map(bytes.decode, columns["path"]))
     columns["owners"] = {text: tuple(map(bytes.decode, line_values(text))) for text in set(columns["owner"])}
     stamps = set(chain.from_iterable(map(line_values, set(columns.pop("times")))))
