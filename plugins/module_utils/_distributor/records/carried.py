@@ -23,7 +23,7 @@ from itertools import chain, compress
 from operator import and_, itemgetter, not_
 
 from .columns import rows
-from .state_lines import file_block_lines, with_outputs
+from .state_lines import FILE_LINE, file_block_lines, with_outputs
 
 
 def join_outputs(head: str, outputs: Carried, encode) -> bytes:
@@ -141,19 +141,18 @@ class _ByPath(Mapping):
 
 class CarriedFiles(Sequence):
     """An embedded manifest's file entries carried as the checked lines they were read as
-    (`block`, state_lines.split_files) with their paths and each line's (path, sha256, size)
-    bytes (columns.file_line_columns): `kind` rows made when first asked for, the lines
-    written back as read (`lines`). A sequence equal to the tuple of entries it stands for."""
+    (`block`, state_lines.split_files, with their `paths`): `kind` rows made from the lines'
+    groups (state_lines.FILE_LINE) when first asked for, the lines written back as read
+    (`lines`). A sequence equal to the tuple of entries it stands for."""
 
-    def __init__(self, paths: list, entries: list, block: bytes, kind: type):
-        self._paths, self._entries_read, self._block, self._kind = paths, entries, block, kind
+    def __init__(self, paths: list, block: bytes, kind: type):
+        self._paths, self._block, self._kind = paths, block, kind
         self._made: tuple | None = None
 
     def _entries(self) -> tuple:
         if self._made is None:
-            entries = self._entries_read
-            self._made = rows(self._kind, self._paths, map(bytes.decode, map(itemgetter(1), entries)),
-                              map(int, map(itemgetter(2), entries)))
+            found = FILE_LINE.findall(self._block)
+            self._made = rows(self._kind, self._paths, map(bytes.decode, map(itemgetter(1), found)), map(int, map(itemgetter(2), found)))
         return self._made
 
     def __len__(self) -> int:

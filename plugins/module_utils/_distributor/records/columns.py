@@ -204,21 +204,20 @@ def _listable(paths: list) -> bool:
     return publishable(paths) and ascending(paths) and not _inside_a_file(paths)
 
 
-def file_line_columns(data: object, raw: bytes, start: int, end: int) -> tuple[list, list] | None:
-    """(paths, entries) of an owner's manifest embedded in a shared root's record, its file
-    lines `raw[start:end]` (state_lines.split_files) and its other members `data`, when
+def file_line_columns(data: object, raw: bytes, start: int, end: int) -> list | None:
+    """The paths of an owner's manifest embedded in a shared root's record, its file lines
+    `raw[start:end]` (state_lines.split_files) and its other members `data`, when
     manifest_columns's full path would accept it: every line an entry as distributor writes it
     (state_lines.FILE_LINE, the schema's forms), then the same checks of the paths and the
-    digest, recomputed from the lines (entries_digest). `entries`: each line's (path, sha256,
-    size) bytes, made into a model only when asked for (carried.CarriedFiles); None for any
-    other manifest."""
+    digest, recomputed from the lines (entries_digest); None for any other manifest. The rest
+    of each entry is read from its line again only when it is modelled (carried.CarriedFiles)."""
     if not _manifest_members(data):
         return None
     found = FILE_LINE.findall(raw, start, end)
     if not found or len(found) != raw.count(b"\n", start, end) + 1 or raw.endswith(b",", start, end):
         return None
     paths = list(map(bytes.decode, map(itemgetter(0), found)))
-    return (paths, found) if _listable(paths) and entries_digest(found) == data["digest"] else None
+    return paths if _listable(paths) and entries_digest(found) == data["digest"] else None
 
 
 STATE_KEYS = frozenset(("schema_version", "distributor_version", "pipeline_id", "destination_id", "published_at",

@@ -151,14 +151,14 @@ def carried(data: object, raw: bytes, start: int, end: int) -> Manifest | None:
     as read (carried.CarriedFiles): other owners' manifests cost a publish no model. One that
     is a manifest already parsed (the publishing owner's, met first in its bundle: the digest
     both recomputed from the same files, the other members equal) is that one."""
-    known = file_line_columns(data, raw, start, end)
-    if known is None:
+    paths = file_line_columns(data, raw, start, end)
+    if paths is None:
         return None
     remembered = _VALID.get(data["digest"])
     if remembered is not None and _same_members(data, remembered[0]):
         return remembered[0]
     return Manifest(data["schema_version"], data["id"], data["digest"], data["created"],
-                    CarriedFiles(*known, raw[start:end], ManifestFile))
+                    CarriedFiles(paths, raw[start:end], ManifestFile))
 
 
 def _remember(manifest: Manifest, columns: list | None) -> list:
