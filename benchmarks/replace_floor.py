@@ -9,7 +9,8 @@ manifest, `lstat`s every listed file (regular, the listed size), reads the state
 files whose recorded digest or size differs, reads and hashes each of those (the verified read),
 stages it next to its target, makes the staged files durable with one `syncfs`, renames them into
 place, and writes the state again (every record, with the publication's time, durably: temporary
-file, `fsync`, rename). No path rules, no schema, no plan digest, no journal, no lock, no result
+file, `fsync`, rename); when no file differs and the state holds the same manifest it writes
+nothing (a skip), and into an empty root it is a first publish's floor. No path rules, no schema, no plan digest, no journal, no lock, no result
 beyond counts. With `--ansible` it also parses its arguments with `AnsibleModule` and ends with
 `exit_json`, the fixed cost of any Ansible module. Each round gives each tool a fresh root and
 its first publish (not measured), then the replace of 10% of the files; `--tree` (as in
@@ -56,9 +57,10 @@ def floor(source: str, root: str, ansible: bool) -> None:
     os.makedirs(site, exist_ok=True)
     try:
         with open(os.path.join(site, STATE), "rb") as handle:
-            recorded = {o["path"]: (o["sha256"], o["size"]) for o in json.loads(handle.read())["outputs"]}
+            state = json.loads(handle.read())
     except FileNotFoundError:
-        recorded = {}
+        state = {"source": None, "outputs": []}
+    recorded = {o["path"]: (o["sha256"], o["size"]) for o in state["outputs"]}
     staged = []
     for entry in files:
         if recorded.get(entry["path"]) == (entry["sha256"], entry["size"]):
@@ -73,6 +75,9 @@ def floor(source: str, root: str, ansible: bool) -> None:
         os.write(fd, data)
         os.close(fd)
         staged.append(target)
+    if not staged and state["source"] == {"manifest": manifest}:
+        finish(module, {"changed": False, "written": 0})  # a skip writes nothing
+        return
     fd = os.open(site, os.O_RDONLY)
     if ctypes.CDLL(None, use_errno=True).syncfs(fd) != 0:
         raise OSError(ctypes.get_errno(), "syncfs")
@@ -88,7 +93,10 @@ def floor(source: str, root: str, ansible: bool) -> None:
     os.fsync(fd)
     os.close(fd)
     os.rename(os.path.join(site, STATE + ".new"), os.path.join(site, STATE))
-    result = {"changed": bool(staged), "written": len(staged)}
+    finish(module, {"changed": bool(staged), "written": len(staged)})
+
+
+def finish(module, result: dict) -> None:
     if module is not None:
         module.exit_json(**result)
     print(json.dumps(result))

@@ -14,8 +14,12 @@ report gives each tool's median and the median of the per-round ratios. Rows:
 - first: a first publish of N x 4 KiB (CPU / `rsync -a`, wall / `rsync -a --fsync`);
 - skip: the same bundle again into that root (CPU / a no-op `rsync -a`, and / its first publish);
 - replace: 10% of N rewritten, every other mtime kept (rsync writes only the changed files),
-  CPU / `rsync -a`, with the floor beside it;
+  CPU / `rsync -a`;
 - regenerated: the same change in a tree rebuilt whole (every mtime new), CPU / `rsync -a`.
+
+The floor (replace_floor.py with `AnsibleModule`: the reads, checks and durable writes of each
+row and nothing else) runs every row in the same rounds, and each row's line has the floor's
+ratio to the same peer beside the module's: a goal below the floor's ratio is out of reach.
 
 `--tree` (as in compare.py: a directory holding ansible_collections/distributor/core) adds each
 checkout's module to every round: before and after a change, measured in the same run. `--quick`:
@@ -38,6 +42,7 @@ from bundles import BundleSpec, change, generate
 from harness import COLLECTIONS, module_from, time_command, write_results
 
 FLOOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "replace_floor.py")
+FLOOR_TOOL = "floor + AnsibleModule"
 ROWS = ("start", "first", "skip", "replace", "regenerated")
 SITE = "site"
 
@@ -97,20 +102,21 @@ def measure(rows: tuple, files: int, rounds: int, trees: dict, workdir: str, see
                 measured.time("start", name, measured.modules[name], one, root)
             root = os.path.join(workdir, "start-%d-floor" % round_)
             floor(one, root)
-            measured.time("start", "floor + AnsibleModule", floor, one, root)
+            measured.time("start", FLOOR_TOOL, floor, one, root)
     if not set(rows) & {"first", "skip", "replace", "regenerated"}:
         return measured.timings
     sources = bundles(workdir, files, seed)
-    peers = {"rsync -a": rsync(), "rsync -a --fsync": rsync("--fsync"), "floor + AnsibleModule": floor}
+    peers = {"rsync -a": rsync(), "rsync -a --fsync": rsync("--fsync"), FLOOR_TOOL: floor}
     # Every root stays until the end: deleting a large tree just before a round inflates the next
     # one's syncfs, and its CPU (the disk discards).
     for round_ in range(rounds):
         roots = {}
-        for name in measured.each_module(round_) if {"first", "skip"} & set(rows) else ():
-            roots[name] = os.path.join(workdir, "%d-%d-%s" % (files, round_, name))
-            measured.time("first", name, measured.modules[name], sources["old"], roots[name])
+        for name in list(measured.each_module(round_)) + [FLOOR_TOOL] if {"first", "skip"} & set(rows) else ():
+            run = measured.modules.get(name) or peers[name]
+            roots[name] = os.path.join(workdir, "%d-%d-%s" % (files, round_, name.replace(" ", "")))
+            measured.time("first", name, run, sources["old"], roots[name])
             if "skip" in rows:
-                measured.time("skip", name, measured.modules[name], sources["old"], roots[name])
+                measured.time("skip", name, run, sources["old"], roots[name])
         for peer in ("rsync -a", "rsync -a --fsync") if "first" in rows else ("rsync -a",) if "skip" in rows else ():
             roots[peer] = os.path.join(workdir, "%d-%d-%s" % (files, round_, peer.replace(" ", "")))
             measured.time("first", peer, peers[peer], sources["old"], roots[peer])
@@ -119,7 +125,7 @@ def measure(rows: tuple, files: int, rounds: int, trees: dict, workdir: str, see
         for step in ("replace", "regenerated"):
             if step not in rows:
                 continue
-            for tool in list(measured.each_module(round_)) + ["rsync -a"] + (["floor + AnsibleModule"] if step == "replace" else []):
+            for tool in list(measured.each_module(round_)) + ["rsync -a", FLOOR_TOOL]:
                 run = measured.modules.get(tool) or peers[tool]
                 root = os.path.join(workdir, "%d-%d-%s-%s" % (files, round_, step, tool.replace(" ", "")))
                 run(sources["old"], root)
@@ -132,7 +138,7 @@ def measure(rows: tuple, files: int, rounds: int, trees: dict, workdir: str, see
 
 # (step, measure, peer step, peer tool, goal); the figure is each module's per-round ratio.
 ROW_LINES = {
-    "start": [("start", "cpu", "start", "floor + AnsibleModule", None)],
+    "start": [("start", "cpu", "start", FLOOR_TOOL, None)],
     "first": [("first", "cpu", "first", "rsync -a", 1.3), ("first", "wall", "first", "rsync -a --fsync", 1.0)],
     "skip": [("skip", "cpu", "skip", "rsync -a", 2.5), ("skip", "cpu", "first", None, 0.1)],
     "replace": [("replace", "cpu", "replace", "rsync -a", 2.0)],
@@ -141,13 +147,15 @@ ROW_LINES = {
 
 
 def summary(timings_by_files: dict, modules: list) -> list[dict]:
+    """Each module's line of each row, and the floor's beside it against the same peer: what the
+    smallest program doing the row's work reaches in the same rounds."""
     lines = []
     for files, timings in timings_by_files.items():
         for row in ROWS:
             for step, key, peer_step, peer, goal in ROW_LINES[row]:
                 if step not in timings or peer_step not in timings:
                     continue
-                for name in modules:
+                for name in modules + ([FLOOR_TOOL] if row != "start" and FLOOR_TOOL in timings[step] else []):
                     mine = [t[key] for t in timings[step][name]]
                     theirs = [t[key] for t in timings[peer_step][peer or name]]
                     line = {"row": row, "files": 1 if row == "start" else files, "module": name, "measure": key,

@@ -23,6 +23,8 @@ import statistics
 import sys
 import time
 
+from rows import FLOOR_TOOL
+
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 
@@ -117,7 +119,10 @@ def rows_line(f: Figures, row: str, files: int, measure: str, peer: str) -> tupl
     size = "" if line["files"] == files else " ({:,} files)".format(line["files"])
     if line["ratio"] is None:
         return "%.3f s" % line["mine"], "%.3f s (%s)" % (line["theirs"], line["peer"].strip()), line["mine"]
-    return "%.3f s%s" % (line["mine"], size), "%.3f s" % line["theirs"], line["ratio"]
+    floor = next((other for other in (f.rows or {}).get("summary", []) if other["module"] == FLOOR_TOOL and all(
+        other[key] == line[key] for key in ("row", "measure", "peer", "files"))), None)
+    beside = "; floor %.3f s = %.2fx" % (floor["mine"], floor["ratio"]) if floor else ""
+    return "%.3f s%s" % (line["mine"], size), "%.3f s%s" % (line["theirs"], beside), line["ratio"]
 
 
 def targets(f: Figures) -> list[tuple[str, tuple, float]]:
