@@ -1,8 +1,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Other owners' records of a shared root carried as checked lines (carried.py,
-columns.shared_output_lines, state_parse._carried): the fast path accepts only what the full path
-accepts, models what it accepts the same way, writes carried lines back byte for byte, and every
-operation that reads other owners answers as it does on the modelled state."""
+columns.shared_output_lines, state_parse._carried), and their embedded manifests' file lines
+(carried.CarriedFiles, columns.file_line_columns, manifest.carried): the fast path accepts only
+what the full path accepts, models what it accepts the same way, writes carried lines back byte
+for byte, and every operation that reads other owners answers as it does on the modelled state."""
 
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ from urllib.parse import quote
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records import manifest as manifest_module
 from ansible_collections.distributor.core.plugins.module_utils._distributor.records import state_parse as state_module
-from ansible_collections.distributor.core.plugins.module_utils._distributor.records.carried import Carried
+from ansible_collections.distributor.core.plugins.module_utils._distributor.records.carried import Carried, CarriedFiles
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.records.manifest import Manifest, ManifestFile, compute_digest
 from ansible_collections.distributor.core.plugins.module_utils._distributor.operations.prune import prune
@@ -86,10 +88,16 @@ def shared_states(draw) -> State:
 @given(shared_states())
 def test_carried_records_read_as_the_full_path_reads_them_and_are_written_back_unchanged(state):
     raw = serialize_state(state)
-    carried, modelled = parse_state(raw, WHERE), _decoded(raw)
+    with mock.patch.dict(manifest_module._VALID, clear=True):  # none of the manifests met before
+        carried = parse_state(raw, WHERE)
+    modelled = _decoded(raw)
     assert carried == modelled == state
     if b"\\" not in raw:  # escaped text (a path not in ASCII) takes the full path
         assert isinstance(carried.outputs, Carried)
+        assert all(isinstance(o.manifest.files, CarriedFiles) for o in carried.owners if o.manifest.files)
+    for mine, theirs in zip(carried.owners, modelled.owners):
+        assert mine.manifest == theirs.manifest and mine.manifest.paths == theirs.manifest.paths
+        assert tuple(mine.manifest.files) == theirs.manifest.files and len(mine.manifest.files) == len(theirs.manifest.files)
     for key in KEYS:
         assert carried.outputs_of(key) == modelled.outputs_of(key)
     assert dict(carried.by_path()) == dict(modelled.by_path())
@@ -168,6 +176,79 @@ def test_a_planted_or_malformed_record_gets_the_full_paths_verdict(state, data):
     assert verdict == _verdict(_decoded, planted)
     if isinstance(verdict, State):  # and it is written back as the full path's model of it would be
         assert serialize_state(verdict) == serialize_state(_decoded(planted))
+
+
+# Values a writer of the destination might plant in one member of one manifest file entry.
+PLANTED_FILES = {
+    "path": ['""', '"../x"', '"/abs"', '".distributor.json"', '"a//b"', '"b/c.txt/x"', '"b"', '"a\\u002fb"', '"\\u00e9.txt"', "1",
+             '"zz/last.txt"', '"0first.txt"', '"a.html"', '"x/.distributor-tmp"'],
+    "sha256": ['"sha256:AB"', '"md5:00"', '"sha256:' + "0" * 63 + 'G"', '"SHA256:' + "0" * 64 + '"', "null"],
+    "size": ["-1", "1.5", "true", '"3"', "1" + "0" * 5000, "01", "1e3", "1" + "0" * 18, "0"],
+    "extra": ['"x"', "{}"],
+}
+# And in a member of the manifest the entries belong to.
+PLANTED_MANIFEST = {
+    "digest": ['"sha256:' + "0" * 64 + '"', '"sha256:x"'],
+    "created": ['"yesterday"', '"2026-06-05T08:30:00+02:00"'],
+    "id": ['""', '"other.src"'],
+    "schema_version": ["2", "1.0", "true"],
+}
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(shared_states(), st.data())
+def test_a_planted_or_malformed_manifest_entry_gets_the_full_paths_verdict(state, data):
+    """Whatever one line of an owner's embedded manifest is changed to (an entry or a member of
+    the manifest), parse_state answers what the full path answers: the same model, or
+    invalid_state with the same message naming the owner and the field."""
+    raw = serialize_state(state)
+    lines = _lines(raw)
+    entries = [i for i, line in enumerate(lines) if line.startswith(b'            {"path": ')]
+    members = [i for i, line in enumerate(lines) if line.startswith(b'          "') and not line.startswith(b'          "files"')]
+    if not entries:
+        return
+    how = data.draw(st.sampled_from(("member", "manifest", "bytes", "swap", "duplicate", "drop")))
+    index = data.draw(st.sampled_from(members if how == "manifest" else entries))
+    if how == "member":
+        member = data.draw(st.sampled_from(sorted(PLANTED_FILES)))
+        lines[index] = _plant(lines[index], member, data.draw(st.sampled_from(PLANTED_FILES[member])))
+    elif how == "manifest":
+        name = lines[index].split(b'"')[1].decode()
+        if name in PLANTED_MANIFEST:
+            lines[index] = _plant(lines[index], name, data.draw(st.sampled_from(PLANTED_MANIFEST[name])))
+    elif how == "bytes":
+        at = data.draw(st.integers(0, len(lines[index])))
+        cut = data.draw(st.integers(0, 3))
+        lines[index] = lines[index][:at] + data.draw(st.binary(max_size=3)) + lines[index][at + cut:]
+    elif how == "swap" and index + 1 in entries:
+        first_entry, second_entry = lines[index].rstrip(b","), lines[index + 1].rstrip(b",")
+        lines[index], lines[index + 1] = (second_entry + lines[index][len(first_entry):],
+                                          first_entry + lines[index + 1][len(second_entry):])
+    elif how == "duplicate":
+        lines.insert(index, lines[index].rstrip(b",") + b",")
+    elif index + 1 in entries:
+        del lines[index]
+    planted = b"\n".join(lines)
+    verdict = _verdict(parse_state, planted)
+    assert verdict == _verdict(_decoded, planted)
+    if isinstance(verdict, State):
+        assert serialize_state(verdict) == serialize_state(_decoded(planted))
+
+
+def test_another_owners_manifest_entry_planted_is_invalid_state_naming_the_owner_and_the_entry():
+    key, other = KEYS[0], KEYS[1]
+    state = State("shared_root", 3, TIMES[0], TIMES[0], None, "0.1.0",
+                  (Owner(key, "replace", _manifest(key, ("a.html",)), None),
+                   Owner(other, "replace", _manifest(other, ("b/c.txt", "b/d.css", "z.txt")), None)), ())
+    raw = serialize_state(state)
+    for planted, words in ((raw.replace(b'"b/d.css"', b'"b/../d.css"'), "owners[1].source.manifest: files[1].path \"b/../d.css\""),
+                           (raw.replace(b'"b/d.css"', b'"b/c.txt/d.css"'), "owners[1].source.manifest: files[1].path \"b/c.txt/d.css\" is inside"),
+                           (raw.replace(b'"b/d.css", "sha256": "sha256:' + sha(b"b/d.css")[7:].encode(),
+                                        b'"b/d.css", "sha256": "sha256:' + b"0" * 64), "owners[1].source.manifest: digest ")):
+        with pytest.raises(DistributorError) as caught:
+            parse_state(planted, WHERE)
+        assert caught.value.reason == "invalid_state" and words in caught.value.message
+        assert _verdict(parse_state, planted) == _verdict(_decoded, planted)
 
 
 def test_another_owners_record_planted_with_a_foreign_url_is_invalid_state_naming_the_field():
@@ -271,6 +352,29 @@ def test_a_publish_models_only_its_own_records_and_writes_the_others_back_byte_f
     assert after != before
     assert {line.rstrip(b",") for line in others} <= {line.rstrip(b",") for line in _lines(after)}
     _validates_against_shipped_schema(after)
+
+
+def test_a_publish_models_no_other_owners_manifest_and_writes_their_entries_back_byte_for_byte(tmp_path_factory):
+    store = {}
+    rules = {owner: {"id": owner, "outputs": [{"match": "**/*.md", "transform": "markdown_to_html"}, {"match": "**/*.txt"}]}
+             for owner in OWNERS}
+    for owner, version in (("events", 2), ("docs", 2), ("reports", 1)):
+        publish(_bundle(tmp_path_factory, owner, version), rules[owner], _destination("replace", False, "0640"), now=NOW,
+                opener=_opener(store))
+    (name,) = [p for p in store if p.endswith(".distributor.json")]
+    before = store[name]
+    entries = [line.rstrip(b",") for line in _lines(before) if line.startswith(b'            {"path": ')]
+    modelled = []
+    real = CarriedFiles._entries
+    with mock.patch.object(CarriedFiles, "_entries", lambda self: modelled.append(self) or real(self)):
+        result = publish(_bundle(tmp_path_factory, "reports", 4), rules["reports"], _destination("replace", False, "0640"),
+                         now=LATER, opener=_opener(store), full_result=False)
+    assert result["action"] == "replace"
+    assert {f.path for files in list(modelled) for f in real(files)} <= set(OWNERS["reports"])
+    after = store[name]
+    others = [line for line in entries if not any(p.encode() in line for p in OWNERS["reports"])]
+    assert others and set(others) <= {line.rstrip(b",") for line in _lines(after)}
+    assert _verdict(parse_state, after) == _verdict(_decoded, after)
 
 
 def _validates_against_shipped_schema(raw: bytes) -> None:

@@ -221,14 +221,31 @@ def test_a_skip_is_decided_without_listing_the_root():
 
 
 def test_anything_that_writes_asks_for_the_listing_first():
-    assert unlisted() is None
-    assert unlisted(recorded=single_state(OLD)) is None
-    assert unlisted(recorded=shared_state(("reports", "archive", OLD, ["report.md"])), dest={"state": {"mode": "shared_root"}}) is None
+    assert callable(unlisted())
+    assert callable(unlisted(recorded=single_state(OLD)))
+    assert callable(unlisted(recorded=shared_state(("reports", "archive", OLD, ["report.md"])), dest={"state": {"mode": "shared_root"}}))
+
+
+def test_the_rest_decided_with_the_listing_is_what_decide_makes_of_it():
+    """decide_from_state's rest, given the listing, is decide's decision: a publish decides once."""
+    shared = shared_state(("events", "site", OLD, ["other.md"]), ("reports", "archive", OLD, ["report.md"]))
+    for kwargs, present in (({}, {"report.md"}), ({"recorded": single_state(OLD)}, {"report.md", "stray.md"}),
+                            ({"recorded": shared, "dest": {"state": {"mode": "shared_root"}}}, {"report.md", "a/b.md"})):
+        dest = kwargs.get("dest", {})
+        rest = unlisted(**dict(kwargs, dest=dest))
+        try:
+            expected = run(present=present, recorded=kwargs.get("recorded"), **dest)
+        except DistributorError as error:
+            with pytest.raises(DistributorError) as caught:
+                rest(frozenset(present))
+            assert (caught.value.reason, caught.value.message) == (error.reason, error.message)
+        else:
+            assert rest(frozenset(present)) == expected
 
 
 def test_a_forced_publish_over_a_conflict_lists_first_and_an_unforced_one_fails_alike():
     same_time = manifest(files={"other.md": b"x"})
-    assert unlisted(m=same_time, recorded=single_state(NEW), force=True) is None
+    assert callable(unlisted(m=same_time, recorded=single_state(NEW), force=True))
     with pytest.raises(DistributorError) as caught:
         unlisted(m=same_time, recorded=single_state(NEW))
     assert caught.value.reason == "conflict"

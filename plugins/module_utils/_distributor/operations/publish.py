@@ -24,7 +24,7 @@ from ..planning.changes import publish_changes
 from ..errors import DistributorError
 from ..records.config import Destination, Pipeline, parse_destination, parse_pipeline, render_bundle_path, render_url
 from ..planning.contentdiff import content_diffs
-from ..planning.decide import decide, decide_from_state
+from ..planning.decide import Decision, decide, decide_from_state
 from ..planning.drift import repairs
 from ..planning.digest import check_expected, plan_digest, publish_facts
 from ..execution.execute import Leftovers, execute, find_leftovers, output_chunks, recover
@@ -220,7 +220,8 @@ def _made(job: Job, storage, diff_contents: bool, expect_plan_digest: str | None
     facts = dict(manifest=manifest, key=job.key, destination=job.destination, state=state, state_error=state_error,
                  planned=frozenset(p.path for p in job.planned), force=job.force, where=storage.describe(),
                  page_keys=job.page_keys)
-    decision = decide_from_state(**facts) if journal is None else None
+    step = decide_from_state(**facts) if journal is None else None
+    decision = step if isinstance(step, Decision) else None
     present, listing, found = None, None, Leftovers()
     whole = release_facts is not None and (decision is None or decision.action != "skip" or job.destination.releases.build == "always")
     if decision is None or job.verify != "none" or whole:
@@ -230,7 +231,7 @@ def _made(job: Job, storage, diff_contents: bool, expect_plan_digest: str | None
             found = find_leftovers(storage, journal, set(state.by_path()) if state else set(), listing)
             present -= {entry.path for entry in found.outputs}
     if decision is None:
-        decision = decide(present=present, **facts)
+        decision = decide(present=present, **facts) if step is None else step(present)
     rendered = decision.rewrites_outputs or job.verify != "none"
     contents = (render_contents(job.bundle, job.planned, job.page, job.destination.storage, reusable(state, job.key),
                                 job.page_keys, not job.check_mode) if rendered else {})

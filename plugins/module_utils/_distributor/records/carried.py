@@ -10,15 +10,20 @@ lines with two columns, path and owner. A record is modelled only when something
 back byte for byte. Every rule that reads other owners asks the path-and-owner view
 (Carried.owners_by_path) or the records, and gets the answers the modelled state gives. Where
 the lines sit in the record's bytes is state_lines.py's, beside the format it writes them in.
+
+The owners' embedded manifests are carried the same way (CarriedFiles): their file lines checked
+in place and their digests recomputed from what was checked (manifest.carried), each entry
+modelled only when a manifest's files are asked for, the lines written back as read.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from itertools import chain, compress
-from operator import and_, not_
+from operator import and_, itemgetter, not_
 
-from .state_lines import with_outputs
+from .columns import rows
+from .state_lines import FILE_LINE, file_block_lines, with_outputs
 
 
 def join_outputs(head: str, outputs: Carried, encode) -> bytes:
@@ -132,3 +137,44 @@ class _ByPath(Mapping):
 
     def __len__(self) -> int:
         return len(self._index)
+
+
+class CarriedFiles(Sequence):
+    """An embedded manifest's file entries carried as the checked lines they were read as
+    (`block`, state_lines.split_files, with their `paths`): `kind` rows made from the lines'
+    groups (state_lines.FILE_LINE) when first asked for, the lines written back as read
+    (`lines`). A sequence equal to the tuple of entries it stands for."""
+
+    def __init__(self, paths: list, block: bytes, kind: type):
+        self._paths, self._block, self._kind = paths, block, kind
+        self._made: tuple | None = None
+
+    def _entries(self) -> tuple:
+        if self._made is None:
+            found = FILE_LINE.findall(self._block)
+            self._made = rows(self._kind, self._paths, map(bytes.decode, map(itemgetter(1), found)), map(int, map(itemgetter(2), found)))
+        return self._made
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+    def __getitem__(self, index):
+        return self._entries()[index]
+
+    def __iter__(self):
+        return iter(self._entries())
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, (tuple, CarriedFiles)):
+            return self._entries() == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._entries())
+
+    def __repr__(self) -> str:
+        return "CarriedFiles(%d lines)" % len(self)
+
+    def lines(self) -> list:
+        """The entries' lines as read, for the record written back (state._written)."""
+        return file_block_lines(self._block)

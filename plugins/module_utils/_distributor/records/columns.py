@@ -23,7 +23,7 @@ from functools import partial
 from itertools import chain, compress, filterfalse, islice, repeat
 from operator import itemgetter
 
-from .state_lines import LINE_COLUMNS, SHARED_LINE, canonical_attributes, line_values
+from .state_lines import FILE_LINE, LINE_COLUMNS, SHARED_LINE, canonical_attributes, line_values
 from .formats import HTTP_URL_LINES, SHA256_LENGTH, SHA256_PREFIX, is_http_url, is_id as _id, is_sha256
 from ..paths import RESERVED_PREFIX, all_clean, parents_of
 from ..timestamps import parse_rfc3339
@@ -166,24 +166,58 @@ def records_digest(paths, sha256s, sizes) -> str:
     return "sha256:" + hashlib.sha256(lines.encode("utf-8")).hexdigest()
 
 
+def entries_digest(entries: list) -> str:
+    """records_digest of (path, sha256, size) entries as file lines hold them (FILE_LINE's
+    groups): bytes of ASCII, a size in the decimal digits `%d` writes, so the digest is made
+    without a str or an int an entry."""
+    return "sha256:" + hashlib.sha256(b"".join(map(b"%s\0%s\0%s\n".__mod__, entries))).hexdigest()
+
+
 def manifest_columns(data: object) -> list | None:
     """[paths, sha256s, sizes] of a manifest that parse_manifest's full path certainly accepts
     (the schema, `created`, the path rules, the digest recomputed), its files listed in the
     order of their paths, as distributor_manifest writes them; None for any other."""
-    if not isinstance(data, dict) or data.keys() != MANIFEST_KEYS:
-        return None
-    version, digest = data["schema_version"], data["digest"]
-    if not (is_integer(version) and version == 1 and _id(data["id"]) and is_sha256(digest) and _id(data["created"])
-            and _rfc3339(data["created"])):
+    if not _manifest_members(data):
         return None
     columns = file_columns(data["files"])
     if columns is None:
         return None
     paths, sha256s, sizes = columns
-    if not (publishable(paths) and ascending(paths) and sha256_column(sha256s) and _sizes(sizes)
-            and not _inside_a_file(paths)):
+    if not (_listable(paths) and sha256_column(sha256s) and _sizes(sizes)):
         return None
-    return columns if records_digest(paths, sha256s, sizes) == digest else None
+    return columns if records_digest(paths, sha256s, sizes) == data["digest"] else None
+
+
+def _manifest_members(data: object) -> bool:
+    """A manifest's members but its files as the schema certainly accepts them, `created` a
+    timestamp."""
+    if not isinstance(data, dict) or data.keys() != MANIFEST_KEYS:
+        return False
+    version = data["schema_version"]
+    return (is_integer(version) and version == 1 and _id(data["id"]) and is_sha256(data["digest"]) and _id(data["created"])
+            and _rfc3339(data["created"]))
+
+
+def _listable(paths: list) -> bool:
+    """Paths a manifest may list, in the order its digest takes them: the path rules, ascending
+    (so each once), none inside another."""
+    return publishable(paths) and ascending(paths) and not _inside_a_file(paths)
+
+
+def file_line_columns(data: object, raw: bytes, start: int, end: int) -> list | None:
+    """The paths of an owner's manifest embedded in a shared root's record, its file lines
+    `raw[start:end]` (state_lines.split_files) and its other members `data`, when
+    manifest_columns's full path would accept it: every line an entry as distributor writes it
+    (state_lines.FILE_LINE, the schema's forms), then the same checks of the paths and the
+    digest, recomputed from the lines (entries_digest); None for any other manifest. The rest
+    of each entry is read from its line again only when it is modelled (carried.CarriedFiles)."""
+    if not _manifest_members(data):
+        return None
+    found = FILE_LINE.findall(raw, start, end)
+    if not found or len(found) != raw.count(b"\n", start, end) + 1 or raw.endswith(b",", start, end):
+        return None
+    paths = list(map(bytes.decode, map(itemgetter(0), found)))
+    return paths if _listable(paths) and entries_digest(found) == data["digest"] else None
 
 
 STATE_KEYS = frozenset(("schema_version", "distributor_version", "pipeline_id", "destination_id", "published_at",
@@ -306,7 +340,7 @@ def shared_output_lines(raw: bytes, start: int, end: int) -> dict | None:
     found = SHARED_LINE.findall(raw, start, end)
     if not found or len(found) != raw.count(b"\n", start, end) + 1 or raw.endswith(b",", start, end):
         return None
-    columns = dict(zip(LINE_COLUMNS, map(list, zip(*found))))
+    columns = {name: list(map(itemgetter(index), found)) for index, name in enumerate(LINE_COLUMNS)}
     paths = columns["path"] = list(map(bytes.decode, columns["path"]))
     columns["owners"] = {text: tuple(map(bytes.decode, line_values(text))) for text in set(columns["owner"])}
     stamps = set(chain.from_iterable(map(line_values, set(columns.pop("times")))))

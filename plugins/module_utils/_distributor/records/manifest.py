@@ -13,7 +13,8 @@ from datetime import datetime
 from functools import cached_property
 from typing import Iterable
 
-from .columns import MANIFEST_KEYS, Row, fields, file_columns, is_integer, manifest_columns, records_digest, rows
+from .carried import CarriedFiles
+from .columns import MANIFEST_KEYS, Row, fields, file_columns, file_line_columns, is_integer, manifest_columns, records_digest, rows
 from ..errors import DistributorError
 from ..paths import RESERVED_PREFIX, is_reserved, path_problem
 from .schemas import check_nesting, show, validate
@@ -142,6 +143,24 @@ def recognised(data: object) -> tuple[Manifest, list] | None:
     return _remember(manifest, columns)[0], paths
 
 
+def carried(data: object, raw: bytes, start: int, end: int) -> Manifest | None:
+    """recognised for an owner's manifest embedded in a shared root's record, its file lines
+    (`raw[start:end]`, state_lines.split_files) read in place and its `files` member a
+    placeholder: the same checks over the lines' columns, the digest recomputed from them
+    (columns.file_line_columns). Its entries are modelled only when asked for, and written back
+    as read (carried.CarriedFiles): other owners' manifests cost a publish no model. One that
+    is a manifest already parsed (the publishing owner's, met first in its bundle: the digest
+    both recomputed from the same files, the other members equal) is that one."""
+    paths = file_line_columns(data, raw, start, end)
+    if paths is None:
+        return None
+    remembered = _VALID.get(data["digest"])
+    if remembered is not None and _same_members(data, remembered[0]):
+        return remembered[0]
+    return Manifest(data["schema_version"], data["id"], data["digest"], data["created"],
+                    CarriedFiles(paths, raw[start:end], ManifestFile))
+
+
 def _remember(manifest: Manifest, columns: list | None) -> list:
     if len(_VALID) >= _VALID_KEPT:
         _VALID.clear()
@@ -159,11 +178,13 @@ def _columns(remembered: list) -> list:
 def _same(data: dict, remembered: list) -> bool:
     """Whether `data` is exactly the remembered valid manifest: its members, and its files'
     columns (columns.file_columns, which tells an integer size from true or 1.0), equal."""
-    manifest = remembered[0]
+    return _same_members(data, remembered[0]) and file_columns(data["files"]) == _columns(remembered)
+
+
+def _same_members(data: dict, manifest: Manifest) -> bool:
     version = data.get("schema_version")
     return (data.keys() == MANIFEST_KEYS and is_integer(version) and version == manifest.schema_version
-            and data["id"] == manifest.id and data["created"] == manifest.created
-            and file_columns(data["files"]) == _columns(remembered))
+            and data["id"] == manifest.id and data["created"] == manifest.created)
 
 
 def short_digest(digest: str) -> str:

@@ -15,7 +15,7 @@ from operator import attrgetter
 from types import MappingProxyType
 from typing import Mapping, NamedTuple
 
-from .carried import Carried, join_outputs
+from .carried import Carried, CarriedFiles, join_outputs
 from .columns import Row, fields
 from .manifest import Manifest, file_to_dict, listed
 from .state_lines import LINE as _LINE, file_lines, output_lines
@@ -223,8 +223,8 @@ class _Lines(list):
 
 def _written(items, make) -> _Lines:
     """state_to_dict's `each` for the bytes of a record: the lines `make`'s dicts would be
-    written as, made column-wise (state_lines)."""
-    return _Lines(_WRITERS[make](items))
+    written as, made column-wise (state_lines); carried manifest entries as they were read."""
+    return _Lines(items.lines() if isinstance(items, CarriedFiles) else _WRITERS[make](items))
 
 
 _WRITERS = {file_to_dict: file_lines, output_to_dict: partial(output_lines, shared=False),

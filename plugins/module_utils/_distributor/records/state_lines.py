@@ -97,10 +97,47 @@ def split_outputs(raw: bytes) -> tuple[int, int] | None:
     return start, end
 
 
-def emptied(raw: bytes, start: int) -> bytes:
+def emptied(raw: bytes, start: int, files: list = ()) -> bytes:
     """The record with an empty outputs list in place of the block starting at `start`: the
-    same JSON up to the array's items, so it decodes as the record does less them."""
-    return raw[:start - len(OPENING)] + _EMPTY
+    same JSON up to the array's items, so it decodes as the record does less them. Each of
+    `files` (split_files: blocks of manifest file lines before it) is put as its index in that
+    list, which the reader looks for where each owner's manifest lists its files."""
+    pieces, at = [], 0
+    for index, (begin, end) in enumerate(files):
+        pieces += [raw[at:begin - len(b"[\n")], b"%d" % index]
+        at = end + len(_FILES_END)
+    return b"".join(pieces) + raw[at:start - len(OPENING)] + _EMPTY
+
+
+# Where a shared-root record's owners list the files of their embedded manifests
+# (state.serialize_state lays every owner out at this depth, the files last in its manifest),
+# one entry a line: cut from the bytes the same way, so other owners' manifests are checked in
+# place (columns.file_line_columns) and written back as read (carried.CarriedFiles).
+FILES_OPENING = b'\n          "files": [\n'
+_FILES_END = b"\n          ]"
+_FILES_CLOSING = _FILES_END + b"\n        }"
+_FILE_SEPARATOR = ",\n" + " " * 12
+
+
+def split_files(raw: bytes, end: int) -> list | None:
+    """Where each block of manifest file lines starts and ends in `raw[:end]` (the record
+    before its outputs block), in order; None for a record not laid out as distributor writes
+    one, which takes the full path."""
+    blocks, at = [], raw.find(FILES_OPENING, 0, end)
+    while at >= 0:
+        start = at + len(FILES_OPENING)
+        stop = raw.find(_FILES_CLOSING, start, end)
+        if stop < 0:
+            return None
+        blocks.append((start, stop))
+        at = raw.find(FILES_OPENING, stop, end)
+    return blocks
+
+
+def file_block_lines(block: bytes) -> list:
+    """The file entry lines of a block split_files found (checked: ASCII, FILE_LINE each), without
+    their indentation: what state.readable_json lays out again at the same depth."""
+    return block.decode("ascii")[len(_FILE_SEPARATOR) - 2:].split(_FILE_SEPARATOR)
 
 
 def with_outputs(head: str, lines: list) -> bytes:
@@ -130,6 +167,11 @@ SHARED_LINE = re.compile(
     + rb', "updated_at": ' + _LINE_ID + rb')(?:, "attributes": (\{' + _LINE_ATTRIBUTE + rb'(?:, ' + _LINE_ATTRIBUTE + rb')*\}))?'
     rb'(?:, "render_key": ' + _LINE_SHA256 + rb')?\})(?:,$|\Z)', re.M)
 LINE_COLUMNS = ("line", "path", "url", "owner", "times", "attributes")
+# A manifest file entry as file_lines writes it at an owner's depth (split_files), the same way:
+# its members in order, a path of printable ASCII without escapes, then a comma or the end of
+# the block. Groups: path, sha256, size.
+FILE_LINE = re.compile(rb'^            \{"path": "(' + _TEXT + rb'+)", "sha256": "(' + SHA256.encode() + rb')", '
+                       rb'"size": (0|[1-9][0-9]{0,17})\}(?:,$|\Z)', re.M)
 
 
 def line_values(members: bytes) -> list:

@@ -18,10 +18,10 @@ from urllib.parse import quote
 from .carried import Carried
 from ..errors import DistributorError
 from .columns import manifest_columns, publishable, rows, shared_output_lines, single_owner_columns
-from .manifest import Manifest, parse_manifest, publishable_path_problem, recognised
+from .manifest import Manifest, carried, parse_manifest, publishable_path_problem, recognised
 from .schemas import check_nesting, decode_json, validate
 from .state import OUTPUT_FIELDS, Output, Owner, OwnerKey, State, schema_version_for
-from .state_lines import emptied, split_outputs
+from .state_lines import emptied, split_files, split_outputs
 from ..timestamps import parse_rfc3339
 from ..urls import recorded_url_problem, url_problem
 from ..vocabulary import SHARED_ROOT, SINGLE_OWNER
@@ -35,8 +35,8 @@ def parse_state(raw: bytes, where: str) -> State:
 
 def _carried(raw: bytes, where: str) -> State | None:
     """A schema-3 record whose output lines the column checks accept (columns.shared_output_lines),
-    its outputs carried as those lines (carried.py); the rest of the record, its owners and
-    their manifests, takes the full path (_decoded) less the outputs. Each line's owner must be
+    its outputs carried as those lines (carried.py); the rest of the record takes the full path
+    less the outputs and its owners' manifest file lines (_head). Each line's owner must be
     recorded and its path one that owner's manifest lists or a publishable one, as
     _check_outputs asks. None sends the whole record to the full path, which words what is
     wrong: anything that fails here fails there too. The record's density is the head's
@@ -44,11 +44,8 @@ def _carried(raw: bytes, where: str) -> State | None:
     of the brackets counted, in hundreds of bytes."""
     block = split_outputs(raw)
     columns = block and shared_output_lines(raw, *block)
-    if not columns:
-        return None
-    try:
-        head = _decoded(emptied(raw, block[0]), where)
-    except DistributorError:
+    head = _head(raw, block[0], where) if columns else None
+    if head is None:
         return None
     keys = {o.key: o.key for o in head.owners}
     named = {text: keys.get(OwnerKey(*pair)) for text, pair in columns["owners"].items()}
@@ -60,6 +57,43 @@ def _carried(raw: bytes, where: str) -> State | None:
         if not all(path in manifests[owner] or publishable([path]) for path, owner in zip(paths, owners)):
             return None
     return replace(head, outputs=Carried(columns["line"], paths, owners, _carried_output))
+
+
+def _head(raw: bytes, start: int, where: str) -> State | None:
+    """The full path's model of the record less its outputs block (which starts at `start`),
+    the file lines of its owners' manifests carried (_carried_manifests) rather than decoded;
+    None when the record is not laid out as distributor writes one or anything is declined."""
+    files = split_files(raw, start)
+    if files is None:
+        return None
+    try:
+        data = decode_json(emptied(raw, start, files), where, "invalid_state")
+        manifests = _carried_manifests(data, raw, files)
+        return None if manifests is None else _parsed(data, where, manifests)
+    except DistributorError:
+        return None
+
+
+def _carried_manifests(data: object, raw: bytes, files: list) -> dict | None:
+    """Each owner's manifest (by its index in `owners`) whose file lines are the block of `files`
+    that state_lines.emptied put its index for, read by manifest.carried, its `files` member
+    made an empty list for the schema; None unless every block is found there, in order, and
+    accepted."""
+    owners = data.get("owners") if isinstance(data, dict) else None
+    placed = {}
+    for index, record in enumerate(owners if isinstance(owners, list) else ()):
+        source = record.get("source") if isinstance(record, dict) else None
+        manifest = source.get("manifest") if isinstance(source, dict) else None
+        if isinstance(manifest, dict) and type(manifest.get("files")) is int:
+            placed[index] = manifest
+    if [manifest["files"] for manifest in placed.values()] != list(range(len(files))):
+        return None
+    made = {}
+    for index, manifest in placed.items():
+        block = files[manifest["files"]]
+        manifest["files"] = []
+        made[index] = carried(manifest, raw, *block)
+    return None if None in made.values() else made
 
 
 def _carried_output(line: bytes) -> Output:
@@ -86,8 +120,8 @@ def recorded_files(raw: bytes, where: str) -> dict[str, tuple[int, str]]:
     return dict(zip(columns["path"], zip(columns["size"], columns["sha256"])))
 
 
-def _parsed(data: object, where: str) -> State:
-    """parse_state of the decoded record."""
+def _parsed(data: object, where: str, manifests: dict | None = None) -> State:
+    """parse_state of the decoded record; `manifests`: owners' manifests already read (_head)."""
     state = _recognised(data)
     if state is not None:
         return state
@@ -97,7 +131,7 @@ def _parsed(data: object, where: str) -> State:
         raise DistributorError("invalid_state", "%s: schema_version %r is not 1, 2 or 3" % (where, found))
     version = data["schema_version"]
     validate("state-v%d" % version, data, where, "invalid_state", nesting_checked=True)
-    state = _parse_shared(data, where) if version == 3 else _parse_single(data, where)
+    state = _parse_shared(data, where, manifests or {}) if version == 3 else _parse_single(data, where)
     _check_outputs(state, where)
     return state
 
@@ -202,14 +236,14 @@ def _parse_single(data: dict, where: str) -> State:
     )
 
 
-def _parse_shared(data: dict, where: str) -> State:
+def _parse_shared(data: dict, where: str, manifests: dict) -> State:
     owners = {}
     for i, record in enumerate(data["owners"]):
         key = OwnerKey(record["pipeline_id"], record["destination_id"])
         if key in owners:
             raise DistributorError("invalid_state", "%s: owners[%d]: owner %s is recorded twice" % (where, i, key))
-        manifest = parse_manifest(record["source"]["manifest"], "%s: owners[%d].source.manifest" % (where, i), "invalid_state",
-                                  nesting_checked=True)
+        manifest = manifests.get(i) or parse_manifest(record["source"]["manifest"], "%s: owners[%d].source.manifest" % (where, i),
+                                                      "invalid_state", nesting_checked=True)
         owners[key] = Owner(key, record["reconciliation"]["mode"], manifest, record.get("links", {}).get("primary_url"))
     known = owners.keys()
     outputs = []
@@ -233,9 +267,10 @@ def _parse_shared(data: dict, where: str) -> State:
 def _check_outputs(state: State, where: str) -> None:
     """One path, one record: the invariant every decision relies on. A path some owner's
     manifest lists has passed the same path rules there, so only the others are checked again
-    (most outputs are copies at their source's path). Then the URLs (_check_urls)."""
+    (most outputs are copies at their source's path). Then the URLs (_check_urls). A record
+    without outputs (_head's) asks no manifest for its paths: carried ones stay unmodelled."""
     seen = set()
-    listed = {o.key: o.manifest.paths for o in state.owners}
+    listed = {o.key: o.manifest.paths for o in state.owners} if state.outputs else {}
     for i, output in enumerate(state.outputs):
         path = output.path
         if path not in listed[output.owner]:
