@@ -25,6 +25,9 @@ PLAYBOOKS = os.path.join(REPO_ROOT, "playbooks")
 VENV_BIN = os.path.dirname(sys.executable)
 READERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "readers.py")
 READY_SECONDS = 20
+# Each task's result, written by a test-only callback (callback_plugins/task_results.py).
+RESULTS_CALLBACK = {"ANSIBLE_CALLBACK_PLUGINS": os.path.join(os.path.dirname(os.path.abspath(__file__)), "callback_plugins"),
+                    "ANSIBLE_CALLBACKS_ENABLED": "task_results"}
 
 
 def collections_path() -> str:
@@ -36,7 +39,7 @@ def collections_path() -> str:
 
 
 class Playbook:
-    """Writes a one-play playbook, runs ansible-playbook, returns each task's registered result."""
+    """Writes a one-play playbook, runs ansible-playbook, returns each task's result as `register` keeps it."""
 
     def __init__(self, workdir: str):
         self.workdir = workdir
@@ -46,18 +49,10 @@ class Playbook:
         self.runs += 1
         results = os.path.join(self.workdir, "results-%d.json" % self.runs)
         play_tasks = [dict(task, register="r%d" % i, ignore_errors=True) for i, task in enumerate(tasks)]
-        play_tasks.append({
-            "name": "record results",
-            "check_mode": False,
-            "ansible.builtin.copy": {
-                "dest": results,
-                "content": "{{ [%s] | to_json }}" % ", ".join("r%d" % i for i in range(len(tasks))),
-            },
-        })
         playbook = os.path.join(self.workdir, "play-%d.yml" % self.runs)
         with open(playbook, "w") as handle:
             yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "tasks": play_tasks}], handle)
-        completed = self.invoke(playbook, check=check, diff=diff)
+        completed = self.invoke(playbook, check=check, diff=diff, env=dict(RESULTS_CALLBACK, DISTRIBUTOR_TEST_RESULTS=results))
         assert completed.returncode == expect_rc, completed.stdout + completed.stderr
         with open(results) as handle:
             return json.load(handle)
@@ -106,6 +101,7 @@ def make_bundle(tmp_path):
 
 
 # What a check of the role prints to approve its plans: the extra variables for the run.
+RECORDED = "Record the role's results"
 APPROVAL = re.compile(r"run the same command without --check, adding: (-e '\{distributor_expected_plans: \{[^']*\}\}')")
 
 
@@ -129,17 +125,18 @@ def role(playbook, tmp_path):
         site = [
             {"import_playbook": os.path.join(PLAYBOOKS, operation + ".yml")},
             {"name": "Record the role's results", "hosts": "distributor_publishers", "gather_facts": False, "tasks": [{
-                "name": "Write them", "check_mode": False, "changed_when": False,
-                "ansible.builtin.copy": {"dest": str(results), "content": "{{ distributor_%s_results | to_json }}" % operation},
+                "name": RECORDED, "ansible.builtin.set_fact": {"recorded": "{{ distributor_%s_results }}" % operation},
             }]},
         ]
         (run_dir / "site.yml").write_text(yaml.safe_dump(site, sort_keys=False))
         completed = playbook.invoke(str(run_dir / "site.yml"), check=check, diff=diff,
-                                    extra=("-i", str(run_dir / "inventory")) + extra)
+                                    extra=("-i", str(run_dir / "inventory")) + extra,
+                                    env=dict(RESULTS_CALLBACK, DISTRIBUTOR_TEST_RESULTS=str(results), DISTRIBUTOR_TEST_RESULTS_TASK=RECORDED))
         assert completed.returncode == expect_rc, completed.stdout + completed.stderr
-        if not results.exists():
+        recorded = json.loads(results.read_text()) if results.exists() else []
+        if not recorded:
             return completed.stdout, None
-        variable = json.loads(results.read_text())
+        variable = recorded[0]["ansible_facts"]["recorded"]
         return completed.stdout, variable if registered else variable["results"]
 
     return run
