@@ -13,7 +13,7 @@ import posixpath
 import socket
 import stat
 import traceback
-from typing import ContextManager, Iterable
+from typing import ContextManager
 
 from ...records.attributes import parse_mode, trusted_owners
 from ...errors import DistributorError, MissingLibrary
@@ -322,78 +322,9 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, SftpLinks, Storage):
         return owner_doubt(uid, accounts) + (" (the server does not name uid %d, so distributor cannot tell it is %s)"
                                              % (uid, self.username) if unnamed else "")
 
-    def _remove(self, remote: str, action: str, directory: bool = False) -> bool:
-        """Remove a file (or an empty directory) by name, the way to it looked at again right
-        before: True when it was there. SFTP reports a directory that is not empty only as a
-        generic failure, so a directory that stays is not removed (False), whatever the reason."""
-        if not self._check_directories(posixpath.dirname(remote)):
-            return False
-        with self._errors(action, remote):
-            try:
-                if not directory:
-                    self._open().remove(_wire(remote))
-                    return True
-                self._open().rmdir(_wire(remote))
-            except FileNotFoundError:
-                return False
-            except OSError:
-                if directory:
-                    return False
-                raise
-        return True
-
     def delete(self, path: str) -> bool:
         """One file, parked and removed like a batch of one (see delete_many)."""
         return bool(self.delete_many([path]))
-
-    def delete_many(self, paths: Iterable[str]) -> list[str]:
-        """An output is parked before it is removed: renamed into this attempt's staging
-        directory beside it, then removed there. Through a directory swapped for a link since
-        the way was checked, the rename finds no staging directory (it exists only where this
-        attempt made it) and moves nothing. distributor's own names (records, the staged files
-        of a dead attempt) are removed by name once the way is looked at again. Directories
-        the deletes emptied are removed at the end, below the base; a staged file already gone
-        still tidies its staging directory (an attempt that died after its renames left it
-        empty, and recovery deletes staged names)."""
-        removed, tidy = [], []
-        try:
-            for path in paths:
-                if self._delete(path):
-                    removed.append(path)
-                    tidy.append(path)
-                elif is_reserved(path):
-                    tidy.append(path)
-        finally:
-            self._drop_staging()
-            self._counted.clear()  # every other name of a file removed has one link less now
-        for head in sorted({path.rpartition("/")[0] for path in tidy}, key=lambda head: (-head.count("/"), head)):
-            self._remove_empty_parents(head)
-        return removed
-
-    def _delete(self, path: str) -> bool:
-        """A link at `path` is removed as a name, as unlink(2) removes it, never followed: the
-        ways to it refuse links, the last name is looked at here (a shared path's link,
-        releases.build.clear)."""
-        remote = self._remote(path, look_at_name=False)
-        attrs = self._lstat(remote)
-        if attrs is None:
-            return False
-        if is_reserved(path) or stat.S_ISDIR(attrs.st_mode or 0):
-            return self._remove(remote, "delete", is_reserved(path) and stat.S_ISDIR(attrs.st_mode or 0))
-        parked = posixpath.join(self._staging(path), posixpath.basename(remote))
-        if not self._check_directories(posixpath.dirname(remote)):
-            return False
-        with self._errors("delete", remote):
-            try:
-                self._open().posix_rename(_wire(remote), _wire(parked))
-            except FileNotFoundError:
-                # Gone since it was seen, or the way changed under the rename: look again.
-                if not self._check_directories(posixpath.dirname(remote)) or self._lstat(remote) is None:
-                    return False
-                raise DistributorError("storage_error", "cannot delete %s: something else changed the destination "
-                                       "during this run" % self._url(remote)) from None
-            self._open().remove(_wire(parked))
-        return True
 
     def _remove_empty_parents(self, head: str) -> None:
         """Remove the directory `head` and its parents while the deletes left them empty, up to
