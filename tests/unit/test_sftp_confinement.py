@@ -326,6 +326,22 @@ def test_a_read_through_a_directory_swapped_after_its_check_shows_nothing_outsid
     assert "another file was there" in error.message or "/site/docs is a symbolic link" in error.message
 
 
+def test_a_release_checked_whole_refuses_a_link_on_the_way_or_at_the_name(place):
+    """measure_many looks at a window's names and ways together and judges each file as measure
+    does: `docs`, walked before, swapped for a link since, is refused by name, and so is a link at
+    an output's name; nothing is read through either."""
+    open_one, root, outside = place
+    storage = open_one()
+    storage.write_many([(path, lambda: [b"ours"]) for path in ("c.html", "docs/a.html", "docs/b.html")])
+    assert storage.measure_many([("c.html", 4), ("docs/a.html", 4)], True)["docs/a.html"][0] == 4
+    swap_for_link(root / "site" / "docs", outside)
+    error = expect_error("storage_error", storage.measure_many, [("c.html", 4), ("docs/a.html", 22)], True)
+    assert "/site/docs is a symbolic link" in error.message
+    os.symlink(outside / "a.html", root / "site" / "d.html")
+    error = expect_error("storage_error", storage.measure_many, [("c.html", 4), ("d.html", 22)], True)
+    assert "/site/d.html is a symbolic link" in error.message
+
+
 def test_a_file_rewritten_in_place_between_the_look_and_the_open_is_looked_at_again(place, monkeypatch):
     """As a lock holder renews its record while distributor_state_info reads it."""
     open_one, root, _outside = place

@@ -13,21 +13,22 @@ import posixpath
 import socket
 import stat
 import traceback
-from typing import ContextManager
+from typing import Callable, ContextManager
 
 from ...records.attributes import parse_mode, trusted_owners
-from ...errors import DistributorError, MissingLibrary
+from ...errors import DistributorError, MissingLibrary, Unreadable
 from ...limits import LOCK_EXPIRY_SECONDS
 from ...paths import RECORD_NAMES, is_reserved, is_staging
 from ...regular import ForeignLinks, UnprovenLinks, kind_of, links_not_ours
 from ..base import Storage, hash_stream
 from ..judging import not_a_record, owner_doubt, trusted_accounts, untrusted_record, verdict
 from ..lease import Lease, held
+from ..refusals import link_refused
 from .chain import Chain, endpoints
 from .connect import SftpConnection, check_config
 from .links import SftpLinks
 from .lock import SftpLock
-from .batch import SftpBatch
+from .batch import WINDOW, SftpBatch
 from .paths import SftpPaths
 from .wire import Pipe, identity, link_count, listdir_attr, read_ahead
 from .wire import wire as _wire
@@ -115,13 +116,18 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, SftpLinks, Storage):
         would block opening a FIFO, and the whole session with it; SFTP has no non-blocking open:
         docs/untrusted-destinations.md states the window left). For an `output` (its path under the base), a
         file with more than one name is refused too (_alone), unless nothing of it is `reading`."""
-        attrs = self._lstat(remote)
+        return self._as_looked_at(remote, self._lstat(remote), lambda: self._check_directories(posixpath.dirname(remote)),
+                                  output, reading)
+
+    def _as_looked_at(self, remote: str, attrs, way_holds: Callable[[], bool], output: str | None, reading: bool):
+        """_looked_at's verdict on the attributes `attrs` the lstat of `remote` gave, the way
+        looked at after it (`way_holds`: whether every directory on it is there, judged)."""
         if attrs is None:
             return None
         kind = kind_of(attrs.st_mode or 0)
         if kind:
             raise not_a_record(self._url(remote), kind)
-        if not self._check_directories(posixpath.dirname(remote)):
+        if not way_holds():
             return None
         if output is not None:
             self._alone(remote, attrs, output, reading)
@@ -242,6 +248,46 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, SftpLinks, Storage):
         publish's verify writes it again)."""
         remote = self._remote(path)
         attrs = self._looked_at(remote, path, digest)
+        return None if attrs is None else self._measured(remote, attrs, size, digest)
+
+    def measure_many(self, asked: list[tuple[str, int]], digest: bool) -> dict:
+        """measure's looks, WINDOW files a round trip: the lstat of each name and then of each
+        directory on their ways (once a window), sent at once and answered in that order, as
+        measure looks at them one by one. Each file is then judged in turn as measure judges it
+        (a link at the name or on the way refused, the names counted: _as_looked_at) and, for a
+        digest, read as measure reads it."""
+        from paramiko.sftp import CMD_LSTAT
+
+        found: dict = {}
+        for first in range(0, len(asked), WINDOW):
+            window = asked[first:first + WINDOW]
+            remotes = [self._remote(path, look_at_name=False) for path, _size in window]
+            pipe = Pipe(self._open())
+            looks = [pipe.send(CMD_LSTAT, _wire(remote)) for remote in remotes]
+            ways = {directory: None for remote in remotes for directory in self._way(posixpath.dirname(remote))}
+            ways = {directory: pipe.send(CMD_LSTAT, _wire(directory)) for directory in ways}
+            names = []
+            for remote, number in zip(remotes, looks):
+                with self._errors("inspect", remote):
+                    names.append(pipe.attributes(number, missing_ok=True))
+            with self._errors("inspect", posixpath.dirname(remotes[0])):
+                seen = {directory: pipe.attributes(number, missing_ok=True) for directory, number in ways.items()}
+            for (path, size), remote, attrs in zip(window, remotes, names):
+                try:
+                    found[path] = self._measured_as_seen(path, remote, attrs, seen, size, digest)
+                except (ForeignLinks, Unreadable) as refused:
+                    found[path] = refused
+        return found
+
+    def _measured_as_seen(self, path: str, remote: str, attrs, seen: dict, size: int, digest: bool):
+        """measure's answer for `path` from the lstat of its name (`attrs`) and of the directories
+        on its way (`seen`, by remote path); the name is judged as _remote judges it."""
+        if attrs is not None and stat.S_ISLNK(attrs.st_mode or 0):
+            raise link_refused(self._url(remote))
+        if attrs is not None and stat.S_ISDIR(attrs.st_mode or 0):
+            self._judge(remote, attrs)
+        way = self._way(posixpath.dirname(remote))
+        attrs = self._as_looked_at(remote, attrs, lambda: self._judge_way(way, [seen[directory] for directory in way]), path, digest)
         return None if attrs is None else self._measured(remote, attrs, size, digest)
 
     def _measured(self, remote: str, attrs, size: int, digest: bool) -> tuple[int, str | None] | None:
