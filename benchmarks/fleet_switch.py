@@ -27,6 +27,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import time
 from datetime import datetime, timezone
 
 from bundles import BundleSpec, generate
@@ -73,6 +74,7 @@ def measure(files: int, rounds: int, seed: int, servers: list, workdir: str) -> 
     destinations = fleet(servers, workdir)
     for destination_ in destinations:
         publish(source, pipeline(False), destination_, full_result=False)
+    time.sleep(1.0)  # release ids sort by their UTC second first: round 1's must not share the first publish's
     rng = random.Random(seed)
     measured = []
     for number in range(1, rounds + 1):

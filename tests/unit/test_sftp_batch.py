@@ -5,7 +5,8 @@ windows is all staged before any file is renamed; a link planted at the target o
 file is refused before the first rename; a large file's writes (more than a channel may have in
 flight) all arrive, in order; and every request of a publish is one SFTP request, fewer than the
 ten a file took when each was waited for, a sync of each file among them where the server offers
-one (and a release switch warned of it where it does not)."""
+one (and a release switch warned of it where it does not). Deletes and the looks at a release
+checked whole go in windows the same way."""
 
 from __future__ import annotations
 
@@ -109,6 +110,30 @@ def test_a_file_costs_eight_requests_sent_ahead_of_their_replies_and_written_tog
     assert 8 * sftp_batch.WINDOW <= len(requests) < 8.2 * sftp_batch.WINDOW
     assert requests.count(sftp_wire.FSYNC) == sftp_batch.WINDOW
     assert len(writes) < len(requests) / 20
+
+
+def test_a_delete_costs_three_requests_a_file_sent_a_window_at_a_time(place, monkeypatch):
+    """The lstat of each name, its rename into the staging directory and its remove there; the
+    ways and the staging directories once a window. Each step of a window goes out together."""
+    storage, _site, _outside = place
+    storage.write_many((name, lambda: [b"x"]) for name in names())
+    requests, writes = sent(monkeypatch)
+    assert storage.delete_many(names()) == names()
+    assert storage.list_files() == []
+    assert requests.count(sftp_wire.POSIX_RENAME) == requests.count(paramiko.sftp.CMD_REMOVE) == len(names())
+    assert len(writes) < len(requests) / 8
+
+
+def test_a_release_checked_whole_is_looked_at_a_window_at_a_time(place, monkeypatch):
+    """measure_many (releases.build.check_whole): the lstat of each name and of the directories on
+    the ways of a window go out together, the listings that count the names once a directory."""
+    storage, _site, _outside = place
+    storage.write_many((name, lambda: [b"x"]) for name in names())
+    requests, writes = sent(monkeypatch)
+    found = storage.measure_many([(name, 1) for name in sorted(names())], False)
+    assert set(found.values()) == {(1, None)} and len(found) == len(names())
+    assert requests.count(paramiko.sftp.CMD_LSTAT) < len(names()) + 10
+    assert len(writes) < len(names()) / 4
 
 
 def test_a_server_without_fsync_gets_the_writes_of_today_and_a_release_switch_is_told_not_refused(

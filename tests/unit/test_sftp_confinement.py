@@ -11,6 +11,7 @@ import stat
 
 import pytest
 from deep_tree import plant_tree, remove_tree
+from paramiko.sftp import CMD_EXTENDED, CMD_REMOVE
 
 from ansible_collections.distributor.core.plugins.module_utils._distributor.errors import DistributorError
 from ansible_collections.distributor.core.plugins.module_utils._distributor.limits import DEPTH_LIMIT
@@ -21,6 +22,7 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.reco
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.private import writable_by_others
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.sftp.private import foreign_owner
+from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.sftp.wire import Pipe
 
 NOBODY = 65534
 
@@ -85,6 +87,21 @@ def before_commit(monkeypatch, storage, action) -> None:
         return real(items)
 
     monkeypatch.setattr(storage, "_commit_window", wrapped)
+
+
+def before_send(monkeypatch, command: int, action) -> None:
+    """Run `action` once, right before the first request of `command` is queued on a pipe
+    (sftp.wire.Pipe): the server sees the change before that request."""
+    real = Pipe.send
+    done = []
+
+    def wrapped(pipe, sent, *args):
+        if sent == command and not done:
+            done.append(True)
+            action()
+        return real(pipe, sent, *args)
+
+    monkeypatch.setattr(Pipe, "send", wrapped)
 
 
 # -- judging directories ------------------------------------------------------------------
@@ -238,19 +255,56 @@ def test_a_delete_through_a_directory_swapped_after_its_check_removes_nothing_ou
     storage = open_one()
     storage.write_bytes("docs/a.html", b"ours")
     before = attributes(outside)
-    session = storage._open()
-    real_rename = session.posix_rename
-
-    def swapped_rename(source, target):
-        if not os.path.islink(root / "site" / "docs"):
-            swap_for_link(root / "site" / "docs", outside)
-        return real_rename(source, target)
-
-    monkeypatch.setattr(session, "posix_rename", swapped_rename)
-    monkeypatch.setattr(session, "remove", lambda *_: pytest.fail("removed by name"))
-    expect_error("storage_error", storage.delete, "docs/a.html")
+    before_send(monkeypatch, CMD_EXTENDED, lambda: swap_for_link(root / "site" / "docs", outside))
+    before_send(monkeypatch, CMD_REMOVE, lambda: pytest.fail("removed by name"))
+    error = expect_error("storage_error", storage.delete, "docs/a.html")
+    assert "/site/docs is a symbolic link" in error.message
     assert attributes(outside) == before
     assert (outside / "a.html").read_bytes() == b"the neighbour's a.html"
+
+
+def test_a_directory_swapped_in_the_middle_of_a_delete_window_moves_nothing_outside(place, monkeypatch):
+    """The names of one window are parked together: `docs` becomes a link once their ways are
+    judged, before the renames reach the server. Its names move nothing outside and the error
+    names it; the window's other names, judged before, still go (parked and removed)."""
+    open_one, root, outside = place
+    storage = open_one()
+    paths = ["docs/a.html", "docs/b.html", "other/a.html", "other/b.html"]
+    for path in paths:
+        storage.write_bytes(path, b"ours")
+    (outside / "b.html").write_bytes(b"the neighbour's b.html")
+    before = attributes(outside)
+    before_send(monkeypatch, CMD_EXTENDED, lambda: swap_for_link(root / "site" / "docs", outside))
+    error = expect_error("storage_error", storage.delete_many, paths)
+    assert "/site/docs is a symbolic link" in error.message
+    assert attributes(outside) == before
+    assert [(outside / name).read_bytes() for name in ("a.html", "b.html")] == [b"the neighbour's a.html", b"the neighbour's b.html"]
+    assert {"a.html", "b.html"} <= set(os.listdir(root / "site" / "docs.moved"))  # and the staging directory, reserved
+    assert os.listdir(root / "site" / "other") == []  # a failed delete tidies no directory
+
+
+def test_a_directory_swapped_between_the_looks_and_the_ways_of_a_delete_window_stops_it_whole(place, monkeypatch):
+    """Every way of a window is judged before any of its acts is sent: a link found on one way
+    stops the window, and none of its names is removed."""
+    open_one, root, outside = place
+    storage = open_one()
+    paths = ["a.html", "docs/a.html", "docs/b.html"]
+    for path in paths:
+        storage.write_bytes(path, b"ours")
+    before = attributes(outside)
+    real = storage._make_stagings
+
+    def swap_then_make(remotes):
+        if not os.path.islink(root / "site" / "docs"):
+            swap_for_link(root / "site" / "docs", outside)
+        return real(remotes)
+
+    monkeypatch.setattr(storage, "_make_stagings", swap_then_make)
+    error = expect_error("storage_error", storage.delete_many, paths)
+    assert "/site/docs is a symbolic link" in error.message
+    assert attributes(outside) == before
+    assert (root / "site" / "a.html").read_bytes() == b"ours"
+    assert sorted(os.listdir(root / "site" / "docs.moved")) == ["a.html", "b.html"]
 
 
 def test_a_read_through_a_directory_swapped_after_its_check_shows_nothing_outside(place, monkeypatch):
@@ -270,6 +324,22 @@ def test_a_read_through_a_directory_swapped_after_its_check_shows_nothing_outsid
     monkeypatch.setattr(session, "open", swapped_open)
     error = expect_error("storage_error", storage.read_bytes, "docs/a.html", 100)
     assert "another file was there" in error.message or "/site/docs is a symbolic link" in error.message
+
+
+def test_a_release_checked_whole_refuses_a_link_on_the_way_or_at_the_name(place):
+    """measure_many looks at a window's names and ways together and judges each file as measure
+    does: `docs`, walked before, swapped for a link since, is refused by name, and so is a link at
+    an output's name; nothing is read through either."""
+    open_one, root, outside = place
+    storage = open_one()
+    storage.write_many([(path, lambda: [b"ours"]) for path in ("c.html", "docs/a.html", "docs/b.html")])
+    assert storage.measure_many([("c.html", 4), ("docs/a.html", 4)], True)["docs/a.html"][0] == 4
+    swap_for_link(root / "site" / "docs", outside)
+    error = expect_error("storage_error", storage.measure_many, [("c.html", 4), ("docs/a.html", 22)], True)
+    assert "/site/docs is a symbolic link" in error.message
+    os.symlink(outside / "a.html", root / "site" / "d.html")
+    error = expect_error("storage_error", storage.measure_many, [("c.html", 4), ("d.html", 22)], True)
+    assert "/site/d.html is a symbolic link" in error.message
 
 
 def test_a_file_rewritten_in_place_between_the_look_and_the_open_is_looked_at_again(place, monkeypatch):
@@ -307,15 +377,13 @@ def test_an_emptied_directory_behind_a_swapped_parent_is_not_removed(place, monk
     storage = open_one()
     storage.write_bytes("docs/a.html", b"ours")
     storage.write_bytes("keep.html", b"kept")
-    session = storage._open()
-    real_remove = session.remove
+    real = storage._remove_empty_parents
 
-    def remove_then_swap(remote):
-        result = real_remove(remote)
+    def swap_then_tidy(head):
         swap_for_link(root / "site", outside)
-        return result
+        return real(head)
 
-    monkeypatch.setattr(session, "remove", remove_then_swap)
+    monkeypatch.setattr(storage, "_remove_empty_parents", swap_then_tidy)
     expect_error("storage_error", storage.delete, "docs/a.html")
     assert (outside / "docs").is_dir()
 

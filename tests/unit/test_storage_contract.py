@@ -1210,6 +1210,28 @@ def test_a_file_the_generations_share_is_read_only_where_each_holds_that_very_fi
         assert generation.doubt("a.txt", 5, sha(b"alpha")) == "has 3 links, and distributor made 2"
 
 
+def test_measure_many_answers_as_measure_does_file_by_file(backend):
+    """Over more files than an SFTP window, in several directories: each answer is measure's,
+    and a refusal that drift judges file by file (a file with a name distributor did not make)
+    is given as the error instead of being raised."""
+    storage = backend.open()
+    storage.write_many([("d%d/f%03d.txt" % (index % 3, index), lambda index=index: [b"x" * index]) for index in range(70)])
+    asked = sorted(("d%d/f%03d.txt" % (index % 3, index), 5 if index == 1 else index) for index in range(70))
+    asked += [("gone.txt", 1), ("nowhere/gone.txt", 1)]
+    if backend.name in RELEASING:
+        storage.link_many([("d2/f002.txt", "elsewhere/f002.txt")])
+    for digest in (False, True):
+        found = storage.measure_many(asked, digest)
+        for path, size in asked:
+            try:
+                expected = storage.measure(path, size, digest)
+            except DistributorError as refused:
+                expected = type(refused)
+            assert (type(found[path]) if isinstance(found[path], Exception) else found[path]) == expected, path
+        assert found["d1/f001.txt"] == (1, None) and found["gone.txt"] is None
+        assert found["d2/f002.txt"].reason == "storage_error" if backend.name in RELEASING else found["d2/f002.txt"][0] == 2
+
+
 @only("local", "memory")
 def test_a_file_given_as_many_names_as_the_generations_share_is_refused_unless_they_hold_that_very_file(backend):
     """g2's a.txt, shared with g1 by the records, is replaced by a hard link to a file of

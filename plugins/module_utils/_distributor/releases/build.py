@@ -340,7 +340,8 @@ def check_whole(root: ReleaseRoot, release: str, verify: str) -> None:
     its digest too): a generation that lost or changed files since it was built is refused,
     never switched to, and a staged one is not offered for preview. A file the generations
     share that the storage cannot read (regular.UnprovenLinks: SFTP) is checked by its size.
-    First, the generation must be one distributor built (releases.home.vouched_generation)."""
+    The files are looked at together (Storage.measure_many: over SFTP, a window of them a round
+    trip). First, the generation must be one distributor built (releases.home.vouched_generation)."""
     vouched_generation(root.home, release, root.built)
     storage = root.generation(release)
     state, error = read_state(storage)
@@ -349,12 +350,16 @@ def check_whole(root: ReleaseRoot, release: str, verify: str) -> None:
     if state is None:
         raise DistributorError("invalid_state", "%s holds no record: it is not a release distributor built" % storage.describe())
 
-    def measure(path: str, size: int, digest: bool):
-        try:
-            return storage.measure(path, size, digest)
-        except UnprovenLinks:
-            return storage.measure(path, size, False)
-    missing, drifted = find_drift(state.outputs, frozenset(storage.list_files()), measure, verify)
+    listed = frozenset(storage.list_files())
+    asked = [(output.path, output.size) for output in state.outputs if output.path in listed]
+    seen = storage.measure_many(asked, verify == "sha256")
+    seen.update(storage.measure_many([item for item in asked if isinstance(seen[item[0]], UnprovenLinks)], False))
+
+    def measure(path: str, _size: int, _digest: bool):
+        if isinstance(seen[path], Exception):
+            raise seen[path]
+        return seen[path]
+    missing, drifted = find_drift(state.outputs, listed, measure, verify)
     if missing or drifted:
         raise DistributorError(
             "storage_error", "release %s is not whole: %d output(s) missing%s, %d changed%s since it was built; it stays "

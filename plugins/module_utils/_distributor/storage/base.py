@@ -16,8 +16,10 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Callable, ContextManager, Iterable, Mapping, TypeVar
 
+from ..errors import Unreadable
 from ..limits import LOCK_EXPIRY_SECONDS
 from ..paths import STAGING_PREFIX
+from ..regular import ForeignLinks
 from .lease import Lease
 from .refusals import not_offered
 
@@ -142,6 +144,18 @@ class Storage(ABC):
         held whole; S3 answers from the full-object checksum it keeps when there is one. A file with
         a name distributor did not make is not measured: regular.ForeignLinks (local and SFTP). Anything but a regular file there is
         errors.Unreadable, never opened."""
+
+    def measure_many(self, asked: list[tuple[str, int]], digest: bool) -> dict:
+        """measure of each (path, size): path -> its answer, or the regular.ForeignLinks or
+        errors.Unreadable it raised, which the caller judges file by file (planning.drift.find_drift);
+        any other error stops it. Backends where latency dominates (SFTP) look at several at once."""
+        found: dict = {}
+        for path, size in asked:
+            try:
+                found[path] = self.measure(path, size, digest)
+            except (ForeignLinks, Unreadable) as refused:
+                found[path] = refused
+        return found
 
     @abstractmethod
     def doubt(self, path: str, size: int | None = None, sha256: str | None = None, own_build: bool = False) -> str | None:

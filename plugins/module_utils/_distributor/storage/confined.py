@@ -130,6 +130,12 @@ class ConfinedStorage(Storage):
         with self._reported("inspect", self._inside(path)):
             return self.inner.measure(path, size, digest)
 
+    def measure_many(self, asked: list[tuple[str, int]], digest: bool) -> dict:
+        """Every path confined before the first is looked at."""
+        self._all_inside([path for path, _size in asked])
+        with self._reported("inspect files under"):
+            return self.inner.measure_many(asked, digest)
+
     def doubt(self, path: str, size: int | None = None, sha256: str | None = None, own_build: bool = False) -> str | None:
         """Confined like a read: the path comes from a journal."""
         with self._reported("inspect", self._inside(path)):

@@ -1,7 +1,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The batched half of SFTP storage: a batch of files staged, checked and renamed into place with
 requests sent ahead of their replies, and the look at the files a run is about to delete or write
-over (doubt_files), sent the same way.
+over (doubt_files) and the deletes themselves (delete_many), sent the same way.
 
 A small file waited for request by request costs about ten round trips, and paramiko spends more
 CPU handing each reply from its transport thread to the waiting one than on the request itself.
@@ -50,7 +50,7 @@ class _Staged:
 
 
 class SftpBatch:
-    """write_many and doubt_files for SftpStorage, a mixin for the reason given there (its
+    """write_many, doubt_files and delete_many for SftpStorage, a mixin for the reason given there (its
     attributes are set by SftpStorage.__init__)."""
 
     def doubt_files(self, paths: list[str]) -> list[str | None]:
@@ -74,6 +74,109 @@ class SftpBatch:
                 answers.append(verdict(kind_of(attrs.st_mode or 0), self._foreign(attrs.st_uid), None, None, None, None,
                                        output=not is_reserved(path)) if there else None)
         return answers
+
+    def delete_many(self, paths: Iterable[str]) -> list[str]:
+        """An output is parked before it is removed: renamed into this attempt's staging
+        directory beside it, then removed there. Through a directory swapped for a link since
+        the way was checked, the rename finds no staging directory (it exists only where this
+        attempt made it) and moves nothing. distributor's own names (records, the staged files
+        of a dead attempt) are removed by name once the way is looked at again. Directories
+        the deletes emptied are removed at the end, below the base; a staged file already gone
+        still tidies its staging directory (an attempt that died after its renames left it
+        empty, and recovery deletes staged names). The names go WINDOW at a time, each step of
+        a window sent at once (_delete_window)."""
+        removed, tidy = [], []
+        work = list(paths)
+        try:
+            for first in range(0, len(work), WINDOW):
+                window = work[first:first + WINDOW]
+                for path, gone in zip(window, self._delete_window(window)):
+                    if gone:
+                        removed.append(path)
+                        tidy.append(path)
+                    elif is_reserved(path):
+                        tidy.append(path)
+        finally:
+            self._drop_staging()
+            self._counted.clear()  # every other name of a file removed has one link less now
+        for head in sorted({path.rpartition("/")[0] for path in tidy}, key=lambda head: (-head.count("/"), head)):
+            self._remove_empty_parents(head)
+        return removed
+
+    def _delete_window(self, paths: list[str]) -> list[bool]:
+        """Whether each of `paths` was removed, in the steps a delete of one takes, each sent
+        for the whole window at once: the lstat of every name (a link at it is removed as a
+        name, as unlink(2) removes it, never followed: the ways to it refuse links, the last
+        name is looked at here: a shared path's link, releases.build.clear); the staging
+        directories the outputs are parked in; the ways, looked at again and judged before any
+        act is sent; the renames into the staging directories and the removes by name; last,
+        the removes of what was parked. A failure is raised once the window's other acts,
+        already sent, are finished (their parked files removed: those names were to go)."""
+        from paramiko.sftp import CMD_EXTENDED, CMD_LSTAT, CMD_REMOVE, CMD_RMDIR
+
+        remotes = [self._remote(path, look_at_name=False) for path in paths]
+        pipe = Pipe(self._open())
+        looks = [pipe.send(CMD_LSTAT, _wire(remote)) for remote in remotes]
+        found = []
+        for remote, number in zip(remotes, looks):
+            with self._errors("inspect", remote):
+                found.append(pipe.attributes(number, missing_ok=True))
+        parks = [None if attrs is None or is_reserved(path) or stat.S_ISDIR(attrs.st_mode or 0)
+                 else posixpath.join(self._staging_of(path), posixpath.basename(remote))
+                 for path, remote, attrs in zip(paths, remotes, found)]
+        self._make_stagings([posixpath.dirname(parked) for parked in parks if parked])
+        present = [remote for remote, attrs in zip(remotes, found) if attrs is not None]
+        seen = self._judge_ways(pipe, [posixpath.dirname(remote) for remote in present]) if present else {}
+        acts = []
+        for path, remote, attrs, parked in zip(paths, remotes, found, parks):
+            if attrs is None or not all(seen.get(directory) for directory in self._way(posixpath.dirname(remote))):
+                acts.append(None)
+            elif parked:
+                acts.append(pipe.send(CMD_EXTENDED, POSIX_RENAME, _wire(remote), _wire(parked)))
+            else:
+                acts.append(pipe.send(CMD_RMDIR if self._own_directory(path, attrs) else CMD_REMOVE, _wire(remote)))
+        done, failure = [], None
+        for path, remote, attrs, parked, number in zip(paths, remotes, found, parks, acts):
+            try:
+                done.append(number is not None and self._acted(pipe, number, remote, parked, self._own_directory(path, attrs)))
+            except DistributorError as error:
+                failure = failure or error
+                done.append(False)
+        removes = [(remote, pipe.send(CMD_REMOVE, _wire(parked))) for remote, parked, gone in zip(remotes, parks, done)
+                   if parked and gone]
+        for remote, number in removes:
+            try:
+                with self._errors("delete", remote):
+                    pipe.status(number)
+            except DistributorError as error:
+                failure = failure or error
+        if failure is not None:
+            raise failure
+        return done
+
+    @staticmethod
+    def _own_directory(path: str, attrs) -> bool:
+        """A directory at a reserved name (a staging directory): removed with rmdir, and kept when not empty."""
+        return attrs is not None and is_reserved(path) and stat.S_ISDIR(attrs.st_mode or 0)
+
+    def _acted(self, pipe: Pipe, number: int, remote: str, parked: str | None, directory: bool) -> bool:
+        """Whether the rename into `parked` or the remove (an rmdir when `directory`) of `remote`
+        sent as request `number` took it away. SFTP reports a directory that is not empty only as
+        a generic failure, so a directory that stays is not removed (False), whatever the reason."""
+        with self._errors("delete", remote):
+            try:
+                pipe.status(number)
+            except FileNotFoundError:
+                # Gone since it was seen, or the way changed under the rename: look again.
+                if parked is None or not self._check_directories(posixpath.dirname(remote)) or self._lstat(remote) is None:
+                    return False
+                raise DistributorError("storage_error", "cannot delete %s: something else changed the destination "
+                                       "during this run" % self._url(remote)) from None
+            except OSError:
+                if directory:
+                    return False
+                raise
+        return True
 
     def write(self, path: str, chunks: Iterable[bytes]) -> None:
         """One file through the same staged, checked path as write_many."""

@@ -13,21 +13,22 @@ import posixpath
 import socket
 import stat
 import traceback
-from typing import ContextManager, Iterable
+from typing import Callable, ContextManager
 
 from ...records.attributes import parse_mode, trusted_owners
-from ...errors import DistributorError, MissingLibrary
+from ...errors import DistributorError, MissingLibrary, Unreadable
 from ...limits import LOCK_EXPIRY_SECONDS
 from ...paths import RECORD_NAMES, is_reserved, is_staging
 from ...regular import ForeignLinks, UnprovenLinks, kind_of, links_not_ours
 from ..base import Storage, hash_stream
 from ..judging import not_a_record, owner_doubt, trusted_accounts, untrusted_record, verdict
 from ..lease import Lease, held
+from ..refusals import link_refused
 from .chain import Chain, endpoints
 from .connect import SftpConnection, check_config
 from .links import SftpLinks
 from .lock import SftpLock
-from .batch import SftpBatch
+from .batch import WINDOW, SftpBatch
 from .paths import SftpPaths
 from .wire import Pipe, identity, link_count, listdir_attr, read_ahead
 from .wire import wire as _wire
@@ -115,13 +116,18 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, SftpLinks, Storage):
         would block opening a FIFO, and the whole session with it; SFTP has no non-blocking open:
         docs/untrusted-destinations.md states the window left). For an `output` (its path under the base), a
         file with more than one name is refused too (_alone), unless nothing of it is `reading`."""
-        attrs = self._lstat(remote)
+        return self._as_looked_at(remote, self._lstat(remote), lambda: self._check_directories(posixpath.dirname(remote)),
+                                  output, reading)
+
+    def _as_looked_at(self, remote: str, attrs, way_holds: Callable[[], bool], output: str | None, reading: bool):
+        """_looked_at's verdict on the attributes `attrs` the lstat of `remote` gave, the way
+        looked at after it (`way_holds`: whether every directory on it is there, judged)."""
         if attrs is None:
             return None
         kind = kind_of(attrs.st_mode or 0)
         if kind:
             raise not_a_record(self._url(remote), kind)
-        if not self._check_directories(posixpath.dirname(remote)):
+        if not way_holds():
             return None
         if output is not None:
             self._alone(remote, attrs, output, reading)
@@ -244,6 +250,46 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, SftpLinks, Storage):
         attrs = self._looked_at(remote, path, digest)
         return None if attrs is None else self._measured(remote, attrs, size, digest)
 
+    def measure_many(self, asked: list[tuple[str, int]], digest: bool) -> dict:
+        """measure's looks, WINDOW files a round trip: the lstat of each name and then of each
+        directory on their ways (once a window), sent at once and answered in that order, as
+        measure looks at them one by one. Each file is then judged in turn as measure judges it
+        (a link at the name or on the way refused, the names counted: _as_looked_at) and, for a
+        digest, read as measure reads it."""
+        from paramiko.sftp import CMD_LSTAT
+
+        found: dict = {}
+        for first in range(0, len(asked), WINDOW):
+            window = asked[first:first + WINDOW]
+            remotes = [self._remote(path, look_at_name=False) for path, _size in window]
+            pipe = Pipe(self._open())
+            looks = [pipe.send(CMD_LSTAT, _wire(remote)) for remote in remotes]
+            ways = {directory: None for remote in remotes for directory in self._way(posixpath.dirname(remote))}
+            ways = {directory: pipe.send(CMD_LSTAT, _wire(directory)) for directory in ways}
+            names = []
+            for remote, number in zip(remotes, looks):
+                with self._errors("inspect", remote):
+                    names.append(pipe.attributes(number, missing_ok=True))
+            with self._errors("inspect", posixpath.dirname(remotes[0])):
+                seen = {directory: pipe.attributes(number, missing_ok=True) for directory, number in ways.items()}
+            for (path, size), remote, attrs in zip(window, remotes, names):
+                try:
+                    found[path] = self._measured_as_seen(path, remote, attrs, seen, size, digest)
+                except (ForeignLinks, Unreadable) as refused:
+                    found[path] = refused
+        return found
+
+    def _measured_as_seen(self, path: str, remote: str, attrs, seen: dict, size: int, digest: bool):
+        """measure's answer for `path` from the lstat of its name (`attrs`) and of the directories
+        on its way (`seen`, by remote path); the name is judged as _remote judges it."""
+        if attrs is not None and stat.S_ISLNK(attrs.st_mode or 0):
+            raise link_refused(self._url(remote))
+        if attrs is not None and stat.S_ISDIR(attrs.st_mode or 0):
+            self._judge(remote, attrs)
+        way = self._way(posixpath.dirname(remote))
+        attrs = self._as_looked_at(remote, attrs, lambda: self._judge_way(way, [seen[directory] for directory in way]), path, digest)
+        return None if attrs is None else self._measured(remote, attrs, size, digest)
+
     def _measured(self, remote: str, attrs, size: int, digest: bool) -> tuple[int, str | None] | None:
         """measure's answer for the file looked at as `attrs`: only that file is opened."""
         found = attrs.st_size or 0
@@ -322,78 +368,9 @@ class SftpStorage(SftpConnection, SftpPaths, SftpBatch, SftpLinks, Storage):
         return owner_doubt(uid, accounts) + (" (the server does not name uid %d, so distributor cannot tell it is %s)"
                                              % (uid, self.username) if unnamed else "")
 
-    def _remove(self, remote: str, action: str, directory: bool = False) -> bool:
-        """Remove a file (or an empty directory) by name, the way to it looked at again right
-        before: True when it was there. SFTP reports a directory that is not empty only as a
-        generic failure, so a directory that stays is not removed (False), whatever the reason."""
-        if not self._check_directories(posixpath.dirname(remote)):
-            return False
-        with self._errors(action, remote):
-            try:
-                if not directory:
-                    self._open().remove(_wire(remote))
-                    return True
-                self._open().rmdir(_wire(remote))
-            except FileNotFoundError:
-                return False
-            except OSError:
-                if directory:
-                    return False
-                raise
-        return True
-
     def delete(self, path: str) -> bool:
         """One file, parked and removed like a batch of one (see delete_many)."""
         return bool(self.delete_many([path]))
-
-    def delete_many(self, paths: Iterable[str]) -> list[str]:
-        """An output is parked before it is removed: renamed into this attempt's staging
-        directory beside it, then removed there. Through a directory swapped for a link since
-        the way was checked, the rename finds no staging directory (it exists only where this
-        attempt made it) and moves nothing. distributor's own names (records, the staged files
-        of a dead attempt) are removed by name once the way is looked at again. Directories
-        the deletes emptied are removed at the end, below the base; a staged file already gone
-        still tidies its staging directory (an attempt that died after its renames left it
-        empty, and recovery deletes staged names)."""
-        removed, tidy = [], []
-        try:
-            for path in paths:
-                if self._delete(path):
-                    removed.append(path)
-                    tidy.append(path)
-                elif is_reserved(path):
-                    tidy.append(path)
-        finally:
-            self._drop_staging()
-            self._counted.clear()  # every other name of a file removed has one link less now
-        for head in sorted({path.rpartition("/")[0] for path in tidy}, key=lambda head: (-head.count("/"), head)):
-            self._remove_empty_parents(head)
-        return removed
-
-    def _delete(self, path: str) -> bool:
-        """A link at `path` is removed as a name, as unlink(2) removes it, never followed: the
-        ways to it refuse links, the last name is looked at here (a shared path's link,
-        releases.build.clear)."""
-        remote = self._remote(path, look_at_name=False)
-        attrs = self._lstat(remote)
-        if attrs is None:
-            return False
-        if is_reserved(path) or stat.S_ISDIR(attrs.st_mode or 0):
-            return self._remove(remote, "delete", is_reserved(path) and stat.S_ISDIR(attrs.st_mode or 0))
-        parked = posixpath.join(self._staging(path), posixpath.basename(remote))
-        if not self._check_directories(posixpath.dirname(remote)):
-            return False
-        with self._errors("delete", remote):
-            try:
-                self._open().posix_rename(_wire(remote), _wire(parked))
-            except FileNotFoundError:
-                # Gone since it was seen, or the way changed under the rename: look again.
-                if not self._check_directories(posixpath.dirname(remote)) or self._lstat(remote) is None:
-                    return False
-                raise DistributorError("storage_error", "cannot delete %s: something else changed the destination "
-                                       "during this run" % self._url(remote)) from None
-            self._open().remove(_wire(parked))
-        return True
 
     def _remove_empty_parents(self, head: str) -> None:
         """Remove the directory `head` and its parents while the deletes left them empty, up to
