@@ -203,7 +203,7 @@ def markdown(rows) -> str:
     for name, (mine, theirs, value), goal in rows:
         unit = "MiB" if "(goal in MiB)" in name else "s"
         absolute = (theirs == "-" and value is not None) or "(goal in " in name
-        shown = "-" if value is None else "%.2f %s" % (value, unit) if absolute else "%.2fx" % value
+        shown = "-" if value is None else "%.3g %s" % (value, unit) if absolute else "%.2fx" % value
         met = "-" if value is None else "yes" if value <= goal else "no"
         lines.append("| %s | %s | %s | %s | %s | %s |" % (
             name, mine, theirs, shown, "< %g %s" % (goal, unit) if absolute else "≤ %.1fx" % goal, met))
