@@ -84,7 +84,8 @@ def _carried_manifests(data: object, raw: bytes, files: list) -> dict | None:
     for index, record in enumerate(owners if isinstance(owners, list) else ()):
         source = record.get("source") if isinstance(record, dict) else None
         manifest = source.get("manifest") if isinstance(source, dict) else None
-        if isinstance(manifest, dict) and type(manifest.get("files")) is int:
+        files_at = manifest.get("files") if isinstance(manifest, dict) else None
+        if isinstance(files_at, int) and not isinstance(files_at, bool):
             placed[index] = manifest
     if [manifest["files"] for manifest in placed.values()] != list(range(len(files))):
         return None
