@@ -411,3 +411,27 @@ def test_a_tree_as_deep_as_the_limit_is_listed(place):
         assert open_one().list_files() == [deepest]
     finally:
         remove_tree(root / "site")
+
+
+def test_a_rename_failing_in_the_middle_of_a_delete_window_names_the_file_and_the_channel_serves_on(place):
+    """A directory planted at one file's parked name: that rename fails, the window's other files
+    go, the error names the file, and the next requests on the same channel get their own replies."""
+    open_one, _root, _outside = place
+    storage = open_one()
+    paths = ["docs/a.html", "docs/b.html", "docs/c.html"]
+    for path in paths:
+        storage.write_bytes(path, b"ours")
+    real = storage._make_stagings
+
+    def make_then_block(remotes):
+        real(remotes)
+        for remote in set(remotes):
+            os.makedirs(os.path.join(remote, "b.html", "x"), exist_ok=True)
+
+    storage._make_stagings = make_then_block
+    error = expect_error("storage_error", storage.delete_many, paths)
+    assert "b.html" in error.message
+    del storage._make_stagings
+    assert storage.read_bytes("docs/b.html", 100) == b"ours"
+    assert "docs/a.html" not in storage.list_files() and "docs/c.html" not in storage.list_files()
+    assert storage.measure_many([("docs/b.html", 4)], True)["docs/b.html"][0] == 4
