@@ -156,6 +156,8 @@ def summary(timings_by_files: dict, modules: list) -> list[dict]:
                 if step not in timings or peer_step not in timings:
                     continue
                 for name in modules + ([FLOOR_TOOL] if row != "start" and FLOOR_TOOL in timings[step] else []):
+                    if (peer or name) not in timings[peer_step]:
+                        continue  # a row run alone: `--rows skip` measures no `rsync -a --fsync`
                     mine = [t[key] for t in timings[step][name]]
                     theirs = [t[key] for t in timings[peer_step][peer or name]]
                     line = {"row": row, "files": 1 if row == "start" else files, "module": name, "measure": key,
