@@ -16,25 +16,18 @@ for issue #32.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import sys
 import tempfile
 
 from bundles import BundleSpec, generate
-from harness import time_command
-
-MODULE = "ansible_collections.distributor.core.plugins.modules.distributor_publish"
+from harness import run_module, time_command
 
 
 def module(tree: str, source: str, root: str, workdir: str):
-    args = os.path.join(workdir, "args.json")
-    with open(args, "w") as handle:
-        json.dump({"ANSIBLE_MODULE_ARGS": {"source": source, "pipeline": {"id": "bench"},
-                                           "destination": {"id": "compare", "storage": {"type": "local", "root": root},
-                                                           "path": "site"}}}, handle)
-    return time_command([sys.executable, "-m", MODULE, args], env=dict(os.environ, PYTHONPATH=os.path.abspath(tree)))
+    return run_module({"source": source, "pipeline": {"id": "bench"},
+                       "destination": {"id": "compare", "storage": {"type": "local", "root": root}, "path": "site"}},
+                      os.path.join(workdir, "args.json"), tree=tree)
 
 
 def rsync(source: str, target: str):

@@ -31,7 +31,7 @@ import time
 from datetime import datetime, timezone
 
 from bundles import BundleSpec, generate
-from harness import COLLECTIONS, pipeline, publish, services, time_command, write_results
+from harness import pipeline, publish, run_module, services, write_results
 from release_change import one_file_changed
 from ansible_collections.distributor.core.plugins.module_utils._distributor.releases.rules import release_id
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import new_token
@@ -57,10 +57,8 @@ def stage(source: str, destinations: list[dict], release: str) -> None:
 
 def switch(destinations: list[dict], release: str, workdir: str) -> dict:
     """One distributor_release call with `fleet`, in a process of its own: wall, CPU and window."""
-    args = os.path.join(workdir, "switch.args.json")
-    with open(args, "w") as handle:
-        json.dump({"ANSIBLE_MODULE_ARGS": {"pipeline_id": "bench", "release": release, "fleet": destinations}}, handle)
-    timing = time_command([sys.executable, "-m", MODULE, args], env=dict(os.environ, PYTHONPATH=COLLECTIONS))
+    timing = run_module({"pipeline_id": "bench", "release": release, "fleet": destinations},
+                        os.path.join(workdir, "switch.args.json"), MODULE)
     result = json.loads(timing.stdout)
     if result["release"] != release or not result["changed"] or result["window_seconds"] is None:
         raise RuntimeError("the fleet did not switch to %s: %s" % (release, timing.stdout[-2000:]))

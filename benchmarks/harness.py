@@ -175,27 +175,29 @@ class Backends:
 MODULE = "ansible_collections.distributor.core.plugins.modules.distributor_publish"
 
 
+def run_module(arguments: dict, args: str, module: str = MODULE, tree: str = COLLECTIONS) -> Timing:
+    """A module as Ansible runs it on the target: a Python process that imports `module` from
+    the collection copy `tree` and reads its `arguments` from the file `args`. Its CPU is what
+    the per-file targets compare; its result is the Timing's stdout."""
+    with open(args, "w") as handle:
+        json.dump({"ANSIBLE_MODULE_ARGS": arguments}, handle)
+    return time_command([sys.executable, "-m", module, args], env=dict(os.environ, PYTHONPATH=os.path.abspath(tree)))
+
+
 def module_from(tree: str, site: str = "site"):
     """A runner (source, root) -> Timing of distributor_publish imported from the collection
     copy `tree` (a commit's checkout), publishing in place to `root`/`site`: what the rows
     compare between two trees in the same rounds."""
     def run(source: str, root: str) -> Timing:
-        args = root + ".args.json"
-        with open(args, "w") as handle:
-            json.dump({"ANSIBLE_MODULE_ARGS": {"source": source, "pipeline": {"id": "bench"}, "destination": {
-                "id": "bench", "storage": {"type": "local", "root": root}, "path": site}}}, handle)
-        return time_command([sys.executable, "-m", MODULE, args], env=dict(os.environ, PYTHONPATH=os.path.abspath(tree)))
+        return run_module({"source": source, "pipeline": {"id": "bench"}, "destination": {
+            "id": "bench", "storage": {"type": "local", "root": root}, "path": site}}, root + ".args.json", tree=tree)
     return run
 
 
 def module_process(source: str, markdown: bool, destination_: dict, workdir: str) -> Timing:
-    """distributor_publish as Ansible runs it on the target: a Python process that imports the
-    module and reads its arguments from a file. Its CPU is what the per-file targets compare."""
-    args = os.path.join(workdir, "args.json")
-    with open(args, "w") as handle:
-        json.dump({"ANSIBLE_MODULE_ARGS": {"source": source, "pipeline": pipeline(markdown),
-                                           "destination": destination_}}, handle)
-    return time_command([sys.executable, "-m", MODULE, args], env=dict(os.environ, PYTHONPATH=COLLECTIONS))
+    """distributor_publish in a process of its own (run_module) from the installed collection."""
+    return run_module({"source": source, "pipeline": pipeline(markdown), "destination": destination_},
+                      os.path.join(workdir, "args.json"))
 
 
 def destination(backend: str, storage: dict) -> dict:

@@ -19,20 +19,15 @@ import tempfile
 import time
 
 from bundles import BundleSpec, change, generate
-from harness import BENCH_DIR, COLLECTIONS, git_revision, pipeline, publish, time_call, time_command
+from harness import BENCH_DIR, git_revision, pipeline, publish, run_module, time_call, time_command
 
 RESULTS = os.path.join(BENCH_DIR, "results")
-MODULE = "ansible_collections.distributor.core.plugins.modules.distributor_publish"
 
 
 def _module(source: str, root: str, workdir: str):
     """The module as Ansible runs it (a process reading its arguments from a file)."""
-    args = os.path.join(workdir, "args.json")
-    with open(args, "w") as handle:
-        json.dump({"ANSIBLE_MODULE_ARGS": {"source": source, "pipeline": pipeline(False),
-                                           "destination": _destination(root)}}, handle)
-    env = dict(os.environ, PYTHONPATH=COLLECTIONS)
-    return time_command([sys.executable, "-m", MODULE, args], env=env)
+    return run_module({"source": source, "pipeline": pipeline(False), "destination": _destination(root)},
+                      os.path.join(workdir, "args.json"))
 
 
 def _destination(root: str) -> dict:
