@@ -398,3 +398,25 @@ def test_what_a_publish_carries_over_is_the_modelled_records_less_its_own_and_it
     assert dict(kept.by_path()) == {o.path: o for o in expected}
     other = data.draw(st.sampled_from(KEYS))
     assert kept.owned(other) == tuple(o for o in expected if o.owner == other)
+
+
+def test_a_manifests_file_lines_moved_out_of_it_get_the_full_paths_verdict():
+    """Another owner's file lines planted in a member beside its manifest, laid out as distributor
+    lays out a manifest's, and the manifest's own files a number: the full path refuses the
+    manifest, and so must the carried one (the lines are read only where a manifest holds them)."""
+    key, other = KEYS[0], KEYS[1]
+    outputs = tuple(Output(path, "source", path, None, None, sha(path.encode()), len(path), TIMES[0], TIMES[0], owner, "s", sha(b"s"),
+                           TIMES[0], ()) for path, owner in (("a.html", key), ("b/c.txt", other)))
+    state = State("shared_root", 3, TIMES[0], TIMES[0], None, "0.1.0",
+                  (Owner(key, "replace", _manifest(key, ("a.html",)), None),
+                   Owner(other, "replace", _manifest(other, ("b/c.txt", "b/d.css", "z.txt")), None)), outputs)
+    raw = serialize_state(state)
+    opening, closing = b'\n          "files": [\n', b"\n          ]\n        }"
+    start = raw.index(opening, raw.index(opening) + 1)
+    end = raw.index(closing, start) + len(closing)
+    for number in (b"0", b"1"):
+        planted = (raw[:start] + b'\n          "files": ' + number + b'\n        },\n        "extra": {' + opening
+                   + raw[start + len(opening):])
+        assert json.loads(planted)["owners"][1]["source"]["extra"]["files"]
+        assert _verdict(parse_state, planted) == _verdict(_decoded, planted)
+        assert _verdict(parse_state, planted)[0] == "invalid_state"

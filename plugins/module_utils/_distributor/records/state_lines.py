@@ -97,14 +97,15 @@ def split_outputs(raw: bytes) -> tuple[int, int] | None:
     return start, end
 
 
-def emptied(raw: bytes, start: int, files: list = ()) -> bytes:
+def emptied(raw: bytes, start: int, files: list = (), marker: str = "") -> bytes:
     """The record with an empty outputs list in place of the block starting at `start`: the
     same JSON up to the array's items, so it decodes as the record does less them. Each of
-    `files` (split_files: blocks of manifest file lines before it) is put as its index in that
-    list, which the reader looks for where each owner's manifest lists its files."""
+    `files` (split_files: blocks of manifest file lines before it) is put as the string
+    `marker` and its index in that list, which the reader looks for where each owner's
+    manifest lists its files: a marker made for this read, which no record can hold already."""
     pieces, at = [], 0
     for index, (begin, end) in enumerate(files):
-        pieces += [raw[at:begin - len(b"[\n")], b"%d" % index]
+        pieces += [raw[at:begin - len(b"[\n")], b'"%s%d"' % (marker.encode("ascii"), index)]
         at = end + len(_FILES_END)
     return b"".join(pieces) + raw[at:start - len(OPENING)] + _EMPTY
 

@@ -11,6 +11,7 @@ owners, the URLs), which words what is wrong.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import replace
 from itertools import repeat
 from urllib.parse import quote
@@ -66,32 +67,33 @@ def _head(raw: bytes, start: int, where: str) -> State | None:
     files = split_files(raw, start)
     if files is None:
         return None
+    marker = os.urandom(16).hex()
     try:
-        data = decode_json(emptied(raw, start, files), where, "invalid_state")
-        manifests = _carried_manifests(data, raw, files)
+        data = decode_json(emptied(raw, start, files, marker), where, "invalid_state")
+        manifests = _carried_manifests(data, raw, files, marker)
         return None if manifests is None else _parsed(data, where, manifests)
     except DistributorError:
         return None
 
 
-def _carried_manifests(data: object, raw: bytes, files: list) -> dict | None:
+def _carried_manifests(data: object, raw: bytes, files: list, marker: str) -> dict | None:
     """Each owner's manifest (by its index in `owners`) whose file lines are the block of `files`
-    that state_lines.emptied put its index for, read by manifest.carried, its `files` member
-    made an empty list for the schema; None unless every block is found there, in order, and
-    accepted."""
+    that state_lines.emptied put `marker` and its index for, read by manifest.carried, its
+    `files` member made an empty list for the schema; None unless every block is found there,
+    in order, and accepted. A block anywhere else (lines laid out as a manifest's in a member
+    the schema lets a record add) leaves its marker unfound: the full path reads that record."""
+    placeholders = ["%s%d" % (marker, index) for index in range(len(files))]
     owners = data.get("owners") if isinstance(data, dict) else None
     placed = {}
     for index, record in enumerate(owners if isinstance(owners, list) else ()):
         source = record.get("source") if isinstance(record, dict) else None
         manifest = source.get("manifest") if isinstance(source, dict) else None
-        files_at = manifest.get("files") if isinstance(manifest, dict) else None
-        if isinstance(files_at, int) and not isinstance(files_at, bool):
+        if isinstance(manifest, dict) and manifest.get("files") in placeholders:
             placed[index] = manifest
-    if [manifest["files"] for manifest in placed.values()] != list(range(len(files))):
+    if [manifest["files"] for manifest in placed.values()] != placeholders:
         return None
     made = {}
-    for index, manifest in placed.items():
-        block = files[manifest["files"]]
+    for (index, manifest), block in zip(placed.items(), files):
         manifest["files"] = []
         made[index] = carried(manifest, raw, *block)
     return None if None in made.values() else made
