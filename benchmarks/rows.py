@@ -19,7 +19,10 @@ report gives each tool's median and the median of the per-round ratios. Rows:
 
 The floor (replace_floor.py with `AnsibleModule`: the reads, checks and durable writes of each
 row and nothing else) runs every row in the same rounds, and each row's line has the floor's
-ratio to the same peer beside the module's: a goal below the floor's ratio is out of reach.
+ratio to the same peer beside the module's: a goal below the floor's ratio is out of reach. The
+skip row also runs the contract floor (skip_floor.py: those reads plus every check the state
+contract asks of a skip, the lock and the module's own plan digest, which it must match) on the
+root the module published: a goal below its ratio is out of reach for any module keeping the contract.
 
 `--tree` (as in compare.py: a directory holding ansible_collections/distributor/core) adds each
 checkout's module to every round: before and after a change, measured in the same run. `--quick`:
@@ -30,6 +33,7 @@ targets.py reads them.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -43,6 +47,9 @@ from harness import COLLECTIONS, module_from, time_command, write_results
 
 FLOOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "replace_floor.py")
 FLOOR_TOOL = "floor + AnsibleModule"
+CONTRACT_FLOOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "skip_floor.py")
+CONTRACT_TOOL = "contract floor"
+FLOORS = (FLOOR_TOOL, CONTRACT_TOOL)
 ROWS = ("start", "first", "skip", "replace", "regenerated")
 SITE = "site"
 
@@ -58,6 +65,18 @@ def floor(source: str, root: str):
     return time_command([sys.executable, FLOOR, "--floor", source, root, "--ansible"])
 
 
+def contract_floor(source: str, root: str):
+    return time_command([sys.executable, CONTRACT_FLOOR, source, root])
+
+
+def same_digest(module, floor_) -> None:
+    """The contract floor must do the skip's work: its plan digest is the module's, or the
+    run is not a measure of it."""
+    digests = [json.loads(timing.stdout.strip().splitlines()[-1]).get("plan_digest") for timing in (module, floor_)]
+    if digests[0] != digests[1]:
+        raise RuntimeError("the contract floor's plan digest %s is not the module's %s" % (digests[1], digests[0]))
+
+
 class Rounds:
     """Each tool's timings of each measured step, round by round."""
 
@@ -65,10 +84,11 @@ class Rounds:
         self.modules = modules
         self.timings: dict = {}
 
-    def time(self, step: str, tool: str, run, source: str, root: str) -> None:
+    def time(self, step: str, tool: str, run, source: str, root: str):
         os.sync()
         timing = run(source, root)
         self.timings.setdefault(step, {}).setdefault(tool, []).append({"wall": timing.seconds, "cpu": timing.cpu_seconds})
+        return timing
 
     def each_module(self, round_: int):
         names = list(self.modules)
@@ -116,7 +136,10 @@ def measure(rows: tuple, files: int, rounds: int, trees: dict, workdir: str, see
             roots[name] = os.path.join(workdir, "%d-%d-%s" % (files, round_, name.replace(" ", "")))
             measured.time("first", name, run, sources["old"], roots[name])
             if "skip" in rows:
-                measured.time("skip", name, run, sources["old"], roots[name])
+                skipped = measured.time("skip", name, run, sources["old"], roots[name])
+                if name in measured.modules and name == list(measured.modules)[-1]:
+                    # The contract floor skips the root the (last) module published, and must agree with it.
+                    same_digest(skipped, measured.time("skip", CONTRACT_TOOL, contract_floor, sources["old"], roots[name]))
         for peer in ("rsync -a", "rsync -a --fsync") if "first" in rows else ("rsync -a",) if "skip" in rows else ():
             roots[peer] = os.path.join(workdir, "%d-%d-%s" % (files, round_, peer.replace(" ", "")))
             measured.time("first", peer, peers[peer], sources["old"], roots[peer])
@@ -155,7 +178,7 @@ def summary(timings_by_files: dict, modules: list) -> list[dict]:
             for step, key, peer_step, peer, goal in ROW_LINES[row]:
                 if step not in timings or peer_step not in timings:
                     continue
-                for name in modules + ([FLOOR_TOOL] if row != "start" and FLOOR_TOOL in timings[step] else []):
+                for name in modules + ([floor_ for floor_ in FLOORS if floor_ in timings[step]] if row != "start" else []):
                     if (peer or name) not in timings[peer_step]:
                         continue  # a row run alone: `--rows skip` measures no `rsync -a --fsync`
                     mine = [t[key] for t in timings[step][name]]

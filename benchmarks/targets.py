@@ -23,7 +23,7 @@ import statistics
 import sys
 import time
 
-from rows import FLOOR_TOOL
+from rows import FLOORS
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
@@ -129,9 +129,10 @@ def rows_line(f: Figures, row: str, files: int, measure: str, peer: str) -> tupl
     size = "" if line["files"] == files else " ({:,} files)".format(line["files"])
     if line["ratio"] is None:
         return "%.3f s" % line["mine"], "%.3f s (%s)" % (line["theirs"], line["peer"].strip()), line["mine"]
-    floor = next((other for other in (f.rows or {}).get("summary", []) if other["module"] == FLOOR_TOOL and all(
-        other[key] == line[key] for key in ("row", "measure", "peer", "files"))), None)
-    beside = "; floor %.3f s = %.2fx" % (floor["mine"], floor["ratio"]) if floor else ""
+    floors = [other for other in (f.rows or {}).get("summary", []) if other["module"] in FLOORS and all(
+        other[key] == line[key] for key in ("row", "measure", "peer", "files"))]
+    beside = "".join("; %s %.3f s = %.2fx" % (
+        "floor" if floor["module"] == FLOORS[0] else floor["module"], floor["mine"], floor["ratio"]) for floor in floors)
     return "%.3f s%s" % (line["mine"], size), "%.3f s%s" % (line["theirs"], beside), line["ratio"]
 
 
