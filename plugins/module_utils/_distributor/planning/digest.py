@@ -183,13 +183,13 @@ def publish_facts(the_plan: Plan, manifest, recovered, changes: list) -> dict:
     kinds = {entry["path"]: entry["change"] for entry in changes}
     key = the_plan.owner
     base = the_plan.decision.state
-    previous = base.by_path() if base else {}
-    owners = base.owners_by_path() if base else {}
     outputs = the_plan.outputs()
     after_owner = the_plan.after.owner(key) if the_plan.after else None
     touched = {w.path for w in the_plan.writes + the_plan.repairs + the_plan.resettles} | set(the_plan.deletes)
-    if others_before(owners, key):
+    if others_before(base, key):
+        owners = base.owners_by_path()
         touched.update(o.path for o in outputs if o.path in owners and owners[o.path] != key)
+    previous = base.by_path() if base and touched else {}
     return {
         "plan_format": PLAN_FORMAT,
         "operation": "publish",
