@@ -20,9 +20,10 @@ report gives each tool's median and the median of the per-round ratios. Rows:
 The floor (replace_floor.py with `AnsibleModule`: the reads, checks and durable writes of each
 row and nothing else) runs every row in the same rounds, and each row's line has the floor's
 ratio to the same peer beside the module's: a goal below the floor's ratio is out of reach. The
-skip row also runs the contract floor (skip_floor.py: those reads plus every check the state
-contract asks of a skip, the lock and the module's own plan digest, which it must match) on the
-root the module published: a goal below its ratio is out of reach for any module keeping the contract.
+first, skip, replace and regenerated rows also run the contract floor (contract_floor.py: those
+reads and writes plus every check, record and durable step the state contract asks of them, and
+the module's own plan digest, which it must match), its skip on the root the module published: a
+goal below its ratio is out of reach for any module keeping the contract.
 
 `--tree` (as in compare.py: a directory holding ansible_collections/distributor/core) adds each
 checkout's module to every round: before and after a change, measured in the same run. `--quick`:
@@ -47,7 +48,7 @@ from harness import COLLECTIONS, module_from, time_command, write_results
 
 FLOOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "replace_floor.py")
 FLOOR_TOOL = "floor + AnsibleModule"
-CONTRACT_FLOOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "skip_floor.py")
+CONTRACT_FLOOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "contract_floor.py")
 CONTRACT_TOOL = "contract floor"
 FLOORS = (FLOOR_TOOL, CONTRACT_TOOL)
 ROWS = ("start", "first", "skip", "replace", "regenerated")
@@ -70,7 +71,7 @@ def contract_floor(source: str, root: str):
 
 
 def same_digest(module, floor_) -> None:
-    """The contract floor must do the skip's work: its plan digest is the module's, or the
+    """The contract floor must do the module's work: its plan digest is the module's, or the
     run is not a measure of it."""
     digests = [json.loads(timing.stdout.strip().splitlines()[-1]).get("plan_digest") for timing in (module, floor_)]
     if digests[0] != digests[1]:
@@ -126,7 +127,7 @@ def measure(rows: tuple, files: int, rounds: int, trees: dict, workdir: str, see
     if not set(rows) & {"first", "skip", "replace", "regenerated"}:
         return measured.timings
     sources = bundles(workdir, files, seed)
-    peers = {"rsync -a": rsync(), "rsync -a --fsync": rsync("--fsync"), FLOOR_TOOL: floor}
+    peers = {"rsync -a": rsync(), "rsync -a --fsync": rsync("--fsync"), FLOOR_TOOL: floor, CONTRACT_TOOL: contract_floor}
     # Every root stays until the end: deleting a large tree just before a round inflates the next
     # one's syncfs, and its CPU (the disk discards).
     for round_ in range(rounds):
@@ -134,11 +135,14 @@ def measure(rows: tuple, files: int, rounds: int, trees: dict, workdir: str, see
         for name in list(measured.each_module(round_)) + [FLOOR_TOOL] if {"first", "skip"} & set(rows) else ():
             run = measured.modules.get(name) or peers[name]
             roots[name] = os.path.join(workdir, "%d-%d-%s" % (files, round_, name.replace(" ", "")))
-            measured.time("first", name, run, sources["old"], roots[name])
+            first = measured.time("first", name, run, sources["old"], roots[name])
+            if name == list(measured.modules)[-1]:
+                roots[CONTRACT_TOOL] = os.path.join(workdir, "%d-%d-contract" % (files, round_))
+                same_digest(first, measured.time("first", CONTRACT_TOOL, contract_floor, sources["old"], roots[CONTRACT_TOOL]))
             if "skip" in rows:
                 skipped = measured.time("skip", name, run, sources["old"], roots[name])
-                if name in measured.modules and name == list(measured.modules)[-1]:
-                    # The contract floor skips the root the (last) module published, and must agree with it.
+                if name == list(measured.modules)[-1]:
+                    # On the root the (last) module published: the state as the module writes it.
                     same_digest(skipped, measured.time("skip", CONTRACT_TOOL, contract_floor, sources["old"], roots[name]))
         for peer in ("rsync -a", "rsync -a --fsync") if "first" in rows else ("rsync -a",) if "skip" in rows else ():
             roots[peer] = os.path.join(workdir, "%d-%d-%s" % (files, round_, peer.replace(" ", "")))
@@ -148,11 +152,13 @@ def measure(rows: tuple, files: int, rounds: int, trees: dict, workdir: str, see
         for step in ("replace", "regenerated"):
             if step not in rows:
                 continue
-            for tool in list(measured.each_module(round_)) + ["rsync -a", FLOOR_TOOL]:
+            done = {}
+            for tool in list(measured.each_module(round_)) + ["rsync -a", FLOOR_TOOL, CONTRACT_TOOL]:
                 run = measured.modules.get(tool) or peers[tool]
                 root = os.path.join(workdir, "%d-%d-%s-%s" % (files, round_, step, tool.replace(" ", "")))
                 run(sources["old"], root)
-                measured.time(step, tool, run, sources["kept" if step == "replace" else step], root)
+                done[tool] = measured.time(step, tool, run, sources["kept" if step == "replace" else step], root)
+            same_digest(done[list(measured.modules)[-1]], done[CONTRACT_TOOL])
         print("%d files, round %d: %s" % (files, round_, "; ".join("%s %s" % (step, ", ".join(
             "%s %.2f" % (tool, values[-1]["cpu"]) for tool, values in tools.items())) for step, tools in measured.timings.items()
             if step != "start")), flush=True)
