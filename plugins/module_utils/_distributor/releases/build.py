@@ -23,12 +23,11 @@ from ..paths import INDEX_NAME, JOURNAL_NAME, RESERVED_PREFIX, STAGING_PREFIX, S
 from ..planning.plan import Plan
 from ..regular import UnprovenLinks
 from .index import Release, ReleaseIndex
-from .home import ReleaseRoot, SharedLinks, read_generation_journal, vouched_generation
+from .home import ReleaseRoot, SharedLinks, read_generation_journal, recorded, vouched_generation
 from .rules import (
     HOME, SHARED, dead_releases, is_failed_or_unbuilt, link_target, next_release_id, removable_releases, removed_at_switch,
     shared_target, staged_release, switch_link_name, token_of, with_active, with_built, with_failed, with_staged, without_releases)
 from ..execution.root import read_state
-from ..records.state_parse import recorded_files
 from ..storage.base import staging_dir
 
 
@@ -204,18 +203,12 @@ def _named(root: ReleaseRoot, release: str, storage, unfinished: bool) -> dict:
     if unfinished:
         entry = root.index.by_id(release)
         if entry is not None and entry.from_id is not None:
-            named.update(_recorded(root.generation(entry.from_id)))
-    named.update(_recorded(storage))
+            named.update(recorded(root.generation(entry.from_id)))
+    named.update(recorded(storage))
     journal = read_generation_journal(storage) if unfinished else None
     if journal is not None:
         named.update({e.path: (e.size, e.sha256) for e in journal.writes if e.sha256})
     return named
-
-
-def _recorded(storage) -> dict:
-    """(size, sha256) by path of each output a generation's record names (state_parse.recorded_files);
-    none when it has no record or an invalid one, which vouches for nothing."""
-    return read_state(storage, recorded_files)[0] or {}
 
 
 def build(root: ReleaseRoot, the_plan: Plan, bundle, manifest, present: frozenset, own_sources: Callable[[], dict],

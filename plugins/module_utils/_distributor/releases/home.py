@@ -27,6 +27,7 @@ from ..regular import ForeignLinks
 from .index import ACTIVE, FAILED, Release, ReleaseIndex, parse_index, serialize_index
 from .rules import HOME, is_failed_or_unbuilt, live_id, split_bundle_path, with_active
 from ..execution.root import opened, read_journal, read_record, read_state
+from ..records.state_parse import recorded_files
 from ..storage.base import Storage
 from ..storage.confined import ConfinedStorage
 from ..storage.refusals import CHANGED_DURING_RUN
@@ -89,19 +90,20 @@ class SharedLinks(Mapping):
 
     def _load(self) -> dict:
         if self._shared is None:
-            records = {}
-            for entry in self._root.index.releases:
-                state = _state_of(self._root.home.at(entry.id))
-                records[entry.id] = {o.path: o.sha256 for o in state.outputs} if state else {}
-            mine = records.pop(self._release, {})
-            mine = self._digests if self._digests is not None else mine
+            ids = [entry.id for entry in self._root.index.releases]
+            mine = self._digests
+            if mine is None:  # read only when no digests stand for it: clearing a generation has just read it
+                mine = self._recorded(self._release) if self._release in ids else {}
             shared: dict[str, list] = {}
-            for other, outputs in records.items():
-                for path, digest in outputs.items():
+            for other in ids:
+                for path, digest in self._recorded(other).items() if other != self._release else ():
                     if mine.get(path) == digest:
                         shared.setdefault(path, []).append(other)
             self._shared = {path: tuple(others) for path, others in shared.items()}
         return self._shared
+
+    def _recorded(self, release: str) -> dict:
+        return {path: digest for path, (_size, digest) in recorded(self._root.home.at(release)).items()}
 
     def __getitem__(self, path: str) -> tuple[str, ...]:
         """A record (reserved name) is never one of the files a publish links, so reading one,
@@ -161,11 +163,11 @@ def read_generation_journal(storage: Storage):
         return None
 
 
-def _state_of(storage: Storage):
-    """A generation's record, or None when it has none or it cannot be read: such a generation
-    vouches for no link."""
-    state, _error = read_state(storage)
-    return state
+def recorded(storage: Storage) -> dict:
+    """(size, sha256) by path of each output a generation's record names, read from its columns
+    (state_parse.recorded_files: 10,000 outputs are not modelled to be looked up); none when it
+    has no record or an invalid one, which vouches for nothing."""
+    return read_state(storage, recorded_files)[0] or {}
 
 
 @contextmanager
