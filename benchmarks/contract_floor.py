@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ctypes
 import fcntl
+import gc
 import hashlib
 import json
 import os
@@ -330,6 +331,7 @@ def new_state(plan: Plan, state: dict | None) -> bytes:
 
 
 def publish(source: str, root: str) -> None:
+    gc.disable()  # as the module does (operations.adapter.run_module): no pass of the collector over 100,000 records
     from ansible.module_utils import basic  # pylint: disable=import-outside-toplevel
     basic._ANSIBLE_ARGS = json.dumps({"ANSIBLE_MODULE_ARGS": {"source": source, "root": root}}).encode()
     basic._ANSIBLE_PROFILE = "legacy"
