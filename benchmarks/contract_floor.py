@@ -36,6 +36,7 @@ import stat
 import sys
 import time
 from operator import itemgetter, lt
+from typing import NamedTuple
 
 STATE, JOURNAL, LOCK, SITE = ".distributor.json", ".distributor.journal.json", ".distributor.lock", "site"
 OWNER, KEY = ("bench", "bench"), "bench/bench"
@@ -175,13 +176,16 @@ def check_state(state: dict, manifest: dict, columns: tuple) -> tuple[dict, tupl
     return recorded, columns
 
 
-class Plan:
+class Plan(NamedTuple):
     """What the run does: its action, the bundle's columns, the writes (indexes into them, each
     with its kind of change), the deletes and the records before (path -> sha256)."""
-
-    def __init__(self, action: str, manifest: dict, columns: tuple, recorded: dict | None, writes: list, changes: list, deletes: list):
-        self.action, self.manifest, self.columns, self.recorded = action, manifest, columns, recorded
-        self.writes, self.changes, self.deletes = writes, changes, deletes
+    action: str
+    manifest: dict
+    columns: tuple
+    recorded: dict
+    writes: list
+    changes: list
+    deletes: list
 
 
 def source_of(manifest: dict | None) -> dict | None:
@@ -211,28 +215,27 @@ def plan_digest(plan: Plan, before: dict | None) -> str:
     return "sha256:" + hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
-def decide(manifest: dict, columns: tuple, state: dict | None, before: tuple | None, present: set) -> Plan:
-    """Skip the same manifest, replace an older one of the same id, publish into an empty root;
-    refuse the rest, and an unmanaged file where an output goes."""
-    recorded = dict(zip(before[0], before[1])) if before else {}
-    if state is not None and state["source"]["manifest"] == manifest:
+def decide(manifest: dict, columns: tuple, before: dict | None, same: bool, recorded_columns: tuple | None, present: set) -> Plan:
+    """Skip the same manifest (`same`: the recorded one, `before`), replace an older one of the
+    same id, publish into an empty root; refuse the rest, and an unmanaged file where an output goes."""
+    recorded = dict(zip(recorded_columns[0], recorded_columns[1])) if recorded_columns else {}
+    if same:
         return Plan("skip", manifest, columns, recorded, [], [], [])
-    if state is not None and (state["source"]["manifest"]["id"] != manifest["id"]
-                              or state["source"]["manifest"]["created"] >= manifest["created"]):
+    if before is not None and (before["id"] != manifest["id"] or before["created"] >= manifest["created"]):
         refuse("another or no newer source")
-    paths, sha256s, _sizes = columns
-    sizes_before = dict(zip(before[0], before[2])) if before else {}
+    paths = columns[0]
+    sizes_before = dict(zip(recorded_columns[0], recorded_columns[2])) if recorded_columns else {}
     writes = [i for i, (p, s, n) in enumerate(zip(*columns)) if recorded.get(p) != s or sizes_before.get(p) != n]
     changes = ["update" if paths[i] in recorded else "create" for i in writes]
     if any(paths[i] in present for i, change in zip(writes, changes) if change == "create"):
         refuse("an unmanaged file is where an output goes")
     deletes = sorted(set(recorded).difference(paths))
-    return Plan("replace" if state else "publish", manifest, columns, recorded, writes, changes, deletes)
+    return Plan("replace" if before else "publish", manifest, columns, recorded, writes, changes, deletes)
 
 
-def listing(site: str) -> set:
-    """Every file under the bundle path but distributor's own names."""
-    found, pending = set(), [("", site)]
+def walk(top: str) -> tuple[list, list]:
+    """(files, directories) under `top`, relative, distributor's own names left out."""
+    files, directories, pending = [], [], [("", top)]
     while pending:
         prefix, directory = pending.pop()
         with os.scandir(directory) as entries:
@@ -240,10 +243,11 @@ def listing(site: str) -> set:
                 if entry.name.startswith(".distributor"):
                     continue
                 if entry.is_dir(follow_symlinks=False):
+                    directories.append(prefix + entry.name)
                     pending.append((prefix + entry.name + "/", entry.path))
                 else:
-                    found.add(prefix + entry.name)
-    return found
+                    files.append(prefix + entry.name)
+    return files, directories
 
 
 def check_authorship(site: str, paths: list) -> None:
@@ -346,8 +350,9 @@ def publish(source: str, root: str) -> None:
         before, recorded_columns = check_state(state, manifest, columns) if state is not None else (None, None)
         if os.path.lexists(os.path.join(site, JOURNAL)):
             refuse("an interrupted attempt")
-        present = set() if state is not None and before == manifest else listing(site)
-        plan = decide(manifest, columns, state, recorded_columns, present)
+        same = before == manifest
+        present = set() if same else set(walk(site)[0])
+        plan = decide(manifest, columns, before, same, recorded_columns, present)
         digest = plan_digest(plan, before)
         check_authorship(site, sorted(p for p in [columns[0][i] for i in plan.writes] + plan.deletes if p in present))
         if plan.action != "skip":

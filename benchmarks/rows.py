@@ -128,6 +128,8 @@ def measure(rows: tuple, files: int, rounds: int, trees: dict, workdir: str, see
         return measured.timings
     sources = bundles(workdir, files, seed)
     peers = {"rsync -a": rsync(), "rsync -a --fsync": rsync("--fsync"), FLOOR_TOOL: floor, CONTRACT_TOOL: contract_floor}
+    # The contract floor runs beside the last module, which its plan digest must match.
+    last = list(measured.modules)[-1]
     # Every root stays until the end: deleting a large tree just before a round inflates the next
     # one's syncfs, and its CPU (the disk discards).
     for round_ in range(rounds):
@@ -136,13 +138,13 @@ def measure(rows: tuple, files: int, rounds: int, trees: dict, workdir: str, see
             run = measured.modules.get(name) or peers[name]
             roots[name] = os.path.join(workdir, "%d-%d-%s" % (files, round_, name.replace(" ", "")))
             first = measured.time("first", name, run, sources["old"], roots[name])
-            if name == list(measured.modules)[-1]:
+            if name == last:
                 roots[CONTRACT_TOOL] = os.path.join(workdir, "%d-%d-contract" % (files, round_))
                 same_digest(first, measured.time("first", CONTRACT_TOOL, contract_floor, sources["old"], roots[CONTRACT_TOOL]))
             if "skip" in rows:
                 skipped = measured.time("skip", name, run, sources["old"], roots[name])
-                if name == list(measured.modules)[-1]:
-                    # On the root the (last) module published: the state as the module writes it.
+                if name == last:
+                    # On the root that module published: the state as the module writes it.
                     same_digest(skipped, measured.time("skip", CONTRACT_TOOL, contract_floor, sources["old"], roots[name]))
         for peer in ("rsync -a", "rsync -a --fsync") if "first" in rows else ("rsync -a",) if "skip" in rows else ():
             roots[peer] = os.path.join(workdir, "%d-%d-%s" % (files, round_, peer.replace(" ", "")))
@@ -158,7 +160,7 @@ def measure(rows: tuple, files: int, rounds: int, trees: dict, workdir: str, see
                 root = os.path.join(workdir, "%d-%d-%s-%s" % (files, round_, step, tool.replace(" ", "")))
                 run(sources["old"], root)
                 done[tool] = measured.time(step, tool, run, sources["kept" if step == "replace" else step], root)
-            same_digest(done[list(measured.modules)[-1]], done[CONTRACT_TOOL])
+            same_digest(done[last], done[CONTRACT_TOOL])
         print("%d files, round %d: %s" % (files, round_, "; ".join("%s %s" % (step, ", ".join(
             "%s %.2f" % (tool, values[-1]["cpu"]) for tool, values in tools.items())) for step, tools in measured.timings.items()
             if step != "start")), flush=True)
