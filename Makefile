@@ -271,7 +271,6 @@ bench: collection $(BENCH_TOOLS)/.installed
 	$(VENV_BIN)/python benchmarks/awx_results.py $(filter --quick,$(BENCH_ARGS))
 	$(VENV_BIN)/python benchmarks/jump_host.py $(filter --quick,$(BENCH_ARGS))
 	$(VENV_BIN)/python benchmarks/release_change.py $(filter --quick,$(BENCH_ARGS))
-	$(VENV_BIN)/python benchmarks/release_floor.py $(filter --quick,$(BENCH_ARGS))
 	$(VENV_BIN)/python benchmarks/fleet_switch.py $(filter --quick,$(BENCH_ARGS))
 	$(VENV_BIN)/python benchmarks/release_disk_floor.py
 	$(VENV_BIN)/python benchmarks/playbook_sync.py --posix $(BENCH_TOOLS) $(filter --quick,$(BENCH_ARGS))

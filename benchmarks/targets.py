@@ -6,7 +6,7 @@ from the same `make bench` run.
 
 Reads the newest result of each script in benchmarks/results (rows.py's runs merged, a later
 run's lines replacing an earlier one's; run.py, first_publish.py, scale.py, shared_root.py,
-s3_latency.py, jump_host.py, release_change.py, release_floor.py, playbook_sync.py, fleet_switch.py;
+s3_latency.py, jump_host.py, release_change.py, playbook_sync.py, fleet_switch.py;
 with --since, only those written at or after the `YYYYmmddTHHMMSS` stamp `make bench` passes)
 and prints one row per target: what was measured, the peer's figure, the ratio, the goal and
 whether it is met, under a line with the date, the commits and the load average of the results.
@@ -63,14 +63,13 @@ class Figures:
         self.awx = newest(("awx",), since)
         self.jump = newest(("jump",), since)
         self.release = newest(("release-change",), since)
-        self.release_floor = newest(("release-floor",), since)
         self.playbook = newest(("playbook-sync",), since)
         self.rows = rows_results(since)
         self.fleet = newest(("fleet",), since)
 
     def found(self) -> list[dict]:
         return [one for one in (self.run, self.first, self.scale, self.shared, self.latency, self.awx, self.jump, self.release,
-                                self.playbook, self.rows, self.fleet, self.release_floor) if one]
+                                self.playbook, self.rows, self.fleet) if one]
 
     def run_row(self, backend: str, bundle: str, phase: str, tool: str) -> dict | None:
         rows = (self.run or {}).get("measurements", [])
@@ -148,7 +147,7 @@ def rows_line(f: Figures, row: str, files: int, measure: str, peer: str) -> tupl
     beside = "".join("; %s %.3f s = %.2fx" % (
         "floor" if floor["module"] == FLOORS[0] else floor["module"], floor["mine"], floor["ratio"]) for floor in floors)
     # The contract floor's ratio bounds what any module keeping the contract can reach (markdown shows it).
-    bound = [floor["ratio"] for floor in floors if floor["module"] == FLOORS[-1]]
+    bound = [("contract", floor["ratio"]) for floor in floors if floor["module"] == FLOORS[-1]]
     return ("%.3f s%s" % (line["mine"], size), "%.3f s%s" % (line["theirs"], beside), line["ratio"], *bound)
 
 
@@ -173,7 +172,7 @@ def targets(f: Figures) -> list[tuple[str, tuple, float]]:
     rows.append(("a one-file change to a %s-file release, CPU / the same change in place" % (
         "{:,}".format(release["files"]) if release else "10,000"), (
         "%.2f s" % release["median_cpu"]["release"], "%.2f s" % release["median_cpu"]["in place"], release["ratio"],
-        *([f.release_floor["bound"]] if f.release_floor else [])) if release else ("not measured", "-", None), 1.3))
+        *([("release", release["bound"])] if "bound" in release else [])) if release else ("not measured", "-", None), 1.3))
     shared = (f.shared or {}).get("rows", [])
     largest = max(shared, key=lambda r: r["outputs"], default=None)
     for what in ("plan", "skip"):
@@ -216,15 +215,16 @@ def header(f: Figures) -> str:
 
 def markdown(rows) -> str:
     """A ratio's goal reads `≤ 1.5x`; a target in seconds or MiB (no peer) reads `< 1 s`. A row
-    not met whose contract floor (rows.py) is above the goal says so: out of reach."""
+    not met whose floor (rows.py's contract floor, release_change.py's) is above the goal says so:
+    out of reach."""
     lines = ["| target | measured | peer | ratio | goal | met |", "| --- | ---: | ---: | ---: | ---: | --- |"]
     for name, (mine, theirs, value, *bound), goal in rows:
         unit = "MiB" if "(goal in MiB)" in name else "s"
         absolute = (theirs == "-" and value is not None) or "(goal in " in name
         shown = "-" if value is None else "%.3g %s" % (value, unit) if absolute else "%.2fx" % value
         met = "-" if value is None else "yes" if value <= goal else "no"
-        if met == "no" and bound and bound[0] > goal:
-            met = "no: the %s floor is at %.2fx" % ("release" if "release" in name else "contract", bound[0])
+        if met == "no" and bound and bound[0][1] > goal:
+            met = "no: the %s floor is at %.2fx" % bound[0]
         lines.append("| %s | %s | %s | %s | %s | %s |" % (
             name, mine, theirs, shown, "< %g %s" % (goal, unit) if absolute else "≤ %.1fx" % goal, met))
     return "\n".join(lines) + "\n"
