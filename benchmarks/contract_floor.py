@@ -5,6 +5,8 @@ found (whole columns through C passes, no object a file), and nothing else.
 
     python benchmarks/contract_floor.py SOURCE ROOT      # publish SOURCE to ROOT/site as distributor_publish would
 
+(or, as an Ansible module in a playbook's `library/`, with the arguments `source` and `root`)
+
 replace_floor.py's floor does a publish's reads and durable writes: what no program can avoid. A
 publish must also (DESIGN.md, spec/destination-state.md) refuse a manifest with duplicate keys,
 check its schema and every path rule and recompute its digest (a record's digest of itself is
@@ -50,6 +52,7 @@ TIMESTAMPS = re.compile(r"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\n)*")
 UNCLEAN = ("//", "/./", "/../", "/.distributor")
 DROPPED = dict.fromkeys([*range(32), 127, ord("\\")])
 _path, _sha256, _size = itemgetter("path"), itemgetter("sha256"), itemgetter("size")
+RESULT_LIMIT = 100  # the module's default result_limit
 
 
 def decoded_bytes(raw: bytes, path: str, hook=None):
@@ -334,12 +337,16 @@ def new_state(plan: Plan, state: dict | None) -> bytes:
                        "source": {"manifest": plan.manifest}, "outputs": outputs}).encode()
 
 
-def publish(source: str, root: str) -> None:
+def publish(argv: list) -> None:
+    """Run by rows.py as `contract_floor.py SOURCE ROOT`, or by playbook_sync.py through
+    `ansible-playbook` as a module (`source`, `root`), which hands the arguments over itself."""
     gc.disable()  # as the module does (operations.adapter.run_module): no pass of the collector over 100,000 records
     from ansible.module_utils import basic  # pylint: disable=import-outside-toplevel
-    basic._ANSIBLE_ARGS = json.dumps({"ANSIBLE_MODULE_ARGS": {"source": source, "root": root}}).encode()
-    basic._ANSIBLE_PROFILE = "legacy"
+    if argv:
+        basic._ANSIBLE_ARGS = json.dumps({"ANSIBLE_MODULE_ARGS": {"source": argv[0], "root": argv[1]}}).encode()
+        basic._ANSIBLE_PROFILE = "legacy"
     module = basic.AnsibleModule(argument_spec={"source": {"type": "path"}, "root": {"type": "path"}})
+    source, root = module.params["source"], module.params["root"]
     manifest, columns = checked_manifest(source)
     check_bundle(source, columns[0], columns[2])
     site = os.path.join(root, SITE)
@@ -365,12 +372,19 @@ def publish(source: str, root: str) -> None:
                 "before": plan.recorded.get(paths[i]), "after": sha256s[i]} for i, change in zip(plan.writes, plan.changes)]
     changes += [{"path": p, "change": "delete", "owner": KEY, "previous_owner": KEY, "before": plan.recorded[p], "after": None}
                 for p in plan.deletes]
+    result = {"changed": plan.action != "skip", "action": plan.action, "written": [paths[i] for i in plan.writes],
+              "deleted": plan.deletes, "changes": sorted(changes, key=itemgetter("path")), "plan_digest": digest,
+              "invocation": {"module_args": module.params}, "truncated": {}}
+    for name in ("written", "deleted", "changes"):  # each list's first RESULT_LIMIT entries and its count, as budget.py keeps them
+        result[name + "_count"] = len(result[name])
+        if len(result[name]) > RESULT_LIMIT:
+            result["truncated"][name] = len(result[name]) - RESULT_LIMIT
+            del result[name][RESULT_LIMIT:]
     # What exit_json prints, less Ansible's walk of every value for the no_log options' (there
     # are none): the module holds its result back from that walk the same way (adapter.py).
-    print(json.dumps({"changed": plan.action != "skip", "action": plan.action, "written": [paths[i] for i in plan.writes],
-                      "deleted": plan.deletes, "changes": sorted(changes, key=itemgetter("path")), "plan_digest": digest,
-                      "invocation": {"module_args": module.params}}))
+    print(json.dumps(result))
 
 
 if __name__ == "__main__":
-    publish(*sys.argv[1:3])
+    publish(sys.argv[1:3])
+    sys.exit(0)  # a module run by Ansible ends by exiting, as exit_json does

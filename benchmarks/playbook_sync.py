@@ -9,9 +9,13 @@ newer mtime, as a rebuild leaves them) and a newer manifest. Each round gives ea
 root and runs three one-task playbooks on localhost with `connection: local`, each timed whole
 (wall and CPU of ansible-playbook and every process it waited for): the first publish, the same
 bundle again (distributor's skip, rsync's no-op), the second version (replace 10%, every other
-mtime kept) and, after going back to the first version (not measured), the same change in a tree
-rebuilt whole (every mtime new: rsync must look into every file); and, once a round, a playbook of one `debug` task, Ansible's fixed cost. The tools
-alternate which goes first from round to round, `os.sync()` before each run. Both run under
+mtime kept) and, into a second root the first version has been published to (not measured), the
+same change in a tree rebuilt whole (every mtime new: rsync must look into every file); and, once
+a round, a playbook of one `debug` task, Ansible's fixed cost. (Until 2026-12-07 the rebuilt tree
+went into the first root after the first version again: distributor skips an older version of a
+bundle by default, `transfer.on_destination_newer`, so that phase measured it skipping a bundle it
+already held.) The tools take turns going first from round to round, `os.sync()` before each run.
+All run under
 .venv's ansible-playbook (one ansible-core), with ANSIBLE_COLLECTIONS_PATH holding the distributor
 collection and the ansible.posix that the `ansible` package installs into .build/bench-tools
 (`--posix`, a directory holding ansible_collections/ansible/posix or a virtual environment with
@@ -20,6 +24,15 @@ its defaults as a user gets them (`--archive --compress --delete-after --delay-u
 manifest is excluded, as distributor does not publish it. After the last phase both trees must
 hold the same files with the same bytes. Reports medians and the median of per-round ratios;
 --quick runs 2,000 files, 2 rounds. Writes benchmarks/results/<time>-playbook-sync.json and .md.
+
+Two floors run in the same rounds, each a one-task playbook of a module in the playbook's
+`library/`: the contract floor (contract_floor.py, the smallest program found that does a
+publish's reads, checks, records and durable writes, as rows.py runs it), and the same floor
+shipping the collection: its source with distributor_publish's own imports added in a block that
+never runs, so Ansible finds, packs and sends the code distributor_publish's payload holds (every
+backend, releases, shared roots: the module's arguments may name any of them) while the floor
+runs none of it. A goal below the first floor's ratio is out of reach for any program keeping
+the contract; below the second, for any module that ships this collection's code through Ansible.
 """
 
 from __future__ import annotations
@@ -38,11 +51,14 @@ import time
 import yaml
 
 from bundles import BundleSpec, change, generate
-from harness import COLLECTIONS, REPO_ROOT, time_command, write_results
+from harness import BENCH_DIR, COLLECTIONS, REPO_ROOT, time_command, write_results
 
-# (phase, bundle version); "back" returns each root to A, unmeasured, for the regenerated replace.
-PHASES = (("first", "A"), ("no-op", "A"), ("replace 10%", "B"), ("back", "A"), ("replace 10%, regenerated", "C"))
-TOOLS = ("distributor", "synchronize")
+# (phase, bundle version, which of a round's two roots); "second root" publishes A there, unmeasured,
+# for the regenerated replace.
+PHASES = (("first", "A", 0), ("no-op", "A", 0), ("replace 10%", "B", 0), ("second root", "A", 1),
+          ("replace 10%, regenerated", "C", 1))
+FLOOR, SHIPPING = "contract floor", "contract floor shipping the collection"
+TOOLS = ("distributor", "synchronize", FLOOR, SHIPPING)
 GOALS = {"first": 0.9, "no-op": 1.0, "replace 10%": 1.0, "replace 10%, regenerated": 0.5}
 TASKS = {
     "distributor": {"name": "publish", "distributor.core.distributor_publish": {
@@ -50,6 +66,8 @@ TASKS = {
         "destination": {"id": "bench", "storage": {"type": "local", "root": "{{ root }}"}, "path": "site"}}},
     "synchronize": {"name": "synchronize", "ansible.posix.synchronize": {
         "src": "{{ source }}/", "dest": "{{ root }}/site/", "delete": True, "rsync_opts": ["--exclude=/manifest.json"]}},
+    FLOOR: {"name": "floor", "contract_floor": {"source": "{{ source }}", "root": "{{ root }}"}},
+    SHIPPING: {"name": "floor shipping the collection", "contract_floor_shipping": {"source": "{{ source }}", "root": "{{ root }}"}},
     # Ansible's fixed cost: the same run with a task that ships no module.
     "debug": {"name": "debug", "ansible.builtin.debug": {"msg": "{{ source }}"}},
 }
@@ -66,7 +84,24 @@ def posix_collections(where: str) -> str:
                      "into .build/bench-tools (benchmarks/requirements.txt), or pass --posix" % where)
 
 
+def floor_modules(library: str) -> None:
+    """contract_floor.py as two modules: as it is, and shipping the collection (above)."""
+    os.makedirs(library)
+    with open(os.path.join(BENCH_DIR, "contract_floor.py")) as handle:
+        floor = handle.read()
+    with open(os.path.join(COLLECTIONS, "ansible_collections", "distributor", "core", "plugins", "modules",
+                           "distributor_publish.py")) as handle:
+        imports = [line for line in handle if line.startswith("from ansible_collections.")]
+    future = "from __future__ import annotations\n"
+    shipping = floor.replace(future, future + 'if __name__ == "never":  # Ansible packs what these name; nothing runs it\n' +
+                             "".join("    " + line for line in imports), 1)
+    for name, text in (("contract_floor.py", floor), ("contract_floor_shipping.py", shipping)):
+        with open(os.path.join(library, name), "w") as handle:
+            handle.write(text)
+
+
 def playbooks(workdir: str) -> dict:
+    floor_modules(os.path.join(workdir, "library"))
     made = {}
     for tool, task in TASKS.items():
         made[tool] = os.path.join(workdir, "%s.yml" % tool)
@@ -110,37 +145,45 @@ def measure(files: int, rounds: int, workdir: str, seed: int, posix: str) -> lis
     books = playbooks(workdir)
     rows = []
     for round_ in range(rounds):
-        order = TOOLS if round_ % 2 == 0 else TOOLS[::-1]
-        roots = {tool: os.path.join(workdir, "%s-%d" % (tool, round_)) for tool in TOOLS}
-        for root in roots.values():
-            os.makedirs(root)
+        order = TOOLS[round_ % len(TOOLS):] + TOOLS[:round_ % len(TOOLS)]
+        # Named by each tool's place, not its name: `-e root=...` must hold no space.
+        roots = {tool: [os.path.join(workdir, "root-%d-%d-%d" % (TOOLS.index(tool), round_, second)) for second in (0, 1)]
+                 for tool in TOOLS}
+        for pair in roots.values():
+            for root in pair:
+                os.makedirs(root)
         os.sync()
-        fixed = run(books["debug"], sources["A"], roots["distributor"], posix)
+        fixed = run(books["debug"], sources["A"], roots["distributor"][0], posix)
         rows.append(dict(round=round_, phase="-", tool="debug", wall=fixed.seconds, cpu=fixed.cpu_seconds))
-        for phase, version in PHASES:
+        for phase, version, second in PHASES:
             for tool in order:
                 os.sync()
-                timing = run(books[tool], sources[version], roots[tool], posix)
-                if phase == "back":
+                timing = run(books[tool], sources[version], roots[tool][second], posix)
+                if phase == "second root":
                     continue
                 rows.append(dict(round=round_, phase=phase, tool=tool, wall=timing.seconds, cpu=timing.cpu_seconds))
-                print("round %d %-12s %-12s %6.2f s (cpu %.2f)" % (round_, phase, tool, timing.seconds, timing.cpu_seconds),
+                print("round %d %-24s %-38s %6.2f s (cpu %.2f)" % (round_, phase, tool, timing.seconds, timing.cpu_seconds),
                       flush=True)
-        same_trees(os.path.join(roots["distributor"], "site"), os.path.join(roots["synchronize"], "site"), changed)
+        for tool in TOOLS[:1] + TOOLS[2:]:
+            for second in (0, 1):
+                same_trees(os.path.join(roots[tool][second], "site"), os.path.join(roots["synchronize"][second], "site"), changed)
     return rows
 
 
 def summary(rows: list[dict], files: int) -> list[dict]:
-    """Per phase: each tool's median wall and CPU, and the median of the per-round ratios."""
+    """Per phase: each tool's median wall and CPU, and the median of its per-round ratios to
+    synchronize ("ratio wall" is distributor's, "contract floor ratio wall" a floor's)."""
     lines = []
     for phase in GOALS:
-        mine = {r["round"]: r for r in rows if (r["phase"], r["tool"]) == (phase, "distributor")}
-        theirs = {r["round"]: r for r in rows if (r["phase"], r["tool"]) == (phase, "synchronize")}
-        line = {"files": files, "phase": phase, "goal": GOALS[phase], "rounds": len(mine)}
+        by_tool = {tool: {r["round"]: r for r in rows if (r["phase"], r["tool"]) == (phase, tool)} for tool in TOOLS}
+        theirs = by_tool["synchronize"]
+        line = {"files": files, "phase": phase, "goal": GOALS[phase], "rounds": len(theirs)}
         for key in ("wall", "cpu"):
-            line["distributor " + key] = statistics.median(r[key] for r in mine.values())
-            line["synchronize " + key] = statistics.median(r[key] for r in theirs.values())
-            line["ratio " + key] = statistics.median(mine[i][key] / theirs[i][key] for i in mine)
+            for tool, mine in by_tool.items():
+                line["%s %s" % (tool, key)] = statistics.median(r[key] for r in mine.values())
+                if tool != "synchronize":
+                    ratio = "ratio " + key if tool == "distributor" else "%s ratio %s" % (tool, key)
+                    line[ratio] = statistics.median(mine[i][key] / theirs[i][key] for i in mine)
         lines.append(line)
     fixed = [r for r in rows if r["tool"] == "debug"]
     lines.append({"files": files, "phase": "one debug task", "distributor wall": statistics.median(r["wall"] for r in fixed),
@@ -149,16 +192,18 @@ def summary(rows: list[dict], files: int) -> list[dict]:
 
 
 def markdown(lines: list[dict]) -> str:
-    table = ["| files | phase | distributor wall s (CPU) | synchronize wall s (CPU) | wall ratio | CPU ratio | goal (wall) |",
-             "| ---: | --- | ---: | ---: | ---: | ---: | ---: |"]
+    table = ["| files | phase | distributor wall s (CPU) | synchronize wall s (CPU) | wall ratio | CPU ratio | goal (wall) "
+             "| %s wall s, ratio | %s wall s, ratio |" % (FLOOR, SHIPPING),
+             "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for line in lines:
         if "goal" not in line:
-            table.append("| {:,} | {} (Ansible's fixed cost) | {:.2f} ({:.2f}) | | | | |".format(
+            table.append("| {:,} | {} (Ansible's fixed cost) | {:.2f} ({:.2f}) | | | | | | |".format(
                 line["files"], line["phase"], line["distributor wall"], line["distributor cpu"]))
             continue
-        table.append("| {:,} | {} | {:.2f} ({:.2f}) | {:.2f} ({:.2f}) | {:.2f}x | {:.2f}x | ≤ {:.1f}x |".format(
+        table.append("| {:,} | {} | {:.2f} ({:.2f}) | {:.2f} ({:.2f}) | {:.2f}x | {:.2f}x | ≤ {:.1f}x | {} | {} |".format(
             line["files"], line["phase"], line["distributor wall"], line["distributor cpu"], line["synchronize wall"],
-            line["synchronize cpu"], line["ratio wall"], line["ratio cpu"], line["goal"]))
+            line["synchronize cpu"], line["ratio wall"], line["ratio cpu"], line["goal"],
+            *("%.2f, %.2fx" % (line[floor + " wall"], line[floor + " ratio wall"]) for floor in (FLOOR, SHIPPING))))
     return "\n".join(table) + "\n"
 
 
