@@ -25,19 +25,22 @@ manifest is excluded, as distributor does not publish it. After the last phase b
 hold the same files with the same bytes. Reports medians and the median of per-round ratios;
 --quick runs 2,000 files, 2 rounds. Writes benchmarks/results/<time>-playbook-sync.json and .md.
 
-Two floors run in the same rounds, each a one-task playbook of a module in the playbook's
-`library/`: the contract floor (contract_floor.py, the smallest program found that does a
-publish's reads, checks, records and durable writes, as rows.py runs it), and the same floor
-shipping the collection: its source with distributor_publish's own imports added in a block that
-never runs, so Ansible finds, packs and sends the code distributor_publish's payload holds (every
-backend, releases, shared roots: the module's arguments may name any of them) while the floor
-runs none of it. A goal below the first floor's ratio is out of reach for any program keeping
-the contract; below the second, for any module that ships this collection's code through Ansible.
+Three floors run in the same rounds, each a one-task playbook: the contract floor
+(contract_floor.py, the smallest program found that does a publish's reads, checks, records and
+durable writes, as rows.py runs it) as a module in the playbook's `library/`; the same floor
+shipping the collection, its source with distributor_publish's own imports added in a block that
+never runs, so that Ansible packs and sends distributor_publish's payload (every backend,
+releases, shared roots) while the floor runs none of it; and the contract floor in the controller,
+run by an action plugin in the task's worker process, with no payload and no module process. A
+goal below the first floor's ratio is out of reach for any module keeping the contract; the second
+is what this collection's payload costs through AnsiballZ; the third is what a module could reach
+if the core ran in the controller when the connection is local.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import filecmp
 import glob
 import os
@@ -52,13 +55,16 @@ import yaml
 
 from bundles import BundleSpec, change, generate
 from harness import BENCH_DIR, COLLECTIONS, REPO_ROOT, time_command, write_results
+from rows import CONTRACT_TOOL
 
 # (phase, bundle version, which of a round's two roots); "second root" publishes A there, unmeasured,
 # for the regenerated replace.
 PHASES = (("first", "A", 0), ("no-op", "A", 0), ("replace 10%", "B", 0), ("second root", "A", 1),
           ("replace 10%, regenerated", "C", 1))
-FLOOR, SHIPPING = "contract floor", "contract floor shipping the collection"
-TOOLS = ("distributor", "synchronize", FLOOR, SHIPPING)
+SHIPPING = CONTRACT_TOOL + " shipping the collection"
+IN_CONTROLLER = CONTRACT_TOOL + " in the controller"
+FLOORS = (CONTRACT_TOOL, SHIPPING, IN_CONTROLLER)
+TOOLS = ("distributor", "synchronize") + FLOORS
 GOALS = {"first": 0.9, "no-op": 1.0, "replace 10%": 1.0, "replace 10%, regenerated": 0.5}
 TASKS = {
     "distributor": {"name": "publish", "distributor.core.distributor_publish": {
@@ -66,8 +72,9 @@ TASKS = {
         "destination": {"id": "bench", "storage": {"type": "local", "root": "{{ root }}"}, "path": "site"}}},
     "synchronize": {"name": "synchronize", "ansible.posix.synchronize": {
         "src": "{{ source }}/", "dest": "{{ root }}/site/", "delete": True, "rsync_opts": ["--exclude=/manifest.json"]}},
-    FLOOR: {"name": "floor", "contract_floor": {"source": "{{ source }}", "root": "{{ root }}"}},
+    CONTRACT_TOOL: {"name": "floor", "contract_floor": {"source": "{{ source }}", "root": "{{ root }}"}},
     SHIPPING: {"name": "floor shipping the collection", "contract_floor_shipping": {"source": "{{ source }}", "root": "{{ root }}"}},
+    IN_CONTROLLER: {"name": "floor in the controller", "contract_floor_in_controller": {"source": "{{ source }}", "root": "{{ root }}"}},
     # Ansible's fixed cost: the same run with a task that ships no module.
     "debug": {"name": "debug", "ansible.builtin.debug": {"msg": "{{ source }}"}},
 }
@@ -85,23 +92,56 @@ def posix_collections(where: str) -> str:
 
 
 def floor_modules(library: str) -> None:
-    """contract_floor.py as two modules: as it is, and shipping the collection (above)."""
+    """contract_floor.py as two modules: as it is, and shipping the collection (above). The second
+    names every collection import of distributor_publish's source, however written, so that its
+    payload is the module's and changes with it; a module naming none would ship nothing extra."""
     os.makedirs(library)
     with open(os.path.join(BENCH_DIR, "contract_floor.py")) as handle:
         floor = handle.read()
     with open(os.path.join(COLLECTIONS, "ansible_collections", "distributor", "core", "plugins", "modules",
                            "distributor_publish.py")) as handle:
-        imports = [line for line in handle if line.startswith("from ansible_collections.")]
+        tree = ast.parse(handle.read())
+    imports = [ast.unparse(node) for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+        "ansible_collections.") or isinstance(node, ast.Import) and node.names[0].name.startswith("ansible_collections.")]
+    if not imports:
+        raise RuntimeError("distributor_publish.py names no module_utils of the collection: the shipping floor would ship nothing")
     future = "from __future__ import annotations\n"
     shipping = floor.replace(future, future + 'if __name__ == "never":  # Ansible packs what these name; nothing runs it\n' +
-                             "".join("    " + line for line in imports), 1)
+                             "".join("    %s\n" % line for line in imports), 1)
     for name, text in (("contract_floor.py", floor), ("contract_floor_shipping.py", shipping)):
         with open(os.path.join(library, name), "w") as handle:
             handle.write(text)
 
 
+# An action plugin that runs the contract floor in the task's worker process on the controller:
+# what a module costs with no AnsiballZ payload and no process of its own, as an action plugin
+# could run the core when the task's connection is local.
+IN_CONTROLLER_PLUGIN = '''
+import contextlib, io, json, sys
+from ansible.plugins.action import ActionBase
+sys.path.insert(0, %r)
+import contract_floor
+
+
+class ActionModule(ActionBase):
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            try:
+                contract_floor.publish([self._task.args["source"], self._task.args["root"]])
+            except SystemExit as ended:  # a refusal prints its failure and exits, as the module would
+                result["rc"] = ended.code
+        result.update(json.loads(printed.getvalue().strip().splitlines()[-1]))
+        return result
+'''
+
+
 def playbooks(workdir: str) -> dict:
     floor_modules(os.path.join(workdir, "library"))
+    os.makedirs(os.path.join(workdir, "action_plugins"))
+    with open(os.path.join(workdir, "action_plugins", "contract_floor_in_controller.py"), "w") as handle:
+        handle.write(IN_CONTROLLER_PLUGIN % BENCH_DIR)
     made = {}
     for tool, task in TASKS.items():
         made[tool] = os.path.join(workdir, "%s.yml" % tool)
@@ -145,7 +185,10 @@ def measure(files: int, rounds: int, workdir: str, seed: int, posix: str) -> lis
     books = playbooks(workdir)
     rows = []
     for round_ in range(rounds):
-        order = TOOLS[round_ % len(TOOLS):] + TOOLS[:round_ % len(TOOLS)]
+        # Forward and backward by turns, shifted every second round: within four rounds each tool
+        # goes first, and none always runs right after the same other one.
+        base = TOOLS if round_ % 2 == 0 else TOOLS[::-1]
+        order = base[round_ // 2 % len(TOOLS):] + base[:round_ // 2 % len(TOOLS)]
         # Named by each tool's place, not its name: `-e root=...` must hold no space.
         roots = {tool: [os.path.join(workdir, "root-%d-%d-%d" % (TOOLS.index(tool), round_, second)) for second in (0, 1)]
                  for tool in TOOLS}
@@ -164,7 +207,7 @@ def measure(files: int, rounds: int, workdir: str, seed: int, posix: str) -> lis
                 rows.append(dict(round=round_, phase=phase, tool=tool, wall=timing.seconds, cpu=timing.cpu_seconds))
                 print("round %d %-24s %-38s %6.2f s (cpu %.2f)" % (round_, phase, tool, timing.seconds, timing.cpu_seconds),
                       flush=True)
-        for tool in TOOLS[:1] + TOOLS[2:]:
+        for tool in (tool for tool in TOOLS if tool != "synchronize"):
             for second in (0, 1):
                 same_trees(os.path.join(roots[tool][second], "site"), os.path.join(roots["synchronize"][second], "site"), changed)
     return rows
@@ -172,7 +215,8 @@ def measure(files: int, rounds: int, workdir: str, seed: int, posix: str) -> lis
 
 def summary(rows: list[dict], files: int) -> list[dict]:
     """Per phase: each tool's median wall and CPU, and the median of its per-round ratios to
-    synchronize ("ratio wall" is distributor's, "contract floor ratio wall" a floor's)."""
+    synchronize, the rounds' own load cancelling out of each ratio ("ratio wall" is distributor's,
+    as targets.py has always read it; "contract floor ratio wall" is a floor's)."""
     lines = []
     for phase in GOALS:
         by_tool = {tool: {r["round"]: r for r in rows if (r["phase"], r["tool"]) == (phase, tool)} for tool in TOOLS}
@@ -193,17 +237,17 @@ def summary(rows: list[dict], files: int) -> list[dict]:
 
 def markdown(lines: list[dict]) -> str:
     table = ["| files | phase | distributor wall s (CPU) | synchronize wall s (CPU) | wall ratio | CPU ratio | goal (wall) "
-             "| %s wall s, ratio | %s wall s, ratio |" % (FLOOR, SHIPPING),
-             "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "| %s wall s, ratio | %s wall s, ratio | %s wall s, ratio |" % FLOORS,
+             "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for line in lines:
         if "goal" not in line:
-            table.append("| {:,} | {} (Ansible's fixed cost) | {:.2f} ({:.2f}) | | | | | | |".format(
+            table.append("| {:,} | {} (Ansible's fixed cost) | {:.2f} ({:.2f}) | | | | | | | |".format(
                 line["files"], line["phase"], line["distributor wall"], line["distributor cpu"]))
             continue
-        table.append("| {:,} | {} | {:.2f} ({:.2f}) | {:.2f} ({:.2f}) | {:.2f}x | {:.2f}x | ≤ {:.1f}x | {} | {} |".format(
+        table.append("| {:,} | {} | {:.2f} ({:.2f}) | {:.2f} ({:.2f}) | {:.2f}x | {:.2f}x | ≤ {:.1f}x | {} | {} | {} |".format(
             line["files"], line["phase"], line["distributor wall"], line["distributor cpu"], line["synchronize wall"],
             line["synchronize cpu"], line["ratio wall"], line["ratio cpu"], line["goal"],
-            *("%.2f, %.2fx" % (line[floor + " wall"], line[floor + " ratio wall"]) for floor in (FLOOR, SHIPPING))))
+            *("%.2f, %.2fx" % (line[floor + " wall"], line[floor + " ratio wall"]) for floor in FLOORS)))
     return "\n".join(table) + "\n"
 
 
