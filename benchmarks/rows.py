@@ -2,7 +2,7 @@
 """Issue #42's local rows, each tool next to its peer in the same interleaved rounds.
 
     python benchmarks/rows.py [--rows start,first,skip,replace,regenerated] [--files 10000,100000]
-                              [--rounds 3] [--quick] [--tree NAME=PATH ...] [--seed N]
+                              [--rounds 3] [--quick] [--tree NAME=PATH ...] [--seed N] [--under DIR]
 
 Every figure is the module process as Ansible runs it (`python -m ...distributor_publish ARGS`),
 CPU = user + sys of it and its children, wall beside it; every round gives every tool a fresh
@@ -218,6 +218,9 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="2,000 files, 2 rounds")
     parser.add_argument("--tree", action="append", default=[], help="NAME=PATH of a directory holding ansible_collections")
     parser.add_argument("--seed", type=int, default=20260101)
+    parser.add_argument("--under", help="the directory to work in (default: the system's temporary directory); a freshly made "
+                        "filesystem there keeps the first publishes clear of the inode allocator's scans past recently deleted "
+                        "inodes (README: a first publish on a fresh ext4)")
     args = parser.parse_args(argv)
     rows = tuple(row for row in args.rows.split(",") if row)
     unknown = set(rows) - set(ROWS)
@@ -230,7 +233,7 @@ def main(argv=None) -> int:
     trees = dict(tree.split("=", 1) for tree in args.tree) or {"module": COLLECTIONS}
     started, load = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), os.getloadavg()[0]
     timings = {}
-    workdir = tempfile.mkdtemp(prefix="distributor-rows-")
+    workdir = tempfile.mkdtemp(prefix="distributor-rows-", dir=args.under)
     try:
         for index, count in enumerate(counts):
             # The 1-file start row is measured once, with the first bundle size.
