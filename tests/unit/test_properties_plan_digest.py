@@ -171,3 +171,38 @@ def test_an_unmanaged_file_planted_at_a_planned_path_after_review_turns_create_i
     assert "overwrite files no record manages r/a.html, r/b.html" in caught.value.message
     assert {c["path"]: c["change"] for c in caught.value.details["changes"]}["r/b.html"] == "force_overwrite"
     assert store == before
+
+
+def test_a_takeover_of_another_owners_file_with_the_same_bytes_is_in_the_review_though_nothing_is_written(tmp_path):
+    """The path moves to the new owner without a write: the review still names it (its change
+    and the digest the run is approved by), or a reviewer would approve a takeover unseen."""
+    store, dest = {}, destination("shared merge takeover")
+    same_bytes = {"common.html": b"shared page", "r/a.html": b"reports"}
+    publish(write_bundle(tmp_path / "r", same_bytes, id="reports.src"), {"id": "reports"}, dest, now=NOW, opener=opener(store))
+    events = write_bundle(tmp_path / "e", {"common.html": b"shared page", "e/a.html": b"events"}, id="events.src")
+
+    def run(**kwargs):
+        return publish(events, {"id": "events"}, dest, now=LATER, opener=opener(store), **kwargs)
+    check = run(check_mode=True)
+    assert "common.html" not in [c["path"] for c in check["changes"] if c["change"] == "create"]
+    taken = [c for c in check["changes"] if c["path"] == "common.html"]
+    assert taken == [{"path": "common.html", "change": "take_over", "owner": "events/archive", "previous_owner": "reports/archive",
+                      "before": taken[0]["after"], "after": taken[0]["after"]}]
+    real = run(expect_plan_digest=check["plan_digest"])
+    assert real["changes"] == check["changes"] and "common.html" not in real["written"]
+
+
+def test_an_approved_takeover_of_one_owners_file_does_not_take_it_from_another_owner_with_the_same_bytes(tmp_path):
+    """Between the review and the run another owner takes the path over, bytes unchanged: the run
+    would take it from an owner the review never named, so its digest no longer matches."""
+    store, dest = {}, destination("shared merge takeover")
+    page = {"common.html": b"shared page"}
+    publish(write_bundle(tmp_path / "r", page, id="reports.src"), {"id": "reports"}, dest, now=NOW, opener=opener(store))
+    events = write_bundle(tmp_path / "e", dict(page, **{"e/a.html": b"events"}), id="events.src")
+    check = publish(events, {"id": "events"}, dest, check_mode=True, now=LATER, opener=opener(store))
+    assert [c["previous_owner"] for c in check["changes"] if c["path"] == "common.html"] == ["reports/archive"]
+    publish(write_bundle(tmp_path / "n", page, id="news.src"), {"id": "news"}, dest, now=NOW, opener=opener(store))
+    before = dict(store)
+    with pytest.raises(DistributorError) as caught:
+        publish(events, {"id": "events"}, dest, now=LATER, opener=opener(store), expect_plan_digest=check["plan_digest"])
+    assert caught.value.reason == "plan_changed" and store == before
