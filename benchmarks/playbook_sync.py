@@ -32,9 +32,11 @@ shipping the collection, its source with distributor_publish's own imports added
 never runs, so that Ansible packs and sends distributor_publish's payload (every backend,
 releases, shared roots) while the floor runs none of it; and the contract floor in the controller,
 run by an action plugin in the task's worker process, with no payload and no module process. A
-goal below the first floor's ratio is out of reach for any module keeping the contract; the second
-is what this collection's payload costs through AnsiballZ; the third is what a module could reach
-if the core ran in the controller when the connection is local.
+goal below the first floor's ratio is out of reach for any module process keeping the contract;
+the second is what this collection's payload costs through AnsiballZ; the third bounds
+distributor as it runs here since 2026-12-07: on localhost with the controller's Python, its
+action plugin runs the module in the task's worker (plugins/plugin_utils/in_controller.py), so
+distributor's row is that floor's path plus the collection's own work.
 """
 
 from __future__ import annotations

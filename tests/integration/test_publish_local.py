@@ -57,13 +57,14 @@ def test_republish_is_a_skip_with_changed_false(playbook, make_bundle, root):
 def test_a_module_run_leaves_no_payload_behind_whether_it_publishes_skips_or_fails(
         playbook, make_bundle, root, tmp_path, monkeypatch):
     """The module process ends the way Python ends (adapter.run_module freezes, never exits
-    itself): AnsiballZ still removes the payload it unpacked, and each result reaches Ansible."""
+    itself): AnsiballZ still removes the payload it unpacked, and each result reaches Ansible.
+    (`distributor_in_controller: false`: a module process even on the controller.)"""
     payloads = tmp_path / "module-tmp"
     payloads.mkdir()
     monkeypatch.setenv("TMPDIR", str(payloads))
     task = {"source": make_bundle(REPORT), "pipeline": PIPELINE, "destination": destination(root)}
-    first, second, failed = playbook.run([{"distributor.core.distributor_publish": task}] * 2 + [
-        {"distributor.core.distributor_publish": dict(task, source=str(tmp_path / "missing"))}])
+    first, second, failed = playbook.run([dict(vars={"distributor_in_controller": False}, **{"distributor.core.distributor_publish": args})
+                                          for args in (task, task, dict(task, source=str(tmp_path / "missing")))])
     assert (first["action"], second["action"]) == ("publish", "skip") and failed["failed"] and failed["reason"]
     assert not [name for name in os.listdir(payloads) if "_payload_" in name], os.listdir(payloads)
 
