@@ -134,7 +134,11 @@ def with_data(the_plan: Plan, contents: dict) -> Plan:
 
 def primary_url(paths, patterns, base_url: str | None) -> str | None:
     """The first output (by path) matching a `links.primary` pattern, patterns tried in order:
-    the least of a pattern's matches, found by one pass of its matcher over the paths."""
+    the least of a pattern's matches, found by one pass of its matcher over the paths. Without a
+    base URL there is no URL to make (output_url), and the paths (100,000 in a large first
+    publish, each run through every pattern's matcher) are not matched."""
+    if not base_url:
+        return None
     for pattern in patterns:
         first = min(filter(glob_matcher(pattern), paths), default=None)
         if first is not None:
