@@ -16,7 +16,12 @@ look for an interrupted attempt's journal, list the bundle path before it writes
 file in the way is refused), judge every file it writes over or deletes (a regular file of our
 account), return the plan digest a review approves, and write crash-safely: the journal made
 durable before any output, the outputs staged and made durable (one `syncfs`) before they are
-renamed into place, the state written durably last. That is this program, for a skip, a first
+renamed into place, the state written durably last. Each rename and delete names its file in a
+target directory opened without following links, from the destination's descriptor down (a link
+planted among the path's directories cannot send it out of the bundle path), and a rename moves
+a staged file only after a look that it is still the file written there (a move proves its
+authorship, as every delete and overwrite does). Those last two were added on 2026-12-07: the
+floor had renamed by path from the destination, which follows such a link. That is this program, for a skip, a first
 publish and a replace of the same bundle id; it returns what the module returns of them
 (action, the paths written and deleted, each change, the plan digest, which must be the
 module's: rows.py checks it), cut as the module cuts it, printed as the module prints it. Not a product: it refuses
@@ -282,6 +287,21 @@ def fsync_directory(path: str) -> None:
         os.close(descriptor)
 
 
+def directories(site_fd: int, heads: set) -> dict:
+    """Each target directory (and its parents) made and opened without following a link, from the
+    site's descriptor down: a rename names its file in a directory it holds, so a link planted in
+    a path's directories cannot send it outside the bundle path, as the module's renames cannot."""
+    held = {"": site_fd}
+    for head in sorted({head[:end] for head in heads - {""} for end in [i for i, c in enumerate(head) if c == "/"] + [len(head)]}):
+        parent, _slash, name = head.rpartition("/")
+        try:
+            os.mkdir(name, 0o755, dir_fd=held[parent])
+        except FileExistsError:
+            pass
+        held[head] = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=held[parent])
+    return held
+
+
 def execute(source: str, site: str, plan: Plan, state: dict | None) -> None:
     """Journal, stage, `syncfs`, rename, delete, state, as a crash at any point leaves a state
     that names only durable files and a journal naming what to undo."""
@@ -291,10 +311,10 @@ def execute(source: str, site: str, plan: Plan, state: dict | None) -> None:
     durable_write(staging, "journal", json.dumps({"writes": [paths[i] for i in plan.writes], "deletes": plan.deletes}).encode())
     os.rename(os.path.join(staging, "journal"), os.path.join(site, JOURNAL))
     fsync_directory(site)
-    for directory in sorted({paths[i].rpartition("/")[0] for i in plan.writes} - {""}):
-        os.makedirs(os.path.join(site, directory), exist_ok=True)
     site_fd, staging_fd = os.open(site, os.O_RDONLY | os.O_DIRECTORY), os.open(staging, os.O_RDONLY | os.O_DIRECTORY)
+    held = directories(site_fd, {paths[i].rpartition("/")[0] for i in plan.writes} | {path.rpartition("/")[0] for path in plan.deletes})
     source += "/"
+    staged = []
     for number, i in enumerate(plan.writes):
         descriptor = os.open(source + paths[i], os.O_RDONLY | os.O_NOFOLLOW)
         try:
@@ -307,13 +327,24 @@ def execute(source: str, site: str, plan: Plan, state: dict | None) -> None:
         descriptor = os.open(str(number), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=staging_fd)
         os.write(descriptor, data)
         os.fchmod(descriptor, 0o644)
+        info = os.fstat(descriptor)
+        staged.append((info.st_dev, info.st_ino))
         os.close(descriptor)
     if ctypes.CDLL(None, use_errno=True).syncfs(site_fd) != 0:
         raise OSError(ctypes.get_errno(), "syncfs")
     for number, i in enumerate(plan.writes):
-        os.rename(str(number), paths[i], src_dir_fd=staging_fd, dst_dir_fd=site_fd)
+        name = str(number)
+        info = os.stat(name, dir_fd=staging_fd, follow_symlinks=False)
+        if (info.st_dev, info.st_ino) != staged[number]:
+            refuse("the file staged for %s was replaced" % paths[i])
+        head, _slash, tail = paths[i].rpartition("/")
+        os.rename(name, tail, src_dir_fd=staging_fd, dst_dir_fd=held[head])
     for path in plan.deletes:
-        os.unlink(path, dir_fd=site_fd)
+        head, _slash, tail = path.rpartition("/")
+        os.unlink(tail, dir_fd=held[head])
+    for descriptor in held.values():
+        if descriptor != site_fd:
+            os.close(descriptor)
     os.close(site_fd)
     os.close(staging_fd)
     durable_write(staging, "state", new_state(plan, state))

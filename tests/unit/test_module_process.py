@@ -15,7 +15,9 @@ TWIN = dict(wanted=True, connection="local", become=False, run_async=False, envi
 
 def test_the_local_connection_as_the_same_user_under_the_controllers_python_runs_in_the_worker():
     assert module_process_needed(**TWIN) == ""
-    assert module_process_needed(**dict(TWIN, **{"interpreter": "/opt/venv/bin/../bin/python"})) == ""
+    same_python = dict(TWIN)
+    same_python["interpreter"] = "/opt/venv/bin/../bin/python"
+    assert module_process_needed(**same_python) == ""
 
 
 @pytest.mark.parametrize("difference, reason", [
