@@ -291,8 +291,13 @@ def directories(site_fd: int, heads: set) -> dict:
     """Each target directory (and its parents) made and opened without following a link, from the
     site's descriptor down: a rename names its file in a directory it holds, so a link planted in
     a path's directories cannot send it outside the bundle path, as the module's renames cannot."""
+    wanted = set()
+    for head in heads:
+        while head and head not in wanted:
+            wanted.add(head)
+            head = head.rpartition("/")[0]
     held = {"": site_fd}
-    for head in sorted({head[:end] for head in heads - {""} for end in [i for i, c in enumerate(head) if c == "/"] + [len(head)]}):
+    for head in sorted(wanted):  # a parent sorts before everything under it
         parent, _slash, name = head.rpartition("/")
         try:
             os.mkdir(name, 0o755, dir_fd=held[parent])

@@ -116,8 +116,8 @@ def floor_modules(library: str) -> None:
 
 
 # An action plugin that runs the contract floor in the task's worker process on the controller:
-# what a module costs with no AnsiballZ payload and no process of its own, as an action plugin
-# could run the core when the task's connection is local.
+# what a module costs with no AnsiballZ payload and no process of its own, the path distributor's
+# own action plugins take on localhost (plugins/plugin_utils/in_controller.py).
 IN_CONTROLLER_PLUGIN = '''
 import contextlib, io, json, sys
 from ansible.plugins.action import ActionBase

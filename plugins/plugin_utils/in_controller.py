@@ -44,9 +44,9 @@ display = Display()
 
 # The modules declare no metadata, so Ansible sends their arguments in its legacy profile.
 PROFILE = "legacy"
-# The hooks the worker run needs (ansible-core 2.19 and newer): the arguments and their profile
-# as AnsibleModule reads them.
-_WORKER_HOOKS = get_module_encoder is not None and hasattr(basic, "_ANSIBLE_ARGS") and hasattr(basic, "_ANSIBLE_PROFILE")
+# The hooks the worker run needs, ansible-core 2.19's: the module encoder and the profile
+# AnsibleModule reads its arguments in (`_ANSIBLE_ARGS` is older and always there).
+_WORKER_HOOKS = get_module_encoder is not None and hasattr(basic, "_ANSIBLE_PROFILE")
 
 
 class ActionModule(ActionBase):

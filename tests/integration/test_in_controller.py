@@ -99,6 +99,6 @@ def test_a_module_whose_process_would_differ_from_the_worker_runs_as_that_proces
 
 def test_a_switch_that_is_not_a_boolean_fails_the_task_naming_it(playbook, make_bundle, tmp_path):
     results = playbook.run([{"vars": {"distributor_in_controller": "sometimes"}, "distributor.core.distributor_publish": {
-        "source": make_bundle(REPORT), "pipeline": PIPELINE, "destination": destination(str(tmp_path / "www"))}}], expect_rc=0)
+        "source": make_bundle(REPORT), "pipeline": PIPELINE, "destination": destination(str(tmp_path / "www"))}}])
     assert results[0]["failed"] and "distributor_in_controller must be a boolean" in results[0]["msg"]
     assert not (tmp_path / "www").exists()
