@@ -31,6 +31,8 @@ START_TIMEOUT = 20.0
 TEST_ACCESS_KEY = "testing-access-key"
 TEST_SECRET_KEY = "testing-secret-key"
 TEST_REGION = "us-east-1"
+# moto's server with conditional writes made atomic, as on S3 (see the module).
+ATOMIC_S3 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "atomic_s3.py")
 
 
 def free_port() -> int:
@@ -245,7 +247,8 @@ def start_sshd(sftp_command: str = "internal-sftp", **settings) -> SshServer:
 
 @dataclass
 class S3Server:
-    """moto's S3 HTTP server in its own process, reached through boto3 exactly like AWS. With
+    """moto's S3 HTTP server in its own process (atomic_s3.py: its conditional writes decided one
+    at a time, as S3 decides them), reached through boto3 exactly like AWS. With
     `check_credentials` it refuses every request whose access key it does not know, as AWS would
     (moto's INITIAL_NO_AUTH_ACTION_COUNT=0); it knows none, so nothing can be created there."""
 
@@ -298,7 +301,7 @@ class S3Server:
 
     def start(self) -> "S3Server":
         self.process, self.port = _start(
-            lambda port: [sys.executable, "-m", "moto.server", "-H", self.host, "-p", str(port)],
+            lambda port: [sys.executable, ATOMIC_S3, self.host, str(port)],
             b"",
             os.path.join(self.directory, "moto.log"),
             dict(os.environ, INITIAL_NO_AUTH_ACTION_COUNT="0") if self.check_credentials else None,

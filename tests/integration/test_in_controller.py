@@ -102,3 +102,29 @@ def test_a_switch_that_is_not_a_boolean_fails_the_task_naming_it(playbook, make_
         "source": make_bundle(REPORT), "pipeline": PIPELINE, "destination": destination(str(tmp_path / "www"))}}])
     assert results[0]["failed"] and "distributor_in_controller must be a boolean" in results[0]["msg"]
     assert not (tmp_path / "www").exists()
+
+
+# Files each backend takes several seconds to publish (module work alone, on 2 busy cores), so a
+# one-second task timeout always falls inside the publish.
+TIMED_OUT_FILES = {"local": 20000, "s3": 1000}
+
+
+@pytest.mark.parametrize("backend", ["local", "s3"], indirect=True)
+def test_a_task_timeout_stops_the_publish_in_the_worker_and_the_next_run_finishes_it(playbook, make_bundle, backend):
+    """In the worker, Ansible's `timeout` interrupts the module where it is, as a killed run: the
+    lock is released on the way out (the next run does not wait out its expiry) and the next run
+    leaves exactly the bundle's outputs, none of the interrupted run's temporary files."""
+    count = TIMED_OUT_FILES[backend.name]
+    bundle = make_bundle({"d%02d/f%05d.md" % (i % 50, i): b"# %d\n" % i for i in range(count)})
+    publish = {"source": bundle, "pipeline": PIPELINE, "destination": {"id": "archive", "storage": backend.storage, "path": "archive"},
+               "lock_timeout": 5}
+    interrupted, finished = playbook.run([
+        {"distributor.core.distributor_publish": publish, "vars": WORKER, "timeout": 1},
+        {"distributor.core.distributor_publish": publish, "vars": WORKER},
+    ])
+    assert interrupted["failed"] and interrupted["timedout"]["period"] == 1, interrupted
+    assert finished["changed"] and not finished.get("failed"), finished
+    left = backend.files("archive")
+    assert sorted(name for name in left if not name.startswith(".")) == sorted(
+        "d%02d/f%05d.html" % (i % 50, i) for i in range(count))
+    assert sorted(name for name in left if name.startswith(".")) == [".distributor.json"]

@@ -19,7 +19,7 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.path
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.s3.lock import S3Lock
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
 
-from services import S3Server, _start
+from services import ATOMIC_S3, S3Server, _start
 
 BASE = "reports/2024-05-01"
 LIBFAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
@@ -230,7 +230,7 @@ def shifted_s3(tmp_path):
     os.makedirs(server.directory)
     server.process, server.port = _start(
         lambda port: ["env", "LD_PRELOAD=" + LIBFAKETIME, "FAKETIME_TIMESTAMP_FILE=%s" % offset, "FAKETIME_NO_CACHE=1",
-                      sys.executable, "-m", "moto.server", "-H", server.host, "-p", str(port)],
+                      sys.executable, ATOMIC_S3, server.host, str(port)],
         b"", os.path.join(server.directory, "moto.log"))
     yield server, offset
     server.stop()
