@@ -15,20 +15,26 @@ Run as `python atomic_s3.py HOST PORT`.
 
 from __future__ import annotations
 
+import io
 import sys
 import threading
+
+from werkzeug.wsgi import get_input_stream
 
 CHANGES = frozenset(("PUT", "POST", "DELETE"))
 
 
 def one_change_at_a_time(app):
     """`app` (a WSGI application) with no two requests that change storage running at once.
-    moto's view has stored the object by the time it returns, so the lock covers check and store."""
+    moto's view has stored the object by the time it returns, so the lock covers check and store.
+    The body is read before the lock is taken: a client sending slowly (or waiting on `100
+    Continue`, or through the benchmarks' latency proxy) must not hold up every other change."""
     lock = threading.Lock()
 
     def serve(environ, start_response):
         if environ["REQUEST_METHOD"] not in CHANGES:
             return app(environ, start_response)
+        environ["wsgi.input"] = io.BytesIO(get_input_stream(environ).read())
         with lock:
             return app(environ, start_response)
 

@@ -4,6 +4,7 @@ on S3 prove the protocol only if two creates of one lock can never both win."""
 
 from __future__ import annotations
 
+import io
 import threading
 import time
 
@@ -29,9 +30,14 @@ class CheckThenStore:
             start_response("412 Precondition Failed", [])
             return [b""]
         self.pause()
-        self.stored[key] = environ["wsgi.input"]
+        self.stored[key] = environ["wsgi.input"].read()
         start_response("200 OK", [])
         return [b""]
+
+
+def change(method: str, path: str, body: bytes, stream=None) -> dict:
+    return {"REQUEST_METHOD": method, "PATH_INFO": path, "CONTENT_LENGTH": str(len(body)),
+            "wsgi.input": stream or io.BytesIO(body)}
 
 
 def creates(app, method="PUT") -> list:
@@ -41,8 +47,7 @@ def creates(app, method="PUT") -> list:
 
     def contend(name):
         start.wait()
-        app({"REQUEST_METHOD": method, "PATH_INFO": "/bucket/.distributor.lock", "wsgi.input": name},
-            lambda status, _headers: statuses.append(status))
+        app(change(method, "/bucket/.distributor.lock", name), lambda status, _headers: statuses.append(status))
 
     threads = [threading.Thread(target=contend, args=(b"run %d" % i,)) for i in range(CONTENDERS)]
     for thread in threads:
@@ -67,8 +72,7 @@ def test_a_read_is_answered_while_a_change_is_under_way():
     checked, finish = threading.Event(), threading.Event()
     app = CheckThenStore(lambda: (checked.set(), finish.wait(10)))
     served = one_change_at_a_time(app)
-    writer = threading.Thread(target=served, args=(
-        {"REQUEST_METHOD": "PUT", "PATH_INFO": "/bucket/key", "wsgi.input": b"x"}, lambda *_: None))
+    writer = threading.Thread(target=served, args=(change("PUT", "/bucket/key", b"x"), lambda *_: None))
     writer.start()
     assert checked.wait(10)
     statuses = []
@@ -76,3 +80,35 @@ def test_a_read_is_answered_while_a_change_is_under_way():
     assert statuses == ["200 OK"] and "/bucket/key" not in app.stored, "the read was answered before the write ended"
     finish.set()
     writer.join()
+
+
+class SlowBody(io.RawIOBase):
+    """A request body whose client sends nothing until `sent` is set."""
+
+    def __init__(self, body: bytes, sent: threading.Event):
+        self.body, self.sent = io.BytesIO(body), sent
+        self.reading = threading.Event()
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        self.reading.set()
+        self.sent.wait(10)
+        return self.body.readinto(buffer)
+
+
+def test_a_change_whose_body_is_still_arriving_holds_up_no_other_and_is_stored_whole():
+    app = CheckThenStore(pause=lambda: None)
+    served = one_change_at_a_time(app)
+    sent = threading.Event()
+    body = SlowBody(b"a" * 100000, sent)
+    slow = threading.Thread(target=served, args=(change("PUT", "/bucket/slow", b"a" * 100000, io.BufferedReader(body)), lambda *_: None))
+    slow.start()
+    assert body.reading.wait(10)
+    statuses = []
+    served(change("PUT", "/bucket/quick", b"quick"), lambda status, _headers: statuses.append(status))
+    assert statuses == ["200 OK"] and app.stored == {"/bucket/quick": b"quick"}
+    sent.set()
+    slow.join()
+    assert app.stored["/bucket/slow"] == b"a" * 100000
