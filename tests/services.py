@@ -257,6 +257,8 @@ class S3Server:
     host: str = HOST
     port: int = 0
     process: subprocess.Popen | None = None
+    # A command the server runs under (`env LD_PRELOAD=...` for a shifted clock).
+    wrapper: tuple = ()
     _client: object = None
 
     @property
@@ -301,7 +303,7 @@ class S3Server:
 
     def start(self) -> "S3Server":
         self.process, self.port = _start(
-            lambda port: [sys.executable, ATOMIC_S3, self.host, str(port)],
+            lambda port: [*self.wrapper, sys.executable, ATOMIC_S3, self.host, str(port)],
             b"",
             os.path.join(self.directory, "moto.log"),
             dict(os.environ, INITIAL_NO_AUTH_ACTION_COUNT="0") if self.check_credentials else None,

@@ -104,9 +104,10 @@ def test_a_switch_that_is_not_a_boolean_fails_the_task_naming_it(playbook, make_
     assert not (tmp_path / "www").exists()
 
 
-# Files each backend takes several seconds to publish (module work alone, on 2 busy cores), so a
-# one-second task timeout always falls inside the publish.
-TIMED_OUT_FILES = {"local": 20000, "s3": 1000}
+# Files each backend takes about 8 s to publish on this project's 2-core CI machine (4.2 s for
+# half as many locally, 3.6 s on S3, beyond a one-file publish), so a one-second task timeout
+# falls inside the publish on a machine up to about 8 times faster.
+TIMED_OUT_FILES = {"local": 40000, "s3": 2000}
 
 
 @pytest.mark.parametrize("backend", ["local", "s3"], indirect=True)
@@ -122,7 +123,8 @@ def test_a_task_timeout_stops_the_publish_in_the_worker_and_the_next_run_finishe
         {"distributor.core.distributor_publish": publish, "vars": WORKER, "timeout": 1},
         {"distributor.core.distributor_publish": publish, "vars": WORKER},
     ])
-    assert interrupted["failed"] and interrupted["timedout"]["period"] == 1, interrupted
+    assert interrupted.get("timedout", {}).get("period") == 1, "not interrupted: raise TIMED_OUT_FILES for this machine"
+    assert interrupted["failed"], interrupted
     assert finished["changed"] and not finished.get("failed"), finished
     left = backend.files("archive")
     assert sorted(name for name in left if not name.startswith(".")) == sorted(

@@ -15,7 +15,7 @@ CONTENDERS = 8
 
 class CheckThenStore:
     """A WSGI application that, like moto, checks that a key is absent and stores it later,
-    with a pause in between wide enough for every contender to pass the check."""
+    with a `pause` in between (by default wide enough for every contender to pass the check)."""
 
     def __init__(self, pause=lambda: time.sleep(0.05)):
         self.stored: dict = {}
@@ -58,7 +58,8 @@ def creates(app, method="PUT") -> list:
 
 
 def test_unserialised_a_check_then_store_lets_several_creates_win():
-    assert creates(CheckThenStore()).count("200 OK") > 1
+    """Every contender waits inside the window until all have passed the check: all win."""
+    assert creates(CheckThenStore(threading.Barrier(CONTENDERS, timeout=10).wait)).count("200 OK") == CONTENDERS
 
 
 def test_one_change_at_a_time_lets_exactly_one_create_win():

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 import tracemalloc
 
@@ -19,7 +18,7 @@ from ansible_collections.distributor.core.plugins.module_utils._distributor.path
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.s3.lock import S3Lock
 from ansible_collections.distributor.core.plugins.module_utils._distributor.storage.select import open_storage
 
-from services import ATOMIC_S3, S3Server, _start
+from services import S3Server
 
 BASE = "reports/2024-05-01"
 LIBFAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
@@ -226,12 +225,10 @@ def shifted_s3(tmp_path):
         pytest.fail("%s is missing: install Debian's faketime package (see .ci/run)" % LIBFAKETIME)
     offset = tmp_path / "faketime"
     offset.write_text("-3h\n")
-    server = S3Server(str(tmp_path / "moto"))
+    server = S3Server(str(tmp_path / "moto"), wrapper=(
+        "env", "LD_PRELOAD=" + LIBFAKETIME, "FAKETIME_TIMESTAMP_FILE=%s" % offset, "FAKETIME_NO_CACHE=1"))
     os.makedirs(server.directory)
-    server.process, server.port = _start(
-        lambda port: ["env", "LD_PRELOAD=" + LIBFAKETIME, "FAKETIME_TIMESTAMP_FILE=%s" % offset, "FAKETIME_NO_CACHE=1",
-                      sys.executable, ATOMIC_S3, server.host, str(port)],
-        b"", os.path.join(server.directory, "moto.log"))
+    server.start()
     yield server, offset
     server.stop()
 
